@@ -1,0 +1,80 @@
+import * as v from 'valibot';
+
+/**
+ * The operator contract (PRODUCT.md section 2): environment -> typed, validated Config.
+ * This is the only module that reads process.env; everything else receives a Config.
+ */
+
+export type Role = 'api' | 'projector' | 'dispatcher';
+
+export interface Config {
+  port: number;
+  host: string;
+  dataDir: string;
+  eventStoreUrl: string | null;
+  mongoDbUrl: string | null;
+  roles: Role[];
+  logLevel: string;
+  webhookRetryDelaysMs: number[];
+  webhookTimeoutMs: number;
+  webhookAllowPrivateTargets: boolean;
+  /** Extra CA certificates (PEM file) trusted for webhook receivers, e.g. a test receiver's. */
+  webhookCaFile: string | null;
+}
+
+const ROLES: readonly Role[] = ['api', 'projector', 'dispatcher'];
+
+const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** "1m", "500ms", "12h" -> milliseconds. */
+export function parseDuration(text: string): number {
+  const match = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)$/.exec(text.trim());
+  if (!match) throw new Error(`not a duration: "${text}" (use e.g. 500ms, 10s, 1m, 2h)`);
+  return Math.round(Number(match[1]) * UNIT_MS[match[2]!]!);
+}
+
+const Env = v.object({
+  PORT: v.optional(v.pipe(v.string(), v.regex(/^\d+$/, 'PORT must be a port number')), '8080'),
+  HOST: v.optional(v.string(), '127.0.0.1'),
+  DATA_DIR: v.optional(v.pipe(v.string(), v.minLength(1)), './data'),
+  EVENTSTORE_URL: v.optional(v.string()),
+  MONGODB_URL: v.optional(v.string()),
+  ROLES: v.optional(v.string(), 'api,projector,dispatcher'),
+  LOG_LEVEL: v.optional(v.picklist(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']), 'info'),
+  WEBHOOK_RETRY_DELAYS: v.optional(v.string(), '1m,5m,30m,2h,12h'),
+  WEBHOOK_TIMEOUT: v.optional(v.string(), '10s'),
+  WEBHOOK_ALLOW_PRIVATE_TARGETS: v.optional(v.picklist(['true', 'false']), 'false'),
+  WEBHOOK_CA_FILE: v.optional(v.string()),
+});
+
+export function loadConfig(env: Record<string, string | undefined>): Config {
+  const present = Object.fromEntries(Object.entries(env).filter(([, value]) => value !== undefined && value !== ''));
+  const parsed = v.safeParse(Env, present);
+  if (!parsed.success) {
+    const issue = parsed.issues[0];
+    throw new Error(`invalid configuration: ${v.getDotPath(issue) ?? ''} ${issue.message}`.trim());
+  }
+  const e = parsed.output;
+  const port = Number(e.PORT);
+  if (port > 65535) throw new Error('invalid configuration: PORT must be at most 65535');
+  const roles = e.ROLES.split(',').map((role) => role.trim()).filter(Boolean);
+  for (const role of roles) {
+    if (!ROLES.includes(role as Role)) throw new Error(`invalid configuration: unknown role "${role}" (use ${ROLES.join(', ')})`);
+  }
+  if (Boolean(e.EVENTSTORE_URL) !== Boolean(e.MONGODB_URL)) {
+    throw new Error('invalid configuration: EVENTSTORE_URL and MONGODB_URL go together (set both for the production backends, neither for the embedded store)');
+  }
+  return {
+    port,
+    host: e.HOST,
+    dataDir: e.DATA_DIR,
+    eventStoreUrl: e.EVENTSTORE_URL ?? null,
+    mongoDbUrl: e.MONGODB_URL ?? null,
+    roles: roles as Role[],
+    logLevel: e.LOG_LEVEL,
+    webhookRetryDelaysMs: e.WEBHOOK_RETRY_DELAYS.split(',').map(parseDuration),
+    webhookTimeoutMs: parseDuration(e.WEBHOOK_TIMEOUT),
+    webhookAllowPrivateTargets: e.WEBHOOK_ALLOW_PRIVATE_TARGETS === 'true',
+    webhookCaFile: e.WEBHOOK_CA_FILE ?? null,
+  };
+}

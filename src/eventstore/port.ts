@@ -1,0 +1,119 @@
+import type { Position } from './position.js';
+
+/**
+ * The event log port, modelled on EventStoreDB so that its production adapter stays thin.
+ * Every adapter passes test/contract/eventstore.contract.ts.
+ */
+
+/** Who or what caused an event; history shows it as e.g. "via API · <key name>". */
+export interface Actor {
+  type: 'apiKey' | 'cli' | 'system';
+  id: string;
+  name: string;
+}
+
+export type EventSource = 'app' | 'import' | 'api' | 'automation' | 'health score';
+
+export interface EventMetadata {
+  source: EventSource;
+  actor: Actor;
+  /** Shared by every event of one action (one API request, one CLI command, one import batch). */
+  actionId: string;
+  correlationId: string;
+  causationId: string;
+  /** Per object key: how many records this action changed (drives bulk webhook events). */
+  actionCounts?: Record<string, number>;
+}
+
+export interface NewEvent {
+  /** Event id (uuid); the same id reaches every webhook receiving this change. */
+  id: string;
+  type: string;
+  data: Record<string, unknown>;
+  metadata: EventMetadata;
+}
+
+export interface RecordedEvent {
+  id: string;
+  type: string;
+  stream: string;
+  /** 0-based revision of the event in its stream. */
+  revision: number;
+  position: Position;
+  /** The log's commit time (millisecond precision). `occurredAt` of webhooks comes from here. */
+  created: Date;
+  data: Record<string, unknown>;
+  metadata: EventMetadata;
+}
+
+/** 'no_stream': the stream must not exist; a number: the revision of the stream's last event. */
+export type ExpectedRevision = 'any' | 'no_stream' | 'stream_exists' | number;
+
+export interface AppendResult {
+  /** Position of the last appended event. */
+  position: Position;
+  /** Revision of the last appended event (the expected revision of the next append). */
+  nextRevision: number;
+}
+
+export interface ReadStreamOptions {
+  direction?: 'forwards' | 'backwards';
+  maxCount?: number;
+}
+
+export interface EventFilter {
+  /** Only events whose stream name starts with one of these prefixes. */
+  streamPrefixes: string[];
+}
+
+export interface SubscribeToAllOptions {
+  /** Deliver events strictly after this position; 'start' for the whole log. */
+  from: Position | 'start';
+  filter?: EventFilter;
+}
+
+/** Catch-up subscription: replays from `from`, then turns live. Ends when closed. */
+export interface Subscription extends AsyncIterable<RecordedEvent> {
+  close(): Promise<void>;
+}
+
+export interface PersistentSubscriptionOptions {
+  filter?: EventFilter;
+  /** How often an event is retried after nack('retry') before it is parked. */
+  maxRetryCount?: number;
+  /** Events handed out and not yet acked, at most. */
+  bufferSize?: number;
+}
+
+export interface PersistentEvent {
+  event: RecordedEvent;
+  /** How many times this event was handed out before (0 on first delivery). */
+  retryCount: number;
+  ack(): Promise<void>;
+  /** 'retry' hands the event out again later; 'park' sets it aside for an operator. */
+  nack(action: 'retry' | 'park', reason: string): Promise<void>;
+}
+
+/**
+ * A consumer of a persistent subscription group on $all. Groups are created when missing,
+ * remember their checkpoint across restarts and deliver at least once; several consumers of
+ * one group compete for its events.
+ */
+export interface PersistentSubscription extends AsyncIterable<PersistentEvent> {
+  close(): Promise<void>;
+}
+
+export interface EventStore {
+  /**
+   * Appends atomically to one stream. Throws `Conflict` (src/errors.ts) when the stream is not
+   * at `expectedRevision`. Resolves only once the events are durable.
+   */
+  append(stream: string, events: NewEvent[], options: { expectedRevision: ExpectedRevision }): Promise<AppendResult>;
+  /** The stream's events ([] when the stream does not exist). */
+  readStream(stream: string, options?: ReadStreamOptions): Promise<RecordedEvent[]>;
+  subscribeToAll(options: SubscribeToAllOptions): Subscription;
+  persistentSubscription(group: string, options?: PersistentSubscriptionOptions): PersistentSubscription;
+  /** Position of the newest event in the log (null when empty). */
+  headPosition(): Promise<Position | null>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,57 @@
+/**
+ * Setup data: workspaces, API keys, users (people). Written by the `csr` tool, read by the API
+ * on every request (so revocation takes effect on the next one). Every adapter passes
+ * test/contract/setupstore.contract.ts.
+ */
+
+export interface Workspace {
+  id: string;
+  slug: string;
+  name: string;
+  createdAt: string;
+}
+
+export type KeyAccess = 'read-only' | 'read-write';
+
+export interface ApiKey {
+  id: string;
+  workspaceId: string;
+  name: string;
+  /** Hex SHA-256 of the key value; the value itself is never stored. */
+  fingerprint: string;
+  access: KeyAccess;
+  /** Object keys the key may access, or 'all'. */
+  objects: 'all' | string[];
+  createdAt: string;
+  lastUsedAt: string | null;
+  revokedAt: string | null;
+}
+
+export interface User {
+  id: string;
+  workspaceId: string;
+  name: string;
+  email: string;
+  createdAt: string;
+}
+
+export interface SetupStore {
+  /** Throws ValidationFailed when the slug is taken. */
+  createWorkspace(workspace: Workspace): Promise<void>;
+  workspaceBySlug(slug: string): Promise<Workspace | null>;
+  workspaceById(id: string): Promise<Workspace | null>;
+
+  createKey(key: ApiKey): Promise<void>;
+  keyByFingerprint(fingerprint: string): Promise<ApiKey | null>;
+  keyById(id: string): Promise<ApiKey | null>;
+  listKeys(workspaceId: string): Promise<ApiKey[]>;
+  /** Sets revokedAt (once; revoking again keeps the first time). Null when the key is unknown. */
+  revokeKey(id: string, at: string): Promise<ApiKey | null>;
+  touchKey(id: string, at: string): Promise<void>;
+
+  /** Throws ValidationFailed when the email is already used in the workspace (case-insensitive). */
+  addUser(user: User): Promise<void>;
+  listUsers(workspaceId: string): Promise<User[]>;
+
+  close(): Promise<void>;
+}
