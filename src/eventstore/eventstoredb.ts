@@ -1,0 +1,391 @@
+import {
+  BACKWARDS,
+  END,
+  EventStoreDBClient,
+  FORWARDS,
+  PARK,
+  PersistentSubscriptionExistsError,
+  RETRY,
+  START,
+  StreamNotFoundError,
+  WrongExpectedVersionError,
+} from '@eventstore/db-client';
+import type {
+  AllStreamResolvedEvent,
+  AllStreamSubscription,
+  PersistentSubscriptionToAll,
+  PersistentSubscriptionToAllResolvedEvent,
+  Position as EsdbPosition,
+  ResolvedEvent,
+} from '@eventstore/db-client';
+import { Conflict } from '../errors.js';
+import type {
+  AppendResult,
+  EventStore,
+  ExpectedRevision,
+  NewEvent,
+  PersistentEvent,
+  PersistentSubscription,
+  PersistentSubscriptionOptions,
+  ReadStreamOptions,
+  RecordedEvent,
+  SubscribeToAllOptions,
+  Subscription,
+} from './port.js';
+import type { Position } from './position.js';
+import {
+  PERSISTENT_DEFAULTS,
+  backoffDelay,
+  classifySubscriptionError,
+  describeRevision,
+  fromEsdbPosition,
+  isAfter,
+  isKnownPosition,
+  matchesFilter,
+  persistentGroupSettings,
+  toEsdbPosition,
+  toEventData,
+  toExpectedRevision,
+  toRecordedEvent,
+  toServerFilter,
+} from './eventstoredbMapping.js';
+
+/**
+ * The production event log: EventStoreDB (or KurrentDB, its successor, which speaks the same gRPC
+ * protocol) through `@eventstore/db-client`. The value mapping lives in ./eventstoredbMapping.ts
+ * (pure, unit-tested); this module only moves values between the port and the client, and keeps
+ * subscriptions alive across server restarts.
+ *
+ * Delivery guarantees:
+ * - `subscribeToAll` remembers the position of the last event it handed out. When the call fails
+ *   because the server went away (restart, leader change, network), it resubscribes from that
+ *   position after a backoff, so nothing is skipped and nothing already handed out is repeated.
+ *   The consumer's own checkpoint still decides what happens after *its* restart (at least once).
+ * - `persistentSubscription` rejoins the group after such failures; events that were handed out and
+ *   not acked before the failure are handed out again by the server (at least once). Acks and nacks
+ *   for events of a connection that has dropped are ignored: the server redelivers those events.
+ */
+
+export interface EventStoreDbOptions {
+  /** e.g. `esdb://localhost:2113?tls=false`, or a cluster: `esdb+discover://host:2113`. */
+  connectionString: string;
+  /** Told about resubscriptions after errors (pino-compatible; optional). */
+  logger?: { warn(details: object, message: string): void };
+  /** How long a persistent-subscription event may stay un-acked before it is handed out again. */
+  messageTimeoutMs?: number;
+}
+
+/** Milliseconds to wait for an ack/nack write before giving up on it (the server redelivers). */
+const SETTLE_TIMEOUT_MS = 10_000;
+
+export function openEventStoreDb(options: EventStoreDbOptions): EventStore {
+  const client = EventStoreDBClient.connectionString(options.connectionString);
+  const logger = options.logger;
+  const open = new Set<{ close(): Promise<void> }>();
+  let closed = false;
+
+  function assertOpen(): void {
+    if (closed) throw new Error('event store is closed');
+  }
+
+  /** The $all position of the event at `revision` of `stream` (null when the server gives none). */
+  async function positionOfRevision(stream: string, revision: bigint): Promise<Position | null> {
+    const read = client.readStream(stream, { fromRevision: revision, direction: FORWARDS, maxCount: 1 });
+    for await (const resolved of read as AsyncIterable<ResolvedEvent>) {
+      const position = resolved.event?.position;
+      if (isKnownPosition(position)) return fromEsdbPosition(position);
+    }
+    return null;
+  }
+
+  async function append(
+    stream: string,
+    events: NewEvent[],
+    appendOptions: { expectedRevision: ExpectedRevision },
+  ): Promise<AppendResult> {
+    assertOpen();
+    if (events.length === 0) throw new RangeError('append needs at least one event');
+    const expectedRevision = toExpectedRevision(appendOptions.expectedRevision);
+    let result;
+    try {
+      result = await client.appendToStream(stream, events.map(toEventData), { expectedRevision });
+    } catch (error) {
+      if (error instanceof WrongExpectedVersionError) {
+        throw new Conflict(stream, String(appendOptions.expectedRevision), describeRevision(error.actualVersion));
+      }
+      throw error;
+    }
+    // A one-event append reports that event's position. For several events the reported position
+    // is not reliably the last event's (the events share a commit position and differ in their
+    // prepare positions), so we read the last appended event back by its revision: callers wait
+    // for projections to pass this position (read your writes), which must cover every event.
+    let position: Position | null = null;
+    if (events.length === 1 && isKnownPosition(result.position)) {
+      position = fromEsdbPosition(result.position);
+    } else {
+      position = await positionOfRevision(stream, result.nextExpectedRevision);
+      if (position === null && isKnownPosition(result.position)) position = fromEsdbPosition(result.position);
+    }
+    if (position === null) throw new Error(`EventStoreDB gave no log position for the append to ${stream}`);
+    return { position, nextRevision: Number(result.nextExpectedRevision) };
+  }
+
+  async function readStream(stream: string, readOptions: ReadStreamOptions = {}): Promise<RecordedEvent[]> {
+    assertOpen();
+    if (readOptions.maxCount !== undefined && readOptions.maxCount <= 0) return [];
+    const backwards = readOptions.direction === 'backwards';
+    const events: RecordedEvent[] = [];
+    try {
+      const read = client.readStream(stream, {
+        direction: backwards ? BACKWARDS : FORWARDS,
+        fromRevision: backwards ? END : START,
+        ...(readOptions.maxCount !== undefined ? { maxCount: readOptions.maxCount } : {}),
+      });
+      for await (const resolved of read as AsyncIterable<ResolvedEvent>) {
+        const event = toRecordedEvent(resolved);
+        if (event) events.push(event);
+      }
+    } catch (error) {
+      if (error instanceof StreamNotFoundError) return [];
+      throw error;
+    }
+    return events;
+  }
+
+  function subscribeToAll(subscribeOptions: SubscribeToAllOptions): Subscription {
+    assertOpen();
+    const serverFilter = toServerFilter(subscribeOptions.filter);
+    const control = new Control();
+    let last: Position | 'start' = subscribeOptions.from;
+    let current: AllStreamSubscription | null = null;
+
+    async function* events(): AsyncGenerator<RecordedEvent> {
+      let attempt = 0;
+      try {
+        while (!control.closed) {
+          const sub = client.subscribeToAll({
+            fromPosition: last === 'start' ? START : toEsdbPosition(last),
+            resolveLinkTos: false,
+            filter: serverFilter,
+          });
+          current = sub;
+          try {
+            for await (const resolved of sub as AsyncIterable<AllStreamResolvedEvent>) {
+              attempt = 0;
+              // Checkpoint-only items, system events and events outside the filter carry nothing for us.
+              const event = toRecordedEvent(resolved);
+              if (event === null || !matchesFilter(event, subscribeOptions.filter) || !isAfter(event.position, last)) continue;
+              last = event.position;
+              yield event;
+              if (control.closed) return;
+            }
+            if (control.closed) return;
+            logger?.warn({ from: last }, 'EventStoreDB subscription ended by the server; resubscribing');
+          } catch (error) {
+            if (control.closed) return;
+            if (classifySubscriptionError(error) !== 'transient') throw error;
+            logger?.warn({ err: error, from: last, attempt }, 'EventStoreDB subscription dropped; resubscribing');
+          } finally {
+            current = null;
+            await release(sub);
+          }
+          await control.sleep(backoffDelay(attempt++));
+        }
+      } finally {
+        control.closed = true;
+        open.delete(handle);
+      }
+    }
+
+    const handle = {
+      async close(): Promise<void> {
+        control.close();
+        open.delete(handle);
+        if (current) await release(current);
+      },
+    };
+    open.add(handle);
+    const iterator = events();
+    return { [Symbol.asyncIterator]: () => iterator, close: handle.close };
+  }
+
+  function persistentSubscription(group: string, subscribeOptions: PersistentSubscriptionOptions = {}): PersistentSubscription {
+    assertOpen();
+    const settings = persistentGroupSettings({
+      ...(subscribeOptions.maxRetryCount !== undefined ? { maxRetryCount: subscribeOptions.maxRetryCount } : {}),
+      ...(options.messageTimeoutMs !== undefined ? { messageTimeoutMs: options.messageTimeoutMs } : {}),
+    });
+    const serverFilter = toServerFilter(subscribeOptions.filter);
+    const bufferSize = subscribeOptions.bufferSize ?? PERSISTENT_DEFAULTS.bufferSize;
+    const control = new Control();
+    let current: PersistentSubscriptionToAll | null = null;
+
+    async function ensureGroup(): Promise<void> {
+      try {
+        await client.createPersistentSubscriptionToAll(group, settings, { filter: serverFilter });
+      } catch (error) {
+        if (error instanceof PersistentSubscriptionExistsError) return;
+        throw error;
+      }
+    }
+
+    async function* events(): AsyncGenerator<PersistentEvent> {
+      let attempt = 0;
+      let groupReady = false;
+      try {
+        while (!control.closed) {
+          if (!groupReady) {
+            try {
+              await ensureGroup();
+              groupReady = true;
+            } catch (error) {
+              if (control.closed) return;
+              if (classifySubscriptionError(error) !== 'transient') throw error;
+              logger?.warn({ err: error, group, attempt }, 'EventStoreDB persistent subscription group not created yet; retrying');
+              await control.sleep(backoffDelay(attempt++));
+              continue;
+            }
+          }
+          const sub = client.subscribeToPersistentSubscriptionToAll(group, { bufferSize });
+          const connection = { alive: true };
+          current = sub;
+          try {
+            for await (const resolved of sub as AsyncIterable<PersistentSubscriptionToAllResolvedEvent>) {
+              attempt = 0;
+              const event = toRecordedEvent(resolved);
+              if (event === null || !matchesFilter(event, subscribeOptions.filter)) {
+                await settle(connection, () => sub.ack(resolved));
+                continue;
+              }
+              yield {
+                event,
+                retryCount: resolved.retryCount,
+                ack: () => settle(connection, () => sub.ack(resolved)),
+                nack: (action, reason) => settle(connection, () => sub.nack(action === 'park' ? PARK : RETRY, reason, resolved)),
+              };
+              if (control.closed) return;
+            }
+            if (control.closed) return;
+            logger?.warn({ group }, 'EventStoreDB persistent subscription ended by the server; rejoining');
+          } catch (error) {
+            if (control.closed) return;
+            const kind = classifySubscriptionError(error);
+            if (kind === 'fatal') throw error;
+            if (kind === 'group-missing') groupReady = false;
+            logger?.warn({ err: error, group, attempt }, 'EventStoreDB persistent subscription dropped; rejoining');
+          } finally {
+            connection.alive = false;
+            current = null;
+            await release(sub);
+          }
+          await control.sleep(backoffDelay(attempt++));
+        }
+      } finally {
+        control.closed = true;
+        open.delete(handle);
+      }
+    }
+
+    const handle = {
+      async close(): Promise<void> {
+        control.close();
+        open.delete(handle);
+        if (current) await release(current);
+      },
+    };
+    open.add(handle);
+    const iterator = events();
+    return { [Symbol.asyncIterator]: () => iterator, close: handle.close };
+  }
+
+  async function headPosition(): Promise<Position | null> {
+    assertOpen();
+    // The newest event that a subscription would deliver: system events ($-streams, $-types such
+    // as persistent subscription checkpoints) are skipped, page by page, backwards from the end.
+    const pageSize = 100;
+    let from: EsdbPosition | typeof END = END;
+    for (;;) {
+      const read = client.readAll({ direction: BACKWARDS, fromPosition: from, maxCount: pageSize, resolveLinkTos: false });
+      let count = 0;
+      let oldest: EsdbPosition | undefined;
+      for await (const resolved of read as AsyncIterable<AllStreamResolvedEvent>) {
+        count += 1;
+        const event = toRecordedEvent(resolved);
+        if (event !== null) {
+          await read.cancel().catch(() => undefined);
+          return event.position;
+        }
+        oldest = resolved.event?.position ?? oldest;
+      }
+      if (count < pageSize || oldest === undefined) return null;
+      if (from !== END && oldest.commit === from.commit && oldest.prepare === from.prepare) return null;
+      from = oldest;
+    }
+  }
+
+  async function close(): Promise<void> {
+    if (closed) return;
+    closed = true;
+    await Promise.allSettled([...open].map((subscription) => subscription.close()));
+    await client.dispose();
+  }
+
+  return { append, readStream, subscribeToAll, persistentSubscription, headPosition, close };
+}
+
+/** Close flag plus an interruptible backoff sleep for one subscription. */
+class Control {
+  closed = false;
+  private wake: (() => void) | null = null;
+
+  sleep(ms: number): Promise<void> {
+    if (this.closed) return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, ms);
+      const self = this;
+      function done(): void {
+        clearTimeout(timer);
+        self.wake = null;
+        resolve();
+      }
+      this.wake = done;
+    });
+  }
+
+  close(): void {
+    this.closed = true;
+    this.wake?.();
+  }
+}
+
+/** Cancels the gRPC call behind a client subscription and destroys its stream (ends any pending read). */
+async function release(sub: AllStreamSubscription | PersistentSubscriptionToAll): Promise<void> {
+  try {
+    await sub.unsubscribe();
+  } catch {
+    // The call is already gone.
+  }
+  if (!sub.destroyed) sub.destroy();
+}
+
+/**
+ * Acks/nacks through the connection that delivered the event. When that connection has dropped,
+ * the ack cannot reach the server and the server hands the event out again: resolve quietly.
+ */
+async function settle(connection: { alive: boolean }, write: () => Promise<void>): Promise<void> {
+  if (!connection.alive) return;
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([
+      write(),
+      new Promise<void>((_, reject) => {
+        timer = setTimeout(() => reject(new Error('EventStoreDB did not take the ack in time')), SETTLE_TIMEOUT_MS);
+      }),
+    ]);
+  } catch (error) {
+    if (!connection.alive) return;
+    throw error;
+  } finally {
+    clearTimeout(timer);
+  }
+}
