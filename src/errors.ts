@@ -22,10 +22,6 @@ export class MethodNotAllowed extends AppError {
   readonly status = 405;
 }
 
-export class PayloadTooLarge extends AppError {
-  readonly status = 413;
-}
-
 export class ValidationFailed extends AppError {
   readonly status = 422;
 }
