@@ -1,0 +1,15 @@
+import type { EventStore } from '../src/eventstore/port.js';
+import type { Position } from '../src/eventstore/position.js';
+import type { ReadStore } from '../src/readstore/port.js';
+import type { User } from '../src/setup/port.js';
+import type { AutoNumbers } from './autoNumbers.js';
+
+/** What the write side needs; chosen and wired in src/main.ts. */
+export interface CommandDeps {
+  events: EventStore;
+  readStore: ReadStore;
+  autoNumbers: AutoNumbers;
+  listUsers(workspaceId: string): Promise<User[]>;
+  /** Resolves once the read models show everything up to `position` (read your writes). */
+  waitVisible(position: Position): Promise<void>;
+}

@@ -1,0 +1,85 @@
+import { NotFound } from '../../src/errors.js';
+import type { StoredValue, Values } from '../../src/readstore/port.js';
+import type { FieldChange, RecordEvent } from './events.js';
+
+/**
+ * The record aggregate as pure functions: decide(command, state) -> events and
+ * evolve(state, event) -> state. Handlers only load, decide and append.
+ */
+
+export type RecordState =
+  | { status: 'absent' }
+  | { status: 'live'; workspaceId: string; object: string; fields: Values }
+  | { status: 'deleted'; workspaceId: string; object: string };
+
+export const initialState: RecordState = { status: 'absent' };
+
+export interface RecordAddress {
+  workspaceId: string;
+  object: string;
+  recordId: string;
+}
+
+export type RecordCommand =
+  | ({ type: 'CreateRecord'; fields: Values } & RecordAddress)
+  | ({ type: 'UpdateRecord'; fields: Values } & RecordAddress)
+  | ({ type: 'DeleteRecord'; lastSaved: { calculated: Values; createdAt: string; updatedAt: string } } & RecordAddress);
+
+export function evolve(state: RecordState, event: RecordEvent): RecordState {
+  const { workspaceId, object } = event.data;
+  switch (event.type) {
+    case 'RecordCreated':
+      return { status: 'live', workspaceId, object, fields: { ...event.data.fields } };
+    case 'RecordUpdated': {
+      if (state.status !== 'live') return state;
+      const fields = { ...state.fields };
+      for (const [key, change] of Object.entries(event.data.changes)) fields[key] = change.to;
+      return { ...state, fields };
+    }
+    case 'RecordDeleted':
+      return { status: 'deleted', workspaceId, object };
+  }
+}
+
+/** A record of another workspace or object does not exist for this caller. */
+function isLiveAt(state: RecordState, address: RecordAddress): state is Extract<RecordState, { status: 'live' }> {
+  return state.status === 'live' && state.workspaceId === address.workspaceId && state.object === address.object;
+}
+
+export function decide(command: RecordCommand, state: RecordState): RecordEvent[] {
+  const base = { schemaVersion: 1 as const, workspaceId: command.workspaceId, object: command.object, recordId: command.recordId };
+  switch (command.type) {
+    case 'CreateRecord': {
+      if (state.status !== 'absent') throw new Error(`record ${command.recordId} already exists`);
+      return [{ type: 'RecordCreated', data: { ...base, fields: withoutNulls(command.fields) } }];
+    }
+    case 'UpdateRecord': {
+      if (!isLiveAt(state, command)) throw new NotFound(`${command.object} record ${command.recordId} not found`);
+      const changes = changedFields(state.fields, command.fields);
+      return Object.keys(changes).length === 0 ? [] : [{ type: 'RecordUpdated', data: { ...base, changes } }];
+    }
+    case 'DeleteRecord': {
+      if (!isLiveAt(state, command)) throw new NotFound(`${command.object} record ${command.recordId} not found`);
+      return [{ type: 'RecordDeleted', data: { ...base, fields: state.fields, ...command.lastSaved } }];
+    }
+  }
+}
+
+function changedFields(current: Values, sent: Values): Record<string, FieldChange> {
+  const changes: Record<string, FieldChange> = {};
+  for (const [key, to] of Object.entries(sent)) {
+    const from = current[key] ?? null;
+    if (!sameValue(from, to)) changes[key] = { from, to };
+  }
+  return changes;
+}
+
+function sameValue(a: StoredValue, b: StoredValue): boolean {
+  if (Array.isArray(a) && Array.isArray(b)) return a.length === b.length && a.every((item, i) => item === b[i]);
+  return a === b;
+}
+
+/** A new record stores only the values it has; null means "no value". */
+function withoutNulls(fields: Values): Values {
+  return Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== null));
+}

@@ -1,0 +1,65 @@
+import { randomUUID } from 'node:crypto';
+import { Conflict } from '../../src/errors.js';
+import type { EventMetadata, EventStore, ExpectedRevision } from '../../src/eventstore/port.js';
+import type { Position } from '../../src/eventstore/position.js';
+import { decide, evolve, initialState, type RecordCommand, type RecordState } from './decider.js';
+import { recordStream, upcast } from './events.js';
+
+/** Loads a record's state by folding its stream, and runs commands against it. */
+
+export interface LoadedRecord {
+  state: RecordState;
+  expectedRevision: ExpectedRevision;
+  createdAt: Date | null;
+  updatedAt: Date | null;
+}
+
+export async function loadRecord(events: EventStore, recordId: string): Promise<LoadedRecord> {
+  const recorded = await events.readStream(recordStream(recordId));
+  let state: RecordState = initialState;
+  for (const event of recorded) {
+    const recordEvent = upcast(event);
+    if (recordEvent) state = evolve(state, recordEvent);
+  }
+  const last = recorded.at(-1);
+  return {
+    state,
+    expectedRevision: last ? last.revision : 'no_stream',
+    createdAt: recorded[0]?.created ?? null,
+    updatedAt: last?.created ?? null,
+  };
+}
+
+/** A conflicting append means someone else changed the record meanwhile: decide again on fresh state. */
+const MAX_ATTEMPTS = 5;
+
+/**
+ * load -> decide -> append, retried as a whole on a concurrency conflict. `command` may depend on
+ * the loaded record (e.g. a delete snapshots it). Resolves with the position of the appended events,
+ * or null when the decision produced none (nothing changed).
+ */
+export async function executeRecordCommand(
+  events: EventStore,
+  recordId: string,
+  command: (loaded: LoadedRecord) => RecordCommand | Promise<RecordCommand>,
+  metadata: EventMetadata,
+  preloaded?: LoadedRecord,
+): Promise<Position | null> {
+  let loaded = preloaded;
+  for (let attempt = 1; ; attempt++) {
+    loaded ??= await loadRecord(events, recordId);
+    const decided = decide(await command(loaded), loaded.state);
+    if (decided.length === 0) return null;
+    try {
+      const result = await events.append(
+        recordStream(recordId),
+        decided.map((event) => ({ id: randomUUID(), type: event.type, data: { ...event.data }, metadata })),
+        { expectedRevision: loaded.expectedRevision },
+      );
+      return result.position;
+    } catch (error) {
+      if (!(error instanceof Conflict) || attempt === MAX_ATTEMPTS) throw error;
+      loaded = undefined;
+    }
+  }
+}

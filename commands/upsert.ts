@@ -1,0 +1,228 @@
+import { randomUUID } from 'node:crypto';
+import { ValidationFailed } from '../src/errors.js';
+import type { Position } from '../src/eventstore/position.js';
+import { filterKey } from '../src/readstore/filterKey.js';
+import type { FieldFilter, Values } from '../src/readstore/port.js';
+import { formatAutoNumber, recordName, uniqueFields } from '../src/schema/catalogue.js';
+import type { ObjectDef } from '../src/schema/types.js';
+import { checkRecordRules, validateRecord } from '../src/schema/validate.js';
+import { metadataFor, type Action } from './action.js';
+import type { CommandDeps } from './deps.js';
+import { loadRecord, executeRecordCommand, type LoadedRecord } from './record/repository.js';
+import { ReferenceResolver } from './references.js';
+
+/** POST /api/v1/{object}: create or update up to 1000 records (spec 4.2, PRODUCT.md section 3). */
+
+export const MAX_RECORDS_PER_REQUEST = 1000;
+
+export interface SaveResult {
+  created: number;
+  updated: number;
+  errors: { index: number; message: string }[];
+  ids: string[];
+}
+
+type Plan =
+  | { kind: 'create'; index: number; recordId: string; values: Values }
+  | { kind: 'update'; index: number; recordId: string; values: Values; loaded: LoadedRecord };
+
+export async function upsertRecords(
+  deps: CommandDeps,
+  action: Action,
+  object: ObjectDef,
+  body: unknown,
+  match: string | undefined,
+): Promise<SaveResult> {
+  const inputs = recordsOf(body);
+  const matchFields = match === undefined ? null : parseMatch(object, match);
+  const resolver = new ReferenceResolver(deps.readStore, action.workspaceId, deps.listUsers);
+  const errors: SaveResult['errors'] = [];
+  const plans: Plan[] = [];
+  /** The plan that saves each request record (several records may match one new record). */
+  const targets: (Plan | undefined)[] = [];
+  // Records created earlier in this request are not in the read model yet: match them here.
+  const createdInRequest = new Map<string, Plan>();
+
+  for (const [index, input] of inputs.entries()) {
+    const planned = await planRecord(deps, action, object, matchFields, resolver, createdInRequest, index, input);
+    if ('message' in planned) {
+      errors.push({ index, message: planned.message });
+      continue;
+    }
+    targets[index] = planned;
+    if (planned.index === index) plans.push(planned);
+  }
+
+  await assignAutoNumbers(deps, action, object, plans);
+
+  const metadata = metadataFor(action, { [object.key]: new Set(plans.map((plan) => plan.recordId)).size });
+  const outcomes = await Promise.allSettled(
+    plans.map((plan) =>
+      executeRecordCommand(
+        deps.events,
+        plan.recordId,
+        () => ({ type: plan.kind === 'create' ? 'CreateRecord' : 'UpdateRecord', workspaceId: action.workspaceId, object: object.key, recordId: plan.recordId, fields: plan.values }),
+        metadata,
+        plan.kind === 'update' ? plan.loaded : undefined,
+      ),
+    ),
+  );
+
+  const positions: Position[] = [];
+  const failedPlans = new Map<Plan, string>();
+  outcomes.forEach((outcome, i) => {
+    if (outcome.status === 'rejected') failedPlans.set(plans[i]!, errorMessage(outcome.reason));
+    else if (outcome.value) positions.push(outcome.value);
+  });
+  if (positions.length > 0) await deps.waitVisible(positions.reduce((a, b) => (a > b ? a : b)));
+
+  const result: SaveResult = { created: 0, updated: 0, errors, ids: [] };
+  targets.forEach((plan, index) => {
+    if (!plan) return;
+    const failure = failedPlans.get(plan);
+    if (failure !== undefined) {
+      errors.push({ index, message: failure });
+      return;
+    }
+    result.ids.push(plan.recordId);
+    if (plan.kind === 'create' && plan.index === index) result.created++;
+    else result.updated++;
+  });
+  errors.sort((a, b) => a.index - b.index);
+  return result;
+}
+
+type Planned = Plan | { message: string };
+
+async function planRecord(
+  deps: CommandDeps,
+  action: Action,
+  object: ObjectDef,
+  matchFields: string[] | null,
+  resolver: ReferenceResolver,
+  createdInRequest: Map<string, Plan>,
+  index: number,
+  input: unknown,
+): Promise<Planned> {
+  const validated = validateRecord(object, input, 'update');
+  if (!validated.ok) return { message: validated.message };
+  const resolved = await resolver.resolve(validated.fields);
+  if (!resolved.ok) return { message: resolved.message };
+  const values = resolved.values;
+
+  let target: { recordId: string; loaded: LoadedRecord } | null = null;
+  let matchKey: string | null = null;
+  if (validated.id !== undefined) {
+    const loaded = await loadRecord(deps.events, validated.id);
+    if (!isLiveRecord(loaded, action.workspaceId, object.key)) return { message: `no ${object.key} record with id ${validated.id}` };
+    target = { recordId: validated.id, loaded };
+  } else {
+    const criteria = matchCriteria(object, matchFields, values);
+    if ('message' in criteria) return criteria;
+    if (criteria.key !== null) {
+      matchKey = criteria.key;
+      const earlier = createdInRequest.get(matchKey);
+      if (earlier) {
+        const rules = checkRecordRules(object.key, { ...earlier.values, ...values });
+        if (rules) return { message: rules };
+        Object.assign(earlier.values, values);
+        return earlier;
+      }
+      const found = await deps.readStore.find({ workspaceId: action.workspaceId, object: object.key, ...criteria.query, limit: 2, offset: 0 });
+      if (found.total > 1) return { message: `ambiguous match: ${found.total} records` };
+      const existing = found.documents[0];
+      if (existing) target = { recordId: existing.id, loaded: await loadRecord(deps.events, existing.id) };
+    }
+  }
+
+  if (target) {
+    if (target.loaded.state.status !== 'live') return { message: `no ${object.key} record with id ${target.recordId}` };
+    const rules = checkRecordRules(object.key, { ...target.loaded.state.fields, ...values });
+    if (rules) return { message: rules };
+    return { kind: 'update', index, recordId: target.recordId, values, loaded: target.loaded };
+  }
+
+  const asNew = validateRecord(object, input, 'create');
+  if (!asNew.ok) return { message: asNew.message };
+  const rules = checkRecordRules(object.key, values);
+  if (rules) return { message: rules };
+  const plan: Plan = { kind: 'create', index, recordId: randomUUID(), values };
+  if (matchKey !== null) createdInRequest.set(matchKey, plan);
+  return plan;
+}
+
+function isLiveRecord(loaded: LoadedRecord, workspaceId: string, object: string): boolean {
+  return loaded.state.status === 'live' && loaded.state.workspaceId === workspaceId && loaded.state.object === object;
+}
+
+type Criteria = { key: string | null; query: { filters: FieldFilter[]; name?: string } } | { message: string };
+
+/** What finds the record to update: ?match= fields, else the unique fields sent, else the record name. */
+function matchCriteria(object: ObjectDef, matchFields: string[] | null, values: Values): Criteria {
+  const byFields = (fields: string[]): Criteria => {
+    const filters: FieldFilter[] = [];
+    for (const field of fields) {
+      const value = values[field];
+      if (value === undefined || value === null || Array.isArray(value)) {
+        return { message: `match field '${field}' needs a single value in this record` };
+      }
+      filters.push({ field, value: filterKey(value) });
+    }
+    return { key: filters.map((filter) => `${filter.field}=${filter.value}`).join('&'), query: { filters } };
+  };
+  if (matchFields) return byFields(matchFields);
+  const unique = uniqueFields(object).filter((field) => values[field] !== undefined && values[field] !== null);
+  if (unique.length > 0) return byFields(unique);
+  if (!object.matchByName) return { key: null, query: { filters: [] } };
+  const name = recordName(object, values);
+  if (name === null) return { key: null, query: { filters: [] } };
+  return { key: `name=${filterKey(name)}`, query: { filters: [], name: filterKey(name) } };
+}
+
+function parseMatch(object: ObjectDef, match: string): string[] {
+  const fields = match.split(',').map((field) => field.trim()).filter(Boolean);
+  if (fields.length === 0) throw new ValidationFailed('match: give one or more comma-separated field keys');
+  for (const key of fields) {
+    const field = object.fields.find((candidate) => candidate.key === key);
+    if (!field) throw new ValidationFailed(`match: unknown field '${key}' for object ${object.key}`);
+    if (field.format.type === 'files' || field.format.type === 'calculated' || field.format.type === 'linkList') {
+      throw new ValidationFailed(`match: field '${key}' cannot be used to match records`);
+    }
+  }
+  return fields;
+}
+
+/** The three body forms of spec 4.2: one record, an array, or { records: [...] }. */
+function recordsOf(body: unknown): unknown[] {
+  let records: unknown[];
+  if (Array.isArray(body)) records = body;
+  else if (isPlainObject(body) && Object.keys(body).length === 1 && Array.isArray(body['records'])) records = body['records'];
+  else if (isPlainObject(body)) records = [body];
+  else throw new ValidationFailed('the body must be a record object, an array of records or { "records": [...] }');
+  if (records.length === 0) throw new ValidationFailed('the request contains no records');
+  if (records.length > MAX_RECORDS_PER_REQUEST) {
+    throw new ValidationFailed(`too many records: ${records.length} (at most ${MAX_RECORDS_PER_REQUEST} per request)`);
+  }
+  return records;
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+async function assignAutoNumbers(deps: CommandDeps, action: Action, object: ObjectDef, plans: Plan[]): Promise<void> {
+  for (const field of object.fields) {
+    if (field.format.type !== 'autoNumber') continue;
+    const prefix = field.format.prefix;
+    const needing = plans.filter((plan) => plan.kind === 'create' && (plan.values[field.key] ?? null) === null);
+    if (needing.length === 0) continue;
+    const first = await deps.autoNumbers.reserve(action.workspaceId, object.key, needing.length, metadataFor(action, {}));
+    needing.forEach((plan, i) => {
+      plan.values[field.key] = formatAutoNumber(prefix, first + i);
+    });
+  }
+}
+
+function errorMessage(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
