@@ -1,0 +1,77 @@
+import type { Logger } from 'pino';
+import type { EventStore, RecordedEvent } from '../src/eventstore/port.js';
+import type { ReadStore } from '../src/readstore/port.js';
+import type { Projection } from './projection.js';
+
+/**
+ * Runs a projection: catch-up subscription from its checkpoint -> batches -> one transaction per
+ * batch holding the read model writes and the new checkpoint. A crash loses at most the batch
+ * being written, whose transaction never committed; it is read again from the checkpoint.
+ */
+
+const MAX_BATCH = 500;
+const RETRY_DELAY_MS = 1000;
+
+export interface RunningProjection {
+  stop(): Promise<void>;
+}
+
+export function startProjection(
+  deps: { events: EventStore; readStore: ReadStore; logger: Logger },
+  projection: Projection,
+): RunningProjection {
+  const logger = deps.logger.child({ projection: projection.name });
+  let stopped = false;
+  let subscription: ReturnType<EventStore['subscribeToAll']> | undefined;
+
+  const run = async (): Promise<void> => {
+    while (!stopped) {
+      try {
+        const from = (await deps.readStore.checkpoint(projection.name)) ?? 'start';
+        logger.info({ from }, 'projection subscribing');
+        subscription = deps.events.subscribeToAll({ from, filter: projection.filter });
+        for await (const batch of batches(subscription)) {
+          await deps.readStore.transaction(async (tx) => {
+            await projection.apply(tx, batch);
+            await tx.setCheckpoint(projection.name, batch.at(-1)!.position);
+          });
+        }
+      } catch (error) {
+        if (stopped) break;
+        logger.error({ err: error }, 'projection failed; resuming from its checkpoint');
+        await subscription?.close().catch(() => undefined);
+        await new Promise((resolve) => setTimeout(resolve, RETRY_DELAY_MS));
+      }
+    }
+  };
+  const running = run();
+
+  return {
+    async stop() {
+      stopped = true;
+      await subscription?.close();
+      await running;
+    },
+  };
+}
+
+const NOTHING_READY = Symbol('nothing ready');
+
+/** Groups events that are already available into batches, without waiting for more. */
+async function* batches(events: AsyncIterable<RecordedEvent>): AsyncGenerator<RecordedEvent[]> {
+  const iterator = events[Symbol.asyncIterator]();
+  let next = iterator.next();
+  for (;;) {
+    const first = await next;
+    if (first.done) return;
+    const batch = [first.value];
+    next = iterator.next();
+    while (batch.length < MAX_BATCH) {
+      const ready = await Promise.race([next, new Promise<typeof NOTHING_READY>((resolve) => setImmediate(resolve, NOTHING_READY))]);
+      if (ready === NOTHING_READY || ready.done) break;
+      batch.push(ready.value);
+      next = iterator.next();
+    }
+    yield batch;
+  }
+}
