@@ -1,0 +1,57 @@
+import { ValidationFailed } from '../src/errors.js';
+import type { FieldFilter } from '../src/readstore/port.js';
+import type { ObjectDef } from '../src/schema/types.js';
+import { parseFilterValue } from '../src/schema/validate.js';
+import { renderRecords, type ApiRecord, type RenderContext } from './recordFormat.js';
+
+/** GET /api/v1/{object} (spec 4.1): filters, updated_since, creation order, limit/offset, total. */
+
+export interface ListPage {
+  data: ApiRecord[];
+  total: number;
+  limit: number;
+  offset: number;
+}
+
+const DEFAULT_LIMIT = 100;
+const MAX_LIMIT = 1000;
+const ISO_DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})$/;
+
+export async function listRecords(ctx: RenderContext, object: ObjectDef, query: Record<string, string[]>): Promise<ListPage> {
+  let limit = DEFAULT_LIMIT;
+  let offset = 0;
+  let updatedSince: string | undefined;
+  const filters: FieldFilter[] = [];
+
+  for (const [name, values] of Object.entries(query)) {
+    if (values.length !== 1) throw new ValidationFailed(`query parameter '${name}' is given ${values.length} times; give it once`);
+    const raw = values[0]!;
+    if (name === 'limit') limit = integerParameter(name, raw, 1, MAX_LIMIT);
+    else if (name === 'offset') offset = integerParameter(name, raw, 0, Number.MAX_SAFE_INTEGER);
+    else if (name === 'updated_since') updatedSince = dateTimeParameter(name, raw);
+    else {
+      const field = object.fields.find((candidate) => candidate.key === name);
+      if (!field) throw new ValidationFailed(`unknown query parameter '${name}': not a field of ${object.key} (nor limit, offset, updated_since)`);
+      const parsed = parseFilterValue(field, raw);
+      if (!parsed.ok) throw new ValidationFailed(parsed.message);
+      filters.push({ field: name, value: parsed.key });
+    }
+  }
+
+  const found = await ctx.readStore.find({ workspaceId: ctx.workspaceId, object: object.key, filters, updatedSince, limit, offset });
+  return { data: await renderRecords(object, found.documents, ctx), total: found.total, limit, offset };
+}
+
+function integerParameter(name: string, raw: string, min: number, max: number): number {
+  const value = /^\d{1,16}$/.test(raw) ? Number(raw) : NaN;
+  if (!Number.isSafeInteger(value) || value < min || value > max) {
+    throw new ValidationFailed(`${name} must be a whole number from ${min} to ${max === Number.MAX_SAFE_INTEGER ? 'any' : max}, got "${raw}"`);
+  }
+  return value;
+}
+
+function dateTimeParameter(name: string, raw: string): string {
+  const time = ISO_DATE_TIME.test(raw) ? Date.parse(raw) : NaN;
+  if (Number.isNaN(time)) throw new ValidationFailed(`${name} must be an ISO 8601 date-time such as 2024-05-01T00:00:00Z, got "${raw}"`);
+  return new Date(time).toISOString();
+}
