@@ -1,1 +1,128 @@
-export {};
+import { mkdirSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { serve, type ServerType } from '@hono/node-server';
+import type { Logger } from 'pino';
+import { recordProjection, RECORDS_PROJECTION } from '../projections/recordProjection.js';
+import { startProjection, type RunningProjection } from '../projections/runner.js';
+import { AutoNumbers } from '../commands/autoNumbers.js';
+import type { CommandDeps } from '../commands/deps.js';
+import { loadConfig, type Config } from './config.js';
+import { Unavailable } from './errors.js';
+import type { EventStore } from './eventstore/port.js';
+import type { Position } from './eventstore/position.js';
+import { openSqliteEventStore } from './eventstore/sqlite.js';
+import { createApp } from './http/app.js';
+import { createLogger } from './logger.js';
+import type { ReadStore } from './readstore/port.js';
+import { openSqliteReadStore } from './readstore/sqlite.js';
+import type { SetupStore } from './setup/port.js';
+import { openSqliteSetupStore } from './setup/sqlite.js';
+
+/**
+ * The one composition root: config -> backends -> roles (api, projector, dispatcher).
+ * Nothing else in the code knows which backend runs.
+ */
+
+export interface Backends {
+  events: EventStore;
+  readStore: ReadStore;
+  setup: SetupStore;
+  close(): Promise<void>;
+}
+
+export async function openBackends(config: Config): Promise<Backends> {
+  mkdirSync(config.dataDir, { recursive: true });
+  const events = openSqliteEventStore({ path: join(config.dataDir, 'events.db') });
+  const readStore = openSqliteReadStore({ path: join(config.dataDir, 'read.db') });
+  const setup = openSqliteSetupStore({ path: join(config.dataDir, 'setup.db') });
+  return {
+    events,
+    readStore,
+    setup,
+    async close() {
+      await Promise.all([events.close(), readStore.close(), setup.close()]);
+    },
+  };
+}
+
+/** How long a write waits for the read models to show it before answering 503. */
+const VISIBILITY_TIMEOUT_MS = 10_000;
+
+export interface RunningService {
+  /** Base URL of the API when this process runs the api role. */
+  url: string | null;
+  backends: Backends;
+  stop(): Promise<void>;
+}
+
+export async function startService(config: Config, logger: Logger = createLogger(config.logLevel)): Promise<RunningService> {
+  const backends = await openBackends(config);
+  const clock = () => new Date();
+  const projections: RunningProjection[] = [];
+  let server: ServerType | null = null;
+  let url: string | null = null;
+
+  if (config.roles.includes('projector')) {
+    projections.push(startProjection({ events: backends.events, readStore: backends.readStore, logger }, recordProjection));
+  }
+  if (config.roles.includes('api')) {
+    const commands: CommandDeps = {
+      events: backends.events,
+      readStore: backends.readStore,
+      autoNumbers: new AutoNumbers(backends.events),
+      listUsers: (workspaceId) => backends.setup.listUsers(workspaceId),
+      waitVisible: (position: Position) => waitVisible(backends.readStore, position),
+    };
+    const app = createApp({ commands, readStore: backends.readStore, setup: backends.setup, logger, clock });
+    server = await new Promise<ServerType>((resolve) => {
+      const started = serve({ fetch: app.fetch, port: config.port, hostname: config.host }, () => resolve(started));
+    });
+    const address = server.address() as AddressInfo;
+    url = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
+  }
+  logger.info({ roles: config.roles, url, dataDir: config.dataDir }, 'service started');
+
+  return {
+    url,
+    backends,
+    async stop() {
+      if (server) await new Promise((resolve) => server!.close(resolve));
+      await Promise.all(projections.map((projection) => projection.stop()));
+      await backends.close();
+    },
+  };
+}
+
+async function waitVisible(readStore: ReadStore, position: Position): Promise<void> {
+  const visible = await readStore.waitForCheckpoint(RECORDS_PROJECTION, position, VISIBILITY_TIMEOUT_MS);
+  if (!visible) {
+    throw new Unavailable('the change is recorded but the read models have not caught up yet (is a projector running?); read it again shortly');
+  }
+}
+
+async function main(): Promise<void> {
+  const config = loadConfig(process.env);
+  const logger = createLogger(config.logLevel);
+  const service = await startService(config, logger);
+  const shutdown = (signal: string) => {
+    logger.info({ signal }, 'shutting down');
+    service.stop().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        logger.error({ err: error }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.once('SIGTERM', shutdown);
+  process.once('SIGINT', shutdown);
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  main().catch((error: unknown) => {
+    console.error(error instanceof Error ? error.message : error);
+    process.exit(1);
+  });
+}

@@ -1,0 +1,54 @@
+import { randomUUID } from 'node:crypto';
+import { Hono } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
+import type { Logger } from 'pino';
+import type { CommandDeps } from '../../commands/deps.js';
+import type { ReadStore } from '../readstore/port.js';
+import type { SetupStore } from '../setup/port.js';
+import { bearerAuth, type Caller } from './auth.js';
+import { MAX_BODY_BYTES } from './body.js';
+import { errorResponse, handleError } from './errors.js';
+import { recordRoutes } from './records.js';
+
+export interface ApiDeps {
+  commands: CommandDeps;
+  readStore: ReadStore;
+  setup: SetupStore;
+  logger: Logger;
+  clock: () => Date;
+}
+
+export type AppEnv = { Variables: { requestId: string; logger: Logger; caller: Caller } };
+
+const REQUEST_ID = /^[\w.-]{1,128}$/;
+
+export function createApp(deps: ApiDeps): Hono<AppEnv> {
+  const app = new Hono<AppEnv>();
+
+  app.use('*', async (c, next) => {
+    const given = c.req.header('X-Request-Id');
+    const requestId = given && REQUEST_ID.test(given) ? given : randomUUID();
+    c.set('requestId', requestId);
+    c.set('logger', deps.logger.child({ requestId }));
+    c.header('X-Request-Id', requestId);
+    const started = performance.now();
+    await next();
+    c.get('logger').info(
+      { method: c.req.method, path: c.req.path, status: c.res.status, ms: Math.round((performance.now() - started) * 10) / 10 },
+      'request',
+    );
+  });
+  app.use(
+    '/api/*',
+    bodyLimit({
+      maxSize: MAX_BODY_BYTES,
+      onError: (c) => errorResponse(c, 413, `the request body is larger than ${MAX_BODY_BYTES} bytes`),
+    }),
+  );
+  app.use('/api/*', bearerAuth(deps.setup, deps.clock));
+  recordRoutes(app, deps);
+
+  app.notFound((c) => errorResponse(c, 404, `no such path: ${c.req.path}`));
+  app.onError((error, c) => handleError(error, c, deps.logger));
+  return app;
+}

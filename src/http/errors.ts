@@ -1,0 +1,24 @@
+import type { Context } from 'hono';
+import type { ContentfulStatusCode } from 'hono/utils/http-status';
+import type { Logger } from 'pino';
+import { AppError } from '../errors.js';
+
+/** The one place where errors become the spec's Error body: { error: { status, message } }. */
+
+export function errorBody(status: number, message: string): { error: { status: number; message: string } } {
+  return { error: { status, message } };
+}
+
+export function errorResponse(c: Context, status: number, message: string): Response {
+  return c.json(errorBody(status, message), status as ContentfulStatusCode);
+}
+
+export function handleError(error: unknown, c: Context, logger: Logger): Response {
+  if (error instanceof AppError) {
+    if (error.status === 401) c.header('WWW-Authenticate', 'Bearer');
+    return errorResponse(c, error.status, error.message);
+  }
+  const log = (c.get('logger') as Logger | undefined) ?? logger;
+  log.error({ err: error }, 'unexpected error');
+  return errorResponse(c, 500, 'internal error; the change, if any, was not acknowledged');
+}
