@@ -1,0 +1,162 @@
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import autocannon from 'autocannon';
+import pino from 'pino';
+import { recordStream } from '../commands/record/events.js';
+import { RECORDS_PROJECTION } from '../projections/recordProjection.js';
+import { loadConfig } from '../src/config.js';
+import { startService } from '../src/main.js';
+
+/**
+ * npm run bench: every server in its own process, 32 connections, embedded store, the bare Hono
+ * endpoint as the baseline of the same run. Prints one table.
+ */
+
+const root = fileURLToPath(new URL('../..', import.meta.url));
+const CONNECTIONS = 32;
+const DURATION_S = Number(process.env['BENCH_DURATION'] ?? 10);
+const LIST_RECORDS = Number(process.env['BENCH_RECORDS'] ?? 100_000);
+const INDUSTRIES = ['Retail', 'Tech', 'Health', 'Finance', 'Energy', 'Media', 'Travel', 'Food', 'Auto', 'Legal'];
+
+interface Row {
+  scenario: string;
+  result: string;
+  target: string;
+}
+const rows: Row[] = [];
+
+async function spawnServer(script: string, env: Record<string, string>): Promise<{ url: string; child: ChildProcess }> {
+  const child = spawn(process.execPath, [script], { cwd: root, env: { ...process.env, PORT: '0', LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const url = await new Promise<string>((resolve, reject) => {
+    child.once('exit', (code) => reject(new Error(`${script} exited with ${code}`)));
+    createInterface({ input: child.stdout! }).on('line', (line) => {
+      if (line.includes('service started')) resolve(JSON.parse(line).url);
+    });
+  });
+  return { url, child };
+}
+
+function csr(dataDir: string, ...args: string[]): any {
+  return JSON.parse(execFileSync(process.execPath, ['bin/csr.js', ...args, '--json'], { cwd: root, env: { ...process.env, DATA_DIR: dataDir }, encoding: 'utf8' }));
+}
+
+async function cannon(options: autocannon.Options): Promise<autocannon.Result> {
+  const result = await autocannon({ connections: CONNECTIONS, duration: DURATION_S, ...options });
+  if (result.non2xx > 0 || result.errors > 0) console.error(`  ! ${options.title}: ${result.non2xx} non-2xx, ${result.errors} errors`);
+  return result;
+}
+
+const perSecond = (result: autocannon.Result) => `${Math.round(result.requests.average).toLocaleString('en')} req/s, p99 ${result.latency.p99} ms`;
+
+function percentile(samples: number[], p: number): number {
+  const sorted = [...samples].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+async function httpBenchmarks(): Promise<void> {
+  const bare = await spawnServer('dist/bench/bareHono.js', {});
+  const bareGet = await cannon({ title: 'bare GET', url: `${bare.url}/json` });
+  const barePost = await cannon({ title: 'bare POST', url: `${bare.url}/json`, method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'Acme' }) });
+  bare.child.kill('SIGTERM');
+
+  const dataDir = mkdtempSync(join(tmpdir(), 'csr-bench-'));
+  csr(dataDir, 'workspaces', 'create', 'bench');
+  const key = csr(dataDir, 'keys', 'create', '--workspace', 'bench', '--name', 'bench').key as string;
+  const server = await spawnServer('dist/src/main.js', { DATA_DIR: dataDir });
+  const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
+
+  let counter = 0;
+  const post = await cannon({
+    title: 'POST one',
+    url: `${server.url}/api/v1/clients`,
+    headers,
+    requests: [{ method: 'POST', setupRequest: (request) => ({ ...request, body: JSON.stringify({ name: `Single ${counter++}`, industry: 'Bench' }) }) }],
+  });
+  rows.push({ scenario: 'bare Hono GET (baseline)', result: perSecond(bareGet), target: '' });
+  rows.push({ scenario: 'bare Hono POST (baseline)', result: perSecond(barePost), target: '' });
+  rows.push({ scenario: 'POST one record (clients)', result: perSecond(post), target: '>= 4,000 req/s' });
+
+  // Load the list scenario's records in 1,000-record upserts, timing each one.
+  const ids: string[] = [];
+  const upsertMs: number[] = [];
+  for (let batch = 0; batch < LIST_RECORDS / 1000; batch++) {
+    const records = Array.from({ length: 1000 }, (_, i) => ({ name: `Loaded ${batch}-${i}`, industry: INDUSTRIES[(batch * 1000 + i) % INDUSTRIES.length], arr: i }));
+    const started = performance.now();
+    const response = await fetch(`${server.url}/api/v1/clients`, { method: 'POST', headers, body: JSON.stringify(records) });
+    upsertMs.push(performance.now() - started);
+    const body = (await response.json()) as { ids: string[] };
+    if (response.status !== 201) throw new Error(`load failed: ${response.status} ${JSON.stringify(body).slice(0, 300)}`);
+    ids.push(...body.ids);
+  }
+  rows.push({
+    scenario: `1,000-record upsert (${upsertMs.length} runs, growing to ${ids.length.toLocaleString('en')} records)`,
+    result: `p50 ${percentile(upsertMs, 50).toFixed(0)} ms, p99 ${percentile(upsertMs, 99).toFixed(0)} ms`,
+    target: '<= 150 ms',
+  });
+
+  const getOne = await cannon({
+    title: 'GET one',
+    url: server.url,
+    headers,
+    requests: [{ method: 'GET', setupRequest: (request) => ({ ...request, path: `/api/v1/clients/${ids[Math.floor(Math.random() * ids.length)]}` }) }],
+  });
+  rows.push({ scenario: 'GET one record', result: perSecond(getOne), target: '>= 8,000 req/s' });
+
+  const list = await cannon({ title: 'list', url: `${server.url}/api/v1/clients?industry=retail&limit=100`, headers });
+  rows.push({
+    scenario: `GET list limit=100, one filter (industry, ${(LIST_RECORDS / INDUSTRIES.length).toLocaleString('en')} of ${(ids.length + counter).toLocaleString('en')} match)`,
+    result: perSecond(list),
+    target: '>= 1,000 req/s, p99 <= 50 ms',
+  });
+  server.child.kill('SIGTERM');
+  await new Promise((resolve) => server.child.once('exit', resolve));
+  rmSync(dataDir, { recursive: true, force: true });
+}
+
+/** Commit-to-visible: from an append's acknowledgement to the projection checkpoint passing it, at 200 changes/s. */
+async function projectionLag(): Promise<void> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'csr-bench-lag-'));
+  const service = await startService(loadConfig({ DATA_DIR: dataDir, ROLES: 'projector' }), pino({ level: 'warn' }));
+  const { events, readStore } = service.backends;
+  const lags: number[] = [];
+  const pending: Promise<void>[] = [];
+  const metadata = { source: 'api' as const, actor: { type: 'system' as const, id: 'bench', name: 'bench' }, actionId: randomUUID(), correlationId: randomUUID(), causationId: randomUUID() };
+  const changes = 200 * DURATION_S;
+  for (let i = 0; i < changes; i++) {
+    const recordId = randomUUID();
+    pending.push(
+      (async () => {
+        const { position } = await events.append(
+          recordStream(recordId),
+          [{ id: randomUUID(), type: 'RecordCreated', data: { schemaVersion: 1, workspaceId: 'bench', object: 'clients', recordId, fields: { name: `Lag ${i}` } }, metadata }],
+          { expectedRevision: 'no_stream' },
+        );
+        const committed = performance.now();
+        await readStore.waitForCheckpoint(RECORDS_PROJECTION, position, 10_000);
+        lags.push(performance.now() - committed);
+      })(),
+    );
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+  await Promise.all(pending);
+  rows.push({
+    scenario: `commit-to-visible projection lag (${changes} changes at 200/s)`,
+    result: `p50 ${percentile(lags, 50).toFixed(1)} ms, p99 ${percentile(lags, 99).toFixed(1)} ms`,
+    target: 'p99 <= 20 ms',
+  });
+  await service.stop();
+  rmSync(dataDir, { recursive: true, force: true });
+}
+
+await httpBenchmarks();
+await projectionLag();
+
+console.log(`\nnode ${process.version}, ${CONNECTIONS} connections, ${DURATION_S} s per HTTP scenario, embedded store (SQLite, synchronous=FULL)\n`);
+console.log('| scenario | result | target |\n|---|---|---|');
+for (const row of rows) console.log(`| ${row.scenario} | ${row.result} | ${row.target} |`);
+process.exit(0);

@@ -1,0 +1,50 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+
+/** The built server (`npm test` builds first) as a real child process, e.g. to kill it with SIGKILL. */
+
+export const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
+
+export interface ServerProcess {
+  url: string;
+  child: ChildProcess;
+  kill(signal?: NodeJS.Signals): Promise<void>;
+}
+
+export async function spawnServer(env: Record<string, string>): Promise<ServerProcess> {
+  const child = spawn(process.execPath, ['dist/src/main.js'], {
+    cwd: repoRoot,
+    env: { ...process.env, PORT: '0', LOG_LEVEL: 'info', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr!.on('data', (chunk) => (stderr += chunk));
+  const lines = createInterface({ input: child.stdout! });
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server did not start: ${stderr}`)), 20_000);
+    child.once('exit', (code) => reject(new Error(`server exited with ${code}: ${stderr}`)));
+    lines.on('line', (line) => {
+      try {
+        const entry = JSON.parse(line);
+        if (entry.msg === 'service started') {
+          clearTimeout(timer);
+          resolve(entry.url);
+        }
+      } catch {
+        // not a log line
+      }
+    });
+  });
+  return {
+    url,
+    child,
+    async kill(signal = 'SIGKILL') {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      const exited = once(child, 'exit');
+      child.kill(signal);
+      await exited;
+    },
+  };
+}

@@ -1,0 +1,103 @@
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pino from 'pino';
+import { loadConfig, type Config } from '../../src/config.js';
+import { startService, type RunningService } from '../../src/main.js';
+import { fingerprint, generateApiKey } from '../../src/setup/apiKeys.js';
+import type { ApiKey } from '../../src/setup/port.js';
+
+/**
+ * A real service (HTTP server, projector, embedded store) in this process, on a free loopback
+ * port and a fresh data directory, plus helpers to set up workspaces and keys as `csr` would.
+ */
+export interface TestService {
+  url: string;
+  dataDir: string;
+  service: RunningService;
+  workspace(slug?: string): Promise<TestWorkspace>;
+  stop(): Promise<void>;
+}
+
+export interface TestWorkspace {
+  id: string;
+  slug: string;
+  key(options?: { readOnly?: boolean; objects?: string[]; name?: string }): Promise<{ key: string; record: ApiKey }>;
+  addUser(name: string, email: string): Promise<string>;
+}
+
+export async function startTestService(env: Record<string, string> = {}): Promise<TestService> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'csr-test-'));
+  const config: Config = loadConfig({ DATA_DIR: dataDir, PORT: '0', LOG_LEVEL: 'silent', ...env });
+  const service = await startService(config, pino({ level: 'silent' }));
+  const setup = service.backends.setup;
+  return {
+    url: service.url!,
+    dataDir,
+    service,
+    async workspace(slug = `ws-${randomUUID().slice(0, 8)}`) {
+      const id = randomUUID();
+      await setup.createWorkspace({ id, slug, name: slug, createdAt: new Date().toISOString() });
+      return {
+        id,
+        slug,
+        async key(options = {}) {
+          const key = generateApiKey();
+          const record: ApiKey = {
+            id: randomUUID(),
+            workspaceId: id,
+            name: options.name ?? 'test key',
+            fingerprint: fingerprint(key),
+            access: options.readOnly ? 'read-only' : 'read-write',
+            objects: options.objects ?? 'all',
+            createdAt: new Date().toISOString(),
+            lastUsedAt: null,
+            revokedAt: null,
+          };
+          await setup.createKey(record);
+          return { key, record };
+        },
+        async addUser(name, email) {
+          const userId = randomUUID();
+          await setup.addUser({ id: userId, workspaceId: id, name, email, createdAt: new Date().toISOString() });
+          return userId;
+        },
+      };
+    },
+    async stop() {
+      await service.stop();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** A tiny JSON client bound to one base URL and key. */
+export function client(url: string, key: string | null) {
+  const request = async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
+    const response = await fetch(`${url}${path}`, {
+      method,
+      headers: {
+        ...(key === null ? {} : { Authorization: `Bearer ${key}` }),
+        ...(body === undefined ? {} : { 'Content-Type': 'application/json' }),
+        ...headers,
+      },
+      body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+    });
+    const text = await response.text();
+    let json: any = null;
+    try {
+      json = text ? JSON.parse(text) : null;
+    } catch {
+      json = { unparsable: text };
+    }
+    return { status: response.status, body: json, headers: response.headers };
+  };
+  return {
+    get: (path: string) => request('GET', path),
+    post: (path: string, body: unknown, headers?: Record<string, string>) => request('POST', path, body, headers),
+    patch: (path: string, body: unknown) => request('PATCH', path, body),
+    delete: (path: string) => request('DELETE', path),
+    request,
+  };
+}
