@@ -83,7 +83,9 @@ export async function openMongoReadStore(options: MongoStoreOptions): Promise<Re
       },
       checkpoint: (projection) => checkpoint(projection, session),
       async setCheckpoint(projection, position) {
-        await checkpoints.updateOne({ _id: projection }, { $set: { position } }, { upsert: true, session });
+        // $max: a checkpoint never moves backwards, even when a projector that has just lost its
+        // lease commits a late batch (positions are fixed-width, so text order is log order).
+        await checkpoints.updateOne({ _id: projection }, { $max: { position } }, { upsert: true, session });
       },
     };
   }
