@@ -90,7 +90,7 @@ export function openEventStoreDb(options: EventStoreDbOptions): EventStore {
 
   /** The $all position of the event at `revision` of `stream` (null when the server gives none). */
   async function positionOfRevision(stream: string, revision: bigint): Promise<Position | null> {
-    const read = client.readStream(stream, { fromRevision: revision, direction: FORWARDS, maxCount: 1 });
+    const read = client.readStream(stream, { fromRevision: revision, direction: FORWARDS, maxCount: 1, requiresLeader: true });
     for await (const resolved of read as AsyncIterable<ResolvedEvent>) {
       const position = resolved.event?.position;
       if (isKnownPosition(position)) return fromEsdbPosition(position);
@@ -115,17 +115,15 @@ export function openEventStoreDb(options: EventStoreDbOptions): EventStore {
       }
       throw error;
     }
-    // A one-event append reports that event's position. For several events the reported position
-    // is not reliably the last event's (the events share a commit position and differ in their
-    // prepare positions), so we read the last appended event back by its revision: callers wait
-    // for projections to pass this position (read your writes), which must cover every event.
-    let position: Position | null = null;
-    if (events.length === 1 && isKnownPosition(result.position)) {
-      position = fromEsdbPosition(result.position);
-    } else {
-      position = await positionOfRevision(stream, result.nextExpectedRevision);
-      if (position === null && isKnownPosition(result.position)) position = fromEsdbPosition(result.position);
-    }
+    // The port promises the position of the *last* appended event, exactly as subscriptions will
+    // deliver it: callers wait for projections to pass it (read your writes). The append result's
+    // position is the write's commit position, which for a multi-event append is not the last
+    // event's (the events share a commit position and differ in their prepare positions), and its
+    // spelling has varied between server versions. So the last event is read back by its revision
+    // (one indexed read); the append result is only the fallback for servers before 22.6, whose
+    // stream reads carry no positions.
+    let position = await positionOfRevision(stream, result.nextExpectedRevision);
+    if (position === null && events.length === 1 && isKnownPosition(result.position)) position = fromEsdbPosition(result.position);
     if (position === null) throw new Error(`EventStoreDB gave no log position for the append to ${stream}`);
     return { position, nextRevision: Number(result.nextExpectedRevision) };
   }
