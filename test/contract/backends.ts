@@ -30,7 +30,8 @@ export type Backend =
   | { status: 'failed'; reason: string };
 
 const DOCKER_PROBE_TIMEOUT_MS = 5_000;
-const READY_TIMEOUT_MS = 60_000;
+/** How long a started container may take to accept work, and how long a configured server gets. */
+const READY_TIMEOUT_MS = { container: 60_000, env: 15_000 } as const;
 
 function requireContainers(): boolean {
   return process.env.CSR_REQUIRE_CONTAINERS === 'true';
@@ -85,7 +86,7 @@ async function until(ready: () => Promise<boolean>, ms: number, what: string): P
   throw new Error(`${what} was not ready within ${ms} ms${last instanceof Error ? `: ${last.message}` : ''}`);
 }
 
-async function eventStoreReady(url: string): Promise<void> {
+async function eventStoreReady(url: string, timeoutMs: number): Promise<void> {
   const { EventStoreDBClient } = await import('@eventstore/db-client');
   const client = EventStoreDBClient.connectionString(url);
   try {
@@ -94,7 +95,7 @@ async function eventStoreReady(url: string): Promise<void> {
         for await (const _ of client.readAll({ maxCount: 1, requiresLeader: true })) break;
         return true;
       },
-      READY_TIMEOUT_MS,
+      timeoutMs,
       `EventStoreDB at ${url}`,
     );
   } finally {
@@ -102,33 +103,34 @@ async function eventStoreReady(url: string): Promise<void> {
   }
 }
 
-async function mongoReady(url: string): Promise<void> {
+async function mongoReady(url: string, timeoutMs: number): Promise<void> {
   const { MongoClient } = await import('mongodb');
-  const client = new MongoClient(url, { serverSelectionTimeoutMS: 2_000 });
-  try {
-    await until(
-      async () => {
+  await until(
+    async () => {
+      // A fresh client per attempt: a client whose first connection failed stays closed.
+      const client = new MongoClient(url, { serverSelectionTimeoutMS: 2_000 });
+      try {
         const hello = await client.db('admin').command({ hello: 1 });
         if (!hello.setName) throw new Error('MongoDB is not a replica set member (transactions need one: --replSet)');
         return hello.isWritablePrimary === true;
-      },
-      READY_TIMEOUT_MS,
-      `MongoDB at ${url}`,
-    );
-  } finally {
-    await client.close();
-  }
+      } finally {
+        await client.close();
+      }
+    },
+    timeoutMs,
+    `MongoDB at ${url}`,
+  );
 }
 
 async function resolveBackend(
   name: 'EventStoreDB' | 'MongoDB',
   fromEnv: string | null,
-  ready: (url: string) => Promise<void>,
+  ready: (url: string, timeoutMs: number) => Promise<void>,
   start: () => Promise<{ url: string; stop(): Promise<void> }>,
 ): Promise<Backend> {
   if (fromEnv !== null) {
     try {
-      await ready(fromEnv);
+      await ready(fromEnv, READY_TIMEOUT_MS.env);
       return { status: 'ready', url: fromEnv, source: 'env', stop: async () => undefined };
     } catch (error) {
       return { status: 'failed', reason: `${name} from the environment is not usable: ${(error as Error).message}` };
@@ -144,7 +146,7 @@ async function resolveBackend(
   let started: { url: string; stop(): Promise<void> } | null = null;
   try {
     started = await start();
-    await ready(started.url);
+    await ready(started.url, READY_TIMEOUT_MS.container);
     return { status: 'ready', url: started.url, source: 'container', stop: started.stop };
   } catch (error) {
     await started?.stop().catch(() => undefined);
