@@ -216,7 +216,7 @@ export function openEventStoreDb(options: EventStoreDbOptions): EventStore {
     const serverFilter = toServerFilter(subscribeOptions.filter);
     const bufferSize = subscribeOptions.bufferSize ?? PERSISTENT_DEFAULTS.bufferSize;
     const control = new Control();
-    let current: PersistentSubscriptionToAll | null = null;
+    let current: { sub: PersistentSubscriptionToAll; connection: Connection } | null = null;
 
     async function ensureGroup(): Promise<void> {
       try {
@@ -245,8 +245,8 @@ export function openEventStoreDb(options: EventStoreDbOptions): EventStore {
             }
           }
           const sub = client.subscribeToPersistentSubscriptionToAll(group, { bufferSize });
-          const connection = { alive: true };
-          current = sub;
+          const connection: Connection = { alive: true, pending: new Set() };
+          current = { sub, connection };
           try {
             for await (const resolved of sub as AsyncIterable<PersistentSubscriptionToAllResolvedEvent>) {
               attempt = 0;
@@ -266,14 +266,16 @@ export function openEventStoreDb(options: EventStoreDbOptions): EventStore {
             if (control.closed) return;
             logger?.warn({ group }, 'EventStoreDB persistent subscription ended by the server; rejoining');
           } catch (error) {
+            connection.alive = false; // acks can no longer reach the server: it redelivers instead
             if (control.closed) return;
             const kind = classifySubscriptionError(error);
             if (kind === 'fatal') throw error;
             if (kind === 'group-missing') groupReady = false;
             logger?.warn({ err: error, group, attempt }, 'EventStoreDB persistent subscription dropped; rejoining');
           } finally {
-            connection.alive = false;
             current = null;
+            if (connection.alive) await drain(connection);
+            connection.alive = false;
             await release(sub);
           }
           await control.sleep(backoffDelay(attempt++));
@@ -288,7 +290,13 @@ export function openEventStoreDb(options: EventStoreDbOptions): EventStore {
       async close(): Promise<void> {
         control.close();
         open.delete(handle);
-        if (current) await release(current);
+        const closing = current;
+        if (!closing) return;
+        // Let acks already given reach the server before the call is cancelled, so that the group
+        // does not hand those events out again.
+        await drain(closing.connection);
+        closing.connection.alive = false;
+        await release(closing.sub);
       },
     };
     open.add(handle);
@@ -366,24 +374,41 @@ async function release(sub: AllStreamSubscription | PersistentSubscriptionToAll)
   if (!sub.destroyed) sub.destroy();
 }
 
+/** One call of a persistent subscription: whether it still carries acks, and the acks under way. */
+interface Connection {
+  alive: boolean;
+  pending: Set<Promise<void>>;
+}
+
+/** Time for acks written to the call to leave the process before the call is cancelled. */
+const DRAIN_GRACE_MS = 50;
+
+async function drain(connection: Connection): Promise<void> {
+  await Promise.allSettled([...connection.pending]);
+  await new Promise((resolve) => setTimeout(resolve, DRAIN_GRACE_MS));
+}
+
 /**
  * Acks/nacks through the connection that delivered the event. When that connection has dropped,
  * the ack cannot reach the server and the server hands the event out again: resolve quietly.
  */
-async function settle(connection: { alive: boolean }, write: () => Promise<void>): Promise<void> {
+async function settle(connection: Connection, write: () => Promise<void>): Promise<void> {
   if (!connection.alive) return;
   let timer: NodeJS.Timeout | undefined;
+  const writing = Promise.race([
+    write(),
+    new Promise<void>((_, reject) => {
+      timer = setTimeout(() => reject(new Error('EventStoreDB did not take the ack in time')), SETTLE_TIMEOUT_MS);
+    }),
+  ]);
+  connection.pending.add(writing);
   try {
-    await Promise.race([
-      write(),
-      new Promise<void>((_, reject) => {
-        timer = setTimeout(() => reject(new Error('EventStoreDB did not take the ack in time')), SETTLE_TIMEOUT_MS);
-      }),
-    ]);
+    await writing;
   } catch (error) {
     if (!connection.alive) return;
     throw error;
   } finally {
     clearTimeout(timer);
+    connection.pending.delete(writing);
   }
 }
