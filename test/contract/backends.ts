@@ -9,8 +9,9 @@ import { afterAll, describe, it } from 'vitest';
  *
  * 1. `EVENTSTORE_URL` / `MONGODB_URL` set: those servers are used (MongoDB must be a replica set).
  * 2. Otherwise, when a Docker engine answers: containers are started with testcontainers
- *    (EventStoreDB `eventstore/eventstore:24.10` in insecure in-memory mode; `mongo:7` as a
- *    single-node replica set `rs0`) and stopped after the file's suites.
+ *    (EventStoreDB `eventstore/eventstore:24.10`, single node, insecure; `mongo:7` as a
+ *    single-node replica set `rs0`) on fixed free host ports, so that a restart keeps their
+ *    addresses, and stopped after the file's suites.
  * 3. Otherwise the suites are registered as skipped and one line says so:
  *    "skipped: no Docker engine (...)". With CSR_REQUIRE_CONTAINERS=true (`npm run test:containers`)
  *    they fail instead, so a machine that should have Docker cannot pass without running them.
@@ -25,7 +26,14 @@ export const SKIP_LINE =
   'skipped: no Docker engine (EventStoreDB and MongoDB contract suites; set EVENTSTORE_URL and MONGODB_URL or run with Docker)';
 
 export type Backend =
-  | { status: 'ready'; url: string; source: 'env' | 'container'; stop(): Promise<void> }
+  | {
+      status: 'ready';
+      url: string;
+      source: 'env' | 'container';
+      stop(): Promise<void>;
+      /** Containers only: restarts the server in place (same address, data kept). */
+      restart?: () => Promise<void>;
+    }
   | { status: 'skipped'; reason: string }
   | { status: 'failed'; reason: string };
 
@@ -70,6 +78,16 @@ function dockerUnavailable(): Promise<string | null> {
     }
   })();
   return dockerProbe;
+}
+
+/** A host port that is free right now (the container binds it a moment later). */
+async function freePort(): Promise<number> {
+  const { createServer } = await import('node:net');
+  const server = createServer();
+  await new Promise<void>((resolve, reject) => server.once('error', reject).listen(0, resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
 }
 
 async function until(ready: () => Promise<boolean>, ms: number, what: string): Promise<void> {
@@ -126,7 +144,7 @@ async function resolveBackend(
   name: 'EventStoreDB' | 'MongoDB',
   fromEnv: string | null,
   ready: (url: string, timeoutMs: number) => Promise<void>,
-  start: () => Promise<{ url: string; stop(): Promise<void> }>,
+  start: () => Promise<{ url: string; stop(): Promise<void>; restart(): Promise<void> }>,
 ): Promise<Backend> {
   if (fromEnv !== null) {
     try {
@@ -143,11 +161,22 @@ async function resolveBackend(
     }
     return { status: 'skipped', reason: SKIP_LINE };
   }
-  let started: { url: string; stop(): Promise<void> } | null = null;
+  let started: { url: string; stop(): Promise<void>; restart(): Promise<void> } | null = null;
   try {
     started = await start();
-    await ready(started.url, READY_TIMEOUT_MS.container);
-    return { status: 'ready', url: started.url, source: 'container', stop: started.stop };
+    const { url } = started;
+    await ready(url, READY_TIMEOUT_MS.container);
+    const restart = started.restart;
+    return {
+      status: 'ready',
+      url,
+      source: 'container',
+      stop: started.stop,
+      restart: async () => {
+        await restart();
+        await ready(url, READY_TIMEOUT_MS.container);
+      },
+    };
   } catch (error) {
     await started?.stop().catch(() => undefined);
     return { status: 'failed', reason: `${name} container did not start: ${(error as Error).message}` };
@@ -158,23 +187,26 @@ async function resolveBackend(
 export function eventStoreBackend(): Promise<Backend> {
   return resolveBackend('EventStoreDB', envUrl('EVENTSTORE_URL'), eventStoreReady, async () => {
     const { GenericContainer, Wait } = await import('testcontainers');
+    // A fixed host port, so that the address survives a restart; data on the container's disk
+    // (not EVENTSTORE_MEM_DB), so that a restart keeps it.
+    const hostPort = await freePort();
     const container = await new GenericContainer(EVENTSTORE_IMAGE)
       .withEnvironment({
         EVENTSTORE_CLUSTER_SIZE: '1',
         EVENTSTORE_INSECURE: 'true',
-        EVENTSTORE_MEM_DB: 'true',
         EVENTSTORE_RUN_PROJECTIONS: 'None',
         EVENTSTORE_START_STANDARD_PROJECTIONS: 'false',
       })
-      .withExposedPorts(2113)
+      .withExposedPorts({ container: 2113, host: hostPort })
       .withWaitStrategy(Wait.forHttp('/health/live', 2113).forStatusCodeMatching((code) => code >= 200 && code < 300))
       .withStartupTimeout(120_000)
       .start();
     return {
-      url: `esdb://${container.getHost()}:${container.getMappedPort(2113)}?tls=false`,
+      url: `esdb://${container.getHost()}:${hostPort}?tls=false`,
       stop: async () => {
         await container.stop();
       },
+      restart: () => container.restart(),
     };
   });
 }
@@ -183,9 +215,10 @@ export function eventStoreBackend(): Promise<Backend> {
 export function mongoBackend(): Promise<Backend> {
   return resolveBackend('MongoDB', envUrl('MONGODB_URL'), mongoReady, async () => {
     const { GenericContainer, Wait } = await import('testcontainers');
+    const hostPort = await freePort();
     const container = await new GenericContainer(MONGO_IMAGE)
       .withCommand(['--replSet', 'rs0', '--bind_ip_all'])
-      .withExposedPorts(27017)
+      .withExposedPorts({ container: 27017, host: hostPort })
       .withWaitStrategy(Wait.forLogMessage(/Waiting for connections/))
       .withStartupTimeout(120_000)
       .start();
@@ -201,10 +234,11 @@ export function mongoBackend(): Promise<Backend> {
     }
     // directConnection: the member calls itself localhost:27017, which is not reachable from here.
     return {
-      url: `mongodb://${container.getHost()}:${container.getMappedPort(27017)}/?directConnection=true`,
+      url: `mongodb://${container.getHost()}:${hostPort}/?directConnection=true`,
       stop: async () => {
         await container.stop();
       },
+      restart: () => container.restart(),
     };
   });
 }
