@@ -1,0 +1,454 @@
+import { randomUUID } from 'node:crypto';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { Conflict } from '../../src/errors.js';
+import type {
+  EventStore,
+  ExpectedRevision,
+  NewEvent,
+  PersistentEvent,
+  PersistentSubscription,
+  PersistentSubscriptionOptions,
+  RecordedEvent,
+  Subscription,
+} from '../../src/eventstore/port.js';
+
+export interface EventStoreContractOptions {
+  /** How long to wait for an event that must arrive (default 5 s; a remote server may need more). */
+  waitMs?: number;
+  /** Allowed difference between this machine's clock and the log's commit time (default 5 s). */
+  clockSkewMs?: number;
+}
+
+/**
+ * The behaviour every EventStore adapter must show. Stream names and group names are unique per
+ * test, so the suite can run against a shared server that holds other data.
+ */
+export function eventStoreContract(
+  name: string,
+  open: () => Promise<EventStore> | EventStore,
+  options: EventStoreContractOptions = {},
+): void {
+  const waitMs = options.waitMs ?? 5_000;
+  const clockSkewMs = options.clockSkewMs ?? 5_000;
+
+  describe(`EventStore contract: ${name}`, () => {
+    let store: EventStore;
+    let prefix: string;
+    const closeables: Array<{ close(): Promise<void> }> = [];
+
+    beforeEach(async () => {
+      store = await open();
+      prefix = `contract-${randomUUID()}-`;
+    });
+
+    afterEach(async () => {
+      for (const closeable of closeables.splice(0)) await closeable.close();
+      await store.close();
+    });
+
+    const streamName = (label = 'stream') => `${prefix}${label}-${randomUUID()}`;
+
+    function track<T extends { close(): Promise<void> }>(closeable: T): T {
+      closeables.push(closeable);
+      return closeable;
+    }
+
+    function subscribe(from: RecordedEvent['position'] | 'start', prefixes = [prefix]): Subscription {
+      return track(store.subscribeToAll({ from, filter: { streamPrefixes: prefixes } }));
+    }
+
+    function consumer(group: string, settings: PersistentSubscriptionOptions = {}): PersistentSubscription {
+      return track(store.persistentSubscription(group, { filter: { streamPrefixes: [prefix] }, ...settings }));
+    }
+
+    async function appendOne(stream: string, expectedRevision: ExpectedRevision = 'any', type = 'Happened') {
+      const event = newEvent(type);
+      const result = await store.append(stream, [event], { expectedRevision });
+      return { event, result };
+    }
+
+    async function expectConflict(promise: Promise<unknown>, stream: string): Promise<void> {
+      const error = await promise.then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(error).toBeInstanceOf(Conflict);
+      expect((error as Conflict).stream).toBe(stream);
+      expect((error as Conflict).status).toBe(409);
+    }
+
+    describe('append and readStream', () => {
+      it('round-trips ids, types, data, metadata, revisions, positions and commit time', async () => {
+        const stream = streamName();
+        const events = [newEvent('RecordCreated', { n: 1, nested: { list: [1, 'two', null] } }), newEvent('RecordUpdated')];
+        events[1]!.metadata.actionCounts = { clients: 2 };
+        const before = Date.now();
+        const result = await store.append(stream, events, { expectedRevision: 'no_stream' });
+        const after = Date.now();
+
+        const read = await store.readStream(stream);
+
+        expect(read.map((e) => ({ id: e.id, type: e.type, stream: e.stream, revision: e.revision, data: e.data, metadata: e.metadata }))).toEqual(
+          events.map((e, revision) => ({ id: e.id, type: e.type, stream, revision, data: e.data, metadata: e.metadata })),
+        );
+        for (const event of read) {
+          expect(event.created).toBeInstanceOf(Date);
+          expect(event.created.getTime()).toBeGreaterThanOrEqual(before - clockSkewMs);
+          expect(event.created.getTime()).toBeLessThanOrEqual(after + clockSkewMs);
+        }
+        expect(read[0]!.position < read[1]!.position).toBe(true);
+        expect(result).toEqual({ position: read[1]!.position, nextRevision: 1 });
+        const head = await store.headPosition();
+        expect(head !== null && head >= result.position).toBe(true);
+      });
+
+      it('gives positions that increase strictly across streams, in append order', async () => {
+        const a = streamName('a');
+        const b = streamName('b');
+        const first = await appendOne(a);
+        const second = await appendOne(b);
+        const third = await appendOne(a);
+
+        expect(first.result.position < second.result.position).toBe(true);
+        expect(second.result.position < third.result.position).toBe(true);
+        expect((await store.readStream(a)).map((e) => e.position)).toEqual([first.result.position, third.result.position]);
+        expect((await store.readStream(b)).map((e) => e.position)).toEqual([second.result.position]);
+      });
+
+      it('reads a missing stream as empty', async () => {
+        expect(await store.readStream(streamName())).toEqual([]);
+      });
+
+      it('reads backwards and honours maxCount', async () => {
+        const stream = streamName();
+        await store.append(stream, [1, 2, 3, 4, 5].map(() => newEvent()), { expectedRevision: 'no_stream' });
+
+        const revisions = async (opts: Parameters<EventStore['readStream']>[1]) =>
+          (await store.readStream(stream, opts)).map((e) => e.revision);
+        expect(await revisions({ direction: 'forwards' })).toEqual([0, 1, 2, 3, 4]);
+        expect(await revisions({ maxCount: 2 })).toEqual([0, 1]);
+        expect(await revisions({ direction: 'backwards' })).toEqual([4, 3, 2, 1, 0]);
+        expect(await revisions({ direction: 'backwards', maxCount: 2 })).toEqual([4, 3]);
+      });
+
+      it('rejects an empty append with a RangeError and writes nothing', async () => {
+        const stream = streamName();
+        await expect(store.append(stream, [], { expectedRevision: 'any' })).rejects.toThrow(RangeError);
+        expect(await store.readStream(stream)).toEqual([]);
+      });
+
+      it('rejects a negative expected revision with a RangeError', async () => {
+        await expect(store.append(streamName(), [newEvent()], { expectedRevision: -1 })).rejects.toThrow(RangeError);
+      });
+    });
+
+    describe('expected revision', () => {
+      it("'no_stream' succeeds on a new stream and conflicts on an existing one", async () => {
+        const stream = streamName();
+        const { result } = await appendOne(stream, 'no_stream');
+        expect(result.nextRevision).toBe(0);
+
+        await expectConflict(store.append(stream, [newEvent()], { expectedRevision: 'no_stream' }), stream);
+        expect(await store.readStream(stream)).toHaveLength(1);
+      });
+
+      it("'stream_exists' conflicts on a missing stream and succeeds on an existing one", async () => {
+        const stream = streamName();
+        await expectConflict(store.append(stream, [newEvent()], { expectedRevision: 'stream_exists' }), stream);
+        expect(await store.readStream(stream)).toEqual([]);
+
+        await appendOne(stream, 'no_stream');
+        const { result } = await appendOne(stream, 'stream_exists');
+        expect(result.nextRevision).toBe(1);
+      });
+
+      it("'any' succeeds whether or not the stream exists", async () => {
+        const stream = streamName();
+        expect((await appendOne(stream, 'any')).result.nextRevision).toBe(0);
+        expect((await appendOne(stream, 'any')).result.nextRevision).toBe(1);
+      });
+
+      it('a number must be the revision of the last event', async () => {
+        const stream = streamName();
+        await expectConflict(store.append(stream, [newEvent()], { expectedRevision: 0 }), stream);
+
+        const created = await store.append(stream, [newEvent(), newEvent()], { expectedRevision: 'no_stream' });
+        expect(created.nextRevision).toBe(1);
+        await expectConflict(store.append(stream, [newEvent()], { expectedRevision: 0 }), stream);
+        await expectConflict(store.append(stream, [newEvent()], { expectedRevision: 2 }), stream);
+
+        const next = await store.append(stream, [newEvent(), newEvent()], { expectedRevision: created.nextRevision });
+        expect(next.nextRevision).toBe(3);
+        expect((await store.readStream(stream)).map((e) => e.revision)).toEqual([0, 1, 2, 3]);
+      });
+
+      it('a conflicting append of several events writes none of them', async () => {
+        const stream = streamName();
+        await appendOne(stream, 'no_stream');
+        await expectConflict(store.append(stream, [newEvent(), newEvent()], { expectedRevision: 5 }), stream);
+        expect(await store.readStream(stream)).toHaveLength(1);
+      });
+
+      it('of concurrent appends with the same expected revision exactly one wins', async () => {
+        const stream = streamName();
+        await appendOne(stream, 'no_stream');
+        const attempts = Array.from({ length: 10 }, () => store.append(stream, [newEvent()], { expectedRevision: 0 }));
+        const settled = await Promise.allSettled(attempts);
+
+        const won = settled.filter((s) => s.status === 'fulfilled');
+        const lost = settled.filter((s): s is PromiseRejectedResult => s.status === 'rejected');
+        expect(won).toHaveLength(1);
+        for (const loss of lost) expect(loss.reason).toBeInstanceOf(Conflict);
+        expect(await store.readStream(stream)).toHaveLength(2);
+      });
+
+      it("of concurrent 'no_stream' appends exactly one creates the stream", async () => {
+        const stream = streamName();
+        const settled = await Promise.allSettled(
+          Array.from({ length: 5 }, () => store.append(stream, [newEvent()], { expectedRevision: 'no_stream' })),
+        );
+        expect(settled.filter((s) => s.status === 'fulfilled')).toHaveLength(1);
+        expect(await store.readStream(stream)).toHaveLength(1);
+      });
+    });
+
+    describe('subscribeToAll', () => {
+      it('replays from the start in log order, only the filtered streams', async () => {
+        const written = await appendAcross(4);
+        const received = await take(subscribe('start'), 4, waitMs);
+        expect(received.map((e) => e.id)).toEqual(written.map((w) => w.id));
+        expectIncreasing(received.map((e) => e.position));
+      });
+
+      it('starts strictly after a given position', async () => {
+        const stream = streamName();
+        await store.append(stream, [newEvent(), newEvent()], { expectedRevision: 'no_stream' });
+        const [, second] = await store.readStream(stream);
+        const later = await appendOne(stream);
+
+        const received = await take(subscribe(second!.position), 1, waitMs);
+        expect(received.map((e) => e.id)).toEqual([later.event.id]);
+      });
+
+      it('delivers only streams starting with one of the prefixes', async () => {
+        const one = `${prefix}one-`;
+        const two = `${prefix}two-`;
+        const expected: string[] = [];
+        expected.push((await appendOne(`${one}${randomUUID()}`)).event.id);
+        await appendOne(`${prefix}other-${randomUUID()}`);
+        expected.push((await appendOne(`${two}${randomUUID()}`)).event.id);
+        await appendOne(`${prefix}other-${randomUUID()}`);
+        // The last one proves the others in between were skipped, not still on their way.
+        expected.push((await appendOne(`${one}${randomUUID()}`)).event.id);
+
+        const received = await take(subscribe('start', [one, two]), 3, waitMs);
+        expect(received.map((e) => e.id)).toEqual(expected);
+      });
+
+      it('turns live and receives later appends', async () => {
+        const stream = streamName();
+        const early = await appendOne(stream);
+        const subscription = subscribe('start');
+        const iterator = subscription[Symbol.asyncIterator]();
+        expect((await nextWithin(iterator, waitMs)).id).toBe(early.event.id);
+
+        const pending = nextWithin(iterator, waitMs);
+        const late = await appendOne(stream);
+        const received = await pending;
+        expect(received.id).toBe(late.event.id);
+        expect(received.revision).toBe(1);
+      });
+
+      it('ends the iteration when closed while waiting', async () => {
+        await appendOne(streamName());
+        const subscription = subscribe('start');
+        const seen: string[] = [];
+        const loop = (async () => {
+          for await (const event of subscription) seen.push(event.id);
+        })();
+        await until(() => seen.length === 1, waitMs);
+
+        await subscription.close();
+        await within(loop, waitMs, 'iteration did not end after close()');
+        expect(seen).toHaveLength(1);
+      });
+    });
+
+    describe('persistentSubscription', () => {
+      it('creates a missing group that starts at the beginning of the log, filter respected', async () => {
+        const wanted = `${prefix}wanted-`;
+        const expected: string[] = [];
+        await appendOne(`${prefix}unwanted-${randomUUID()}`);
+        expected.push((await appendOne(`${wanted}${randomUUID()}`)).event.id);
+        await appendOne(`${prefix}unwanted-${randomUUID()}`);
+        expected.push((await appendOne(`${wanted}${randomUUID()}`)).event.id);
+
+        const group = track(store.persistentSubscription(`group-${randomUUID()}`, { filter: { streamPrefixes: [wanted] } }));
+        const received = await takeAcking(group, 2, waitMs);
+        expect(received.map((e) => e.event.id)).toEqual(expected);
+        expect(received.map((e) => e.retryCount)).toEqual([0, 0]);
+      });
+
+      it('hands each event to exactly one of the competing consumers', async () => {
+        const written = await appendAcross(20);
+        const group = `group-${randomUUID()}`;
+        const consumers = [consumer(group), consumer(group)];
+        const received: string[] = [];
+        const done = until(() => received.length >= written.length, waitMs);
+        const loops = consumers.map(async (c) => {
+          for await (const delivery of c) {
+            received.push(delivery.event.id);
+            await delivery.ack();
+          }
+        });
+        await done;
+        for (const c of consumers) await c.close();
+        await within(Promise.all(loops), waitMs, 'consumers did not end after close()');
+
+        expect(received).toHaveLength(written.length);
+        expect(new Set(received)).toEqual(new Set(written.map((w) => w.id)));
+      });
+
+      it('does not hand out acked events again to a later consumer of the group', async () => {
+        const stream = streamName();
+        await store.append(stream, [newEvent(), newEvent()], { expectedRevision: 'no_stream' });
+        const group = `group-${randomUUID()}`;
+        const first = consumer(group);
+        await takeAcking(first, 2, waitMs);
+        await first.close();
+
+        const later = await appendOne(stream);
+        const [next] = await takeAcking(consumer(group), 1, waitMs);
+        expect(next!.event.id).toBe(later.event.id);
+      });
+
+      it("hands an event out again after nack('retry'), counting the retries", async () => {
+        const { event } = await appendOne(streamName());
+        const iterator = consumer(`group-${randomUUID()}`)[Symbol.asyncIterator]();
+
+        const first = await nextWithin(iterator, waitMs);
+        expect(first).toMatchObject({ retryCount: 0, event: { id: event.id } });
+        await first.nack('retry', 'receiver down');
+        const second = await nextWithin(iterator, waitMs);
+        expect(second).toMatchObject({ retryCount: 1, event: { id: event.id } });
+        await second.ack();
+      });
+
+      it('parks an event after maxRetryCount retries', async () => {
+        const stream = streamName();
+        const { event } = await appendOne(stream);
+        const iterator = consumer(`group-${randomUUID()}`, { maxRetryCount: 2 })[Symbol.asyncIterator]();
+
+        for (const retryCount of [0, 1, 2]) {
+          const delivery = await nextWithin(iterator, waitMs);
+          expect(delivery).toMatchObject({ retryCount, event: { id: event.id } });
+          await delivery.nack('retry', 'still failing');
+        }
+        const sentinel = await appendOne(stream);
+        expect((await nextWithin(iterator, waitMs)).event.id).toBe(sentinel.event.id);
+      });
+
+      it("sets an event aside on nack('park'); it counts as done for the group", async () => {
+        const stream = streamName();
+        await appendOne(stream);
+        const group = `group-${randomUUID()}`;
+        const first = consumer(group);
+        const iterator = first[Symbol.asyncIterator]();
+        await (await nextWithin(iterator, waitMs)).nack('park', 'cannot be handled');
+        const second = await appendOne(stream);
+        const next = await nextWithin(iterator, waitMs);
+        expect(next.event.id).toBe(second.event.id);
+        await next.ack();
+        await first.close();
+
+        const third = await appendOne(stream);
+        const [afterReopen] = await takeAcking(consumer(group), 1, waitMs);
+        expect(afterReopen!.event.id).toBe(third.event.id);
+      });
+
+      it('hands un-acked events out again after the consumer closed (at least once)', async () => {
+        const stream = streamName();
+        const events = [newEvent(), newEvent(), newEvent()];
+        await store.append(stream, events, { expectedRevision: 'no_stream' });
+        const group = `group-${randomUUID()}`;
+        const first = consumer(group);
+        const iterator = first[Symbol.asyncIterator]();
+        const deliveries = [await nextWithin(iterator, waitMs), await nextWithin(iterator, waitMs), await nextWithin(iterator, waitMs)];
+        expect(deliveries.map((d) => d.event.id)).toEqual(events.map((e) => e.id));
+        await deliveries[0]!.ack();
+        await first.close();
+
+        const again = await takeAcking(consumer(group), 2, waitMs);
+        expect(new Set(again.map((d) => d.event.id))).toEqual(new Set([events[1]!.id, events[2]!.id]));
+      });
+    });
+
+    /** Appends `count` single-event appends across three streams; returns them in append order. */
+    async function appendAcross(count: number): Promise<NewEvent[]> {
+      const streams = [streamName('x'), streamName('y'), streamName('z')];
+      const written: NewEvent[] = [];
+      for (let i = 0; i < count; i++) written.push((await appendOne(streams[i % streams.length]!)).event);
+      return written;
+    }
+  });
+}
+
+export function newEvent(type = 'Happened', data: Record<string, unknown> = { at: randomUUID() }): NewEvent {
+  const actionId = randomUUID();
+  return {
+    id: randomUUID(),
+    type,
+    data,
+    metadata: {
+      source: 'api',
+      actor: { type: 'apiKey', id: randomUUID(), name: 'contract test key' },
+      actionId,
+      correlationId: actionId,
+      causationId: actionId,
+    },
+  };
+}
+
+/** Resolves or fails the test with `message` after `ms`. */
+export async function within<T>(promise: Promise<T>, ms: number, message: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${message} (waited ${ms} ms)`)), ms);
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+export async function nextWithin<T>(iterator: AsyncIterator<T>, ms: number): Promise<T> {
+  const result = await within(iterator.next(), ms, 'no event arrived');
+  if (result.done) throw new Error('the iteration ended early');
+  return result.value;
+}
+
+export async function take<T>(iterable: AsyncIterable<T>, count: number, ms: number): Promise<T[]> {
+  const iterator = iterable[Symbol.asyncIterator]();
+  const items: T[] = [];
+  while (items.length < count) items.push(await nextWithin(iterator, ms));
+  return items;
+}
+
+export async function takeAcking(subscription: PersistentSubscription, count: number, ms: number): Promise<PersistentEvent[]> {
+  const deliveries = await take(subscription, count, ms);
+  for (const delivery of deliveries) await delivery.ack();
+  return deliveries;
+}
+
+export async function until(condition: () => boolean, ms: number): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`condition not met within ${ms} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+function expectIncreasing(positions: string[]): void {
+  for (let i = 1; i < positions.length; i++) expect(positions[i - 1]! < positions[i]!).toBe(true);
+}

@@ -1,0 +1,172 @@
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { Conflict } from '../../src/errors.js';
+import type { EventStore } from '../../src/eventstore/port.js';
+import { openSqliteEventStore } from '../../src/eventstore/sqlite.js';
+import { eventStoreContract, newEvent, nextWithin, take, takeAcking } from './eventstore.contract.js';
+
+const root = mkdtempSync(join(tmpdir(), 'csr-eventstore-'));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+/** A fresh file in a directory that does not exist yet (the adapter creates it). */
+const freshPath = () => join(root, randomUUID(), 'events.sqlite');
+
+eventStoreContract('sqlite', () => openSqliteEventStore({ path: freshPath() }), { waitMs: 2_000, clockSkewMs: 1_000 });
+
+describe('SQLite event store', () => {
+  const opened: EventStore[] = [];
+  const open = (path: string) => {
+    const store = openSqliteEventStore({ path });
+    opened.push(store);
+    return store;
+  };
+
+  afterEach(async () => {
+    for (const store of opened.splice(0)) await store.close();
+  });
+
+  it('shows a live subscriber appends made through another instance on the same file', async () => {
+    const path = freshPath();
+    const server = open(path);
+    const cli = open(path); // stands in for the `csr` process
+    const iterator = server.subscribeToAll({ from: 'start' })[Symbol.asyncIterator]();
+    const pending = nextWithin(iterator, 1_000);
+    await new Promise((resolve) => setTimeout(resolve, 50)); // let the subscriber go live first
+
+    const event = newEvent();
+    await cli.append('record-1', [event], { expectedRevision: 'no_stream' });
+    expect((await pending).id).toBe(event.id);
+  });
+
+  it('commits concurrent appends together, in call order, with one commit time', async () => {
+    const store = open(freshPath());
+    const results = await Promise.all(
+      Array.from({ length: 200 }, (_, i) => store.append(`stream-${i}`, [newEvent()], { expectedRevision: 'no_stream' })),
+    );
+
+    const positions = results.map((r) => r.position);
+    for (let i = 1; i < positions.length; i++) expect(positions[i - 1]! < positions[i]!).toBe(true);
+    const created = await Promise.all(results.map((_, i) => store.readStream(`stream-${i}`)));
+    expect(new Set(created.map(([e]) => e!.created.getTime())).size).toBe(1);
+  });
+
+  it('fails a conflicting append of a batch alone, taking earlier appends of the batch into account', async () => {
+    const store = open(freshPath());
+    const duplicate = newEvent();
+    await store.append('existing', [duplicate], { expectedRevision: 'no_stream' });
+
+    const [created, conflicting, other, following, duplicated] = await Promise.allSettled([
+      store.append('s', [newEvent()], { expectedRevision: 'no_stream' }),
+      store.append('s', [newEvent()], { expectedRevision: 'no_stream' }),
+      store.append('t', [newEvent()], { expectedRevision: 'no_stream' }),
+      store.append('s', [newEvent()], { expectedRevision: 0 }),
+      store.append('u', [newEvent(), duplicate], { expectedRevision: 'no_stream' }),
+    ]);
+
+    expect(created).toMatchObject({ status: 'fulfilled', value: { nextRevision: 0 } });
+    expect(conflicting.status === 'rejected' && conflicting.reason).toBeInstanceOf(Conflict);
+    expect(other).toMatchObject({ status: 'fulfilled', value: { nextRevision: 0 } });
+    expect(following).toMatchObject({ status: 'fulfilled', value: { nextRevision: 1 } });
+    // An event id is unique in the log; the failed append leaves nothing behind.
+    expect(duplicated.status).toBe('rejected');
+    expect(await store.readStream('u')).toEqual([]);
+    expect((await store.readStream('s')).map((e) => e.revision)).toEqual([0, 1]);
+  });
+
+  it('keeps a persistent group checkpoint, retry counts and parked events across a restart', async () => {
+    const path = freshPath();
+    const first = open(path);
+    const events = [newEvent(), newEvent(), newEvent(), newEvent(), newEvent()];
+    await first.append('record-1', events, { expectedRevision: 'no_stream' });
+    const iterator = first.persistentSubscription('webhooks')[Symbol.asyncIterator]();
+    const delivered = [];
+    for (let i = 0; i < 5; i++) delivered.push(await nextWithin(iterator, 1_000));
+    await delivered[0]!.ack();
+    // delivered[1] stays un-acked: the checkpoint cannot pass it.
+    await delivered[2]!.nack('park', 'receiver rejects it');
+    await delivered[3]!.nack('retry', 'receiver down');
+    await delivered[4]!.ack();
+    await first.close();
+
+    const second = open(path);
+    const again = await takeAcking(second.persistentSubscription('webhooks'), 3, 1_000);
+    // Acked beyond the checkpoint (events[4]) comes again: at least once, not exactly once.
+    expect(again.map((d) => d.event.id)).toEqual([events[1]!.id, events[3]!.id, events[4]!.id]);
+    expect(again[1]!.retryCount).toBeGreaterThanOrEqual(1);
+    await second.close();
+
+    const db = new Database(path, { readonly: true });
+    try {
+      const parked = db.prepare('SELECT grp, reason FROM persistent_parked').all();
+      expect(parked).toEqual([{ grp: 'webhooks', reason: 'receiver rejects it' }]);
+    } finally {
+      db.close();
+    }
+  });
+
+  it('hands a retried event out before later ones', async () => {
+    const store = open(freshPath());
+    const events = [newEvent(), newEvent()];
+    await store.append('record-1', events, { expectedRevision: 'no_stream' });
+    const iterator = store.persistentSubscription('g', { bufferSize: 1 })[Symbol.asyncIterator]();
+
+    await (await nextWithin(iterator, 1_000)).nack('retry', 'later');
+    expect((await nextWithin(iterator, 1_000)).event.id).toBe(events[0]!.id);
+  });
+
+  it('ignores an ack for a hand-out that was taken back from a closed consumer', async () => {
+    const store = open(freshPath());
+    const event = newEvent();
+    await store.append('record-1', [event], { expectedRevision: 'no_stream' });
+    const first = store.persistentSubscription('g');
+    const stale = await nextWithin(first[Symbol.asyncIterator](), 1_000);
+    await first.close();
+    const second = store.persistentSubscription('g')[Symbol.asyncIterator]();
+    const current = await nextWithin(second, 1_000);
+    expect(current.retryCount).toBe(1);
+
+    await stale.ack();
+    await current.nack('retry', 'receiver down');
+    expect(await nextWithin(second, 1_000)).toMatchObject({ retryCount: 2, event: { id: event.id } });
+  });
+
+  it('holds back a consumer at bufferSize un-acked events', async () => {
+    const store = open(freshPath());
+    await store.append('record-1', [newEvent(), newEvent(), newEvent()], { expectedRevision: 'no_stream' });
+    const iterator = store.persistentSubscription('g', { bufferSize: 2 })[Symbol.asyncIterator]();
+    const [a] = [await nextWithin(iterator, 1_000), await nextWithin(iterator, 1_000)];
+
+    let third = false;
+    const pending = iterator.next().then((r) => {
+      third = true;
+      return r;
+    });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(third).toBe(false);
+    await a!.ack();
+    expect((await pending).done).toBe(false);
+  });
+
+  it('ends pending subscriptions when the store closes', async () => {
+    const store = openSqliteEventStore({ path: freshPath() });
+    const live = store.subscribeToAll({ from: 'start' })[Symbol.asyncIterator]();
+    const group = store.persistentSubscription('g')[Symbol.asyncIterator]();
+    const waiting = [live.next(), group.next()];
+    await new Promise((resolve) => setTimeout(resolve, 20));
+
+    await store.close();
+    const ended = await Promise.all(waiting);
+    expect(ended.map((r) => r.done)).toEqual([true, true]);
+  });
+
+  it('reads pages beyond the first when catching up', async () => {
+    const store = open(freshPath());
+    await Promise.all(Array.from({ length: 2_500 }, (_, i) => store.append(`s-${i % 7}`, [newEvent()], { expectedRevision: 'any' })));
+    const received = await take(store.subscribeToAll({ from: 'start' }), 2_500, 2_000);
+    expect(new Set(received.map((e) => e.position)).size).toBe(2_500);
+  });
+});
