@@ -114,9 +114,13 @@ export async function openMongoReadStore(options: MongoStoreOptions): Promise<Re
 
     checkpoint: (projection) => checkpoint(projection),
 
-    waitForCheckpoint: (projection, position, timeoutMs) => watcher.wait(projection, position, timeoutMs),
+    async waitForCheckpoint(projection, position, timeoutMs) {
+      if (closed) return false;
+      return watcher.wait(projection, position, timeoutMs);
+    },
 
     async transaction<T>(fn: (tx: ReadTransaction) => Promise<T>): Promise<T> {
+      if (closed) throw new Error('the read store is closed');
       const session = client.startSession();
       try {
         return await session.withTransaction(() => fn(transactionApi(session)), TRANSACTION_OPTIONS);

@@ -1,4 +1,5 @@
 import type { Filter, IndexDescription } from 'mongodb';
+import { ValidationFailed } from '../errors.js';
 import { filterKey, filterKeys } from './filterKey.js';
 import type { FieldFilter, FindQuery, RecordDocument, Values } from './port.js';
 
@@ -32,6 +33,8 @@ export interface MongoRecord {
   calculated: Values;
   createdAt: string;
   updatedAt: string;
+  /** updatedAt as epoch milliseconds: "updated since" compares moments, not spellings. */
+  updatedMs: number;
   createdPosition: string;
   revision: number;
   filterKeys: string[];
@@ -75,6 +78,7 @@ export function toMongoRecord(document: RecordDocument): MongoRecord {
     calculated: document.calculated,
     createdAt: document.createdAt,
     updatedAt: document.updatedAt,
+    updatedMs: epochMs(document.updatedAt, 'updatedAt'),
     createdPosition: document.createdPosition,
     revision: document.revision,
     filterKeys: filterEntries(document.fields, document.calculated),
@@ -96,14 +100,11 @@ export function fromMongoRecord(stored: MongoRecord): RecordDocument {
   };
 }
 
-/**
- * `updatedAt` is stored as ISO 8601 with milliseconds ("2025-01-02T03:04:05.678Z"), which orders as
- * text. A moment given in another ISO form ("...05Z", "+02:00") is brought to that form first, so that
- * the strict comparison is by time, not by spelling.
- */
-export function normaliseMoment(moment: string): string {
-  const time = Date.parse(moment);
-  return Number.isNaN(time) ? moment : new Date(time).toISOString();
+/** An ISO 8601 moment as epoch milliseconds; anything else is a ValidationFailed (as in every adapter). */
+export function epochMs(moment: string, what: string): number {
+  const ms = Date.parse(moment);
+  if (Number.isNaN(ms)) throw new ValidationFailed(`${what} must be an ISO 8601 date-time, got "${moment}"`);
+  return ms;
 }
 
 export type RecordQuery = Pick<FindQuery, 'workspaceId' | 'object' | 'filters' | 'name' | 'updatedSince'>;
@@ -115,7 +116,7 @@ export function toMongoFilter(query: RecordQuery): Filter<MongoRecord> {
   if (entries.length === 1) filter.filterKeys = entries[0]!;
   else if (entries.length > 1) filter.filterKeys = { $all: entries };
   if (query.name !== undefined) filter.nameKey = filterKey(query.name);
-  if (query.updatedSince !== undefined) filter.updatedAt = { $gt: normaliseMoment(query.updatedSince) };
+  if (query.updatedSince !== undefined) filter.updatedMs = { $gt: epochMs(query.updatedSince, 'updatedSince') };
   return filter;
 }
 
@@ -140,7 +141,7 @@ export function toPaging(query: Pick<FindQuery, 'limit' | 'offset'>): Paging | n
 
 export const RECORD_INDEXES: IndexDescription[] = [
   { name: 'by_creation', key: { workspaceId: 1, object: 1, createdPosition: 1 } },
-  { name: 'by_updated', key: { workspaceId: 1, object: 1, updatedAt: 1 } },
+  { name: 'by_updated', key: { workspaceId: 1, object: 1, updatedMs: 1 } },
   { name: 'by_name', key: { workspaceId: 1, object: 1, nameKey: 1, createdPosition: 1 } },
   { name: 'by_filter', key: { workspaceId: 1, object: 1, filterKeys: 1, createdPosition: 1 } },
 ];

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { ValidationFailed } from '../../src/errors.js';
 import { formatPosition } from '../../src/eventstore/position.js';
 import {
   RECORD_INDEXES,
@@ -6,7 +7,7 @@ import {
   filterEntries,
   filterEntry,
   fromMongoRecord,
-  normaliseMoment,
+  epochMs,
   recordKey,
   toMongoFilter,
   toMongoRecord,
@@ -119,14 +120,17 @@ describe('find queries', () => {
   });
 
   it('updatedSince is strict and compares moments, not spellings', () => {
-    expect(toMongoFilter({ ...base, updatedSince: '2025-01-02T03:04:05.678Z' }).updatedAt).toEqual({
-      $gt: '2025-01-02T03:04:05.678Z',
-    });
-    expect(toMongoFilter({ ...base, updatedSince: '2025-01-02T03:04:05Z' }).updatedAt).toEqual({
-      $gt: '2025-01-02T03:04:05.000Z',
-    });
-    expect(normaliseMoment('2025-01-02T05:04:05+02:00')).toBe('2025-01-02T03:04:05.000Z');
-    expect(normaliseMoment('not a date')).toBe('not a date');
+    const ms = Date.parse('2025-01-02T03:04:05.678Z');
+    expect(toMongoFilter({ ...base, updatedSince: '2025-01-02T03:04:05.678Z' }).updatedMs).toEqual({ $gt: ms });
+    expect(toMongoFilter({ ...base, updatedSince: '2025-01-02T05:04:05.678+02:00' }).updatedMs).toEqual({ $gt: ms });
+    expect(toMongoFilter({ ...base, updatedSince: '2025-01-02T03:04:05Z' }).updatedMs).toEqual({ $gt: ms - 678 });
+    expect(toMongoRecord(document).updatedMs).toBe(Date.parse(document.updatedAt));
+  });
+
+  it('rejects moments that are not ISO 8601 date-times', () => {
+    expect(() => toMongoFilter({ ...base, updatedSince: 'not a date' })).toThrow(ValidationFailed);
+    expect(() => toMongoRecord({ ...document, updatedAt: 'yesterday' })).toThrow(ValidationFailed);
+    expect(epochMs('1970-01-01T00:00:00.001Z', 'x')).toBe(1);
   });
 
   it('orders by creation position, then id', () => {
@@ -149,7 +153,7 @@ describe('indexes', () => {
 
   it('serve creation order, updatedAt, name and field filters within workspace and object', () => {
     expect(keys).toContainEqual(['workspaceId', 'object', 'createdPosition']);
-    expect(keys).toContainEqual(['workspaceId', 'object', 'updatedAt']);
+    expect(keys).toContainEqual(['workspaceId', 'object', 'updatedMs']);
     expect(keys).toContainEqual(['workspaceId', 'object', 'nameKey', 'createdPosition']);
     expect(keys).toContainEqual(['workspaceId', 'object', 'filterKeys', 'createdPosition']);
   });
