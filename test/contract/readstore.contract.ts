@@ -1,0 +1,452 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { formatPosition } from '../../src/eventstore/position.js';
+import { filterKey } from '../../src/readstore/filterKey.js';
+import type { FindQuery, ReadStore, RecordDocument } from '../../src/readstore/port.js';
+
+/**
+ * The ReadStore port's behaviour, run against every adapter (test/contract/readstore.*.test.ts).
+ * Every test uses its own workspace ids and projection names, so the suite can run against a
+ * shared server next to other suites.
+ */
+export function readStoreContract(name: string, open: () => Promise<ReadStore> | ReadStore): void {
+  describe(`ReadStore contract: ${name}`, () => {
+    let store: ReadStore;
+
+    beforeAll(async () => {
+      store = await open();
+    });
+
+    afterAll(async () => {
+      await store?.close();
+    });
+
+    const workspace = () => `ws-${randomUUID()}`;
+    const projection = () => `records-${randomUUID()}`;
+    const at = (second: number, ms = 0) => new Date(Date.UTC(2025, 0, 1, 0, 0, second, ms)).toISOString();
+
+    function doc(workspaceId: string, n: number, overrides: Partial<RecordDocument> = {}): RecordDocument {
+      return {
+        workspaceId,
+        object: 'clients',
+        id: randomUUID(),
+        name: `Client ${n}`,
+        fields: { name: `Client ${n}` },
+        calculated: {},
+        createdAt: at(n),
+        updatedAt: at(n),
+        createdPosition: formatPosition(BigInt(n)),
+        revision: 0,
+        ...overrides,
+      };
+    }
+
+    async function putAll(...documents: RecordDocument[]): Promise<void> {
+      await store.transaction(async (tx) => {
+        for (const document of documents) await tx.put(document);
+      });
+    }
+
+    function query(workspaceId: string, overrides: Partial<FindQuery> = {}): FindQuery {
+      return { workspaceId, object: 'clients', filters: [], limit: 100, offset: 0, ...overrides };
+    }
+
+    async function ids(q: FindQuery): Promise<string[]> {
+      return (await store.find(q)).documents.map((document) => document.id);
+    }
+
+    describe('documents', () => {
+      it('puts and gets a document with every kind of value as written', async () => {
+        const ws = workspace();
+        const document = doc(ws, 1, {
+          name: null,
+          fields: { text: 'Acme', number: 12.5, zero: 0, yes: true, no: false, list: ['a', 'b'], empty: [], nothing: null },
+          calculated: { total: 99.99, status: 'Paid' },
+          revision: 3,
+        });
+        await putAll(document);
+        expect(await store.get(ws, 'clients', document.id)).toEqual(document);
+      });
+
+      it('answers null for an unknown document, workspace or object', async () => {
+        const ws = workspace();
+        const document = doc(ws, 1);
+        await putAll(document);
+        expect(await store.get(ws, 'clients', randomUUID())).toBeNull();
+        expect(await store.get(workspace(), 'clients', document.id)).toBeNull();
+        expect(await store.get(ws, 'contacts', document.id)).toBeNull();
+      });
+
+      it('put replaces the whole document, and old values no longer match filters', async () => {
+        const ws = workspace();
+        const first = doc(ws, 1, { fields: { name: 'Client 1', tier: 'SMB', industry: 'Retail' } });
+        await putAll(first);
+        const second = { ...first, name: 'Renamed', fields: { name: 'Renamed', tier: 'Enterprise' }, updatedAt: at(5), revision: 1 };
+        await putAll(second);
+        expect(await store.get(ws, 'clients', first.id)).toEqual(second);
+        expect(await ids(query(ws, { filters: [{ field: 'tier', value: 'smb' }] }))).toEqual([]);
+        expect(await ids(query(ws, { filters: [{ field: 'industry', value: 'retail' }] }))).toEqual([]);
+        expect(await ids(query(ws, { filters: [{ field: 'tier', value: 'enterprise' }] }))).toEqual([first.id]);
+        expect(await ids(query(ws, { name: 'client 1' }))).toEqual([]);
+        expect(await ids(query(ws, { name: 'renamed' }))).toEqual([first.id]);
+        expect((await store.find(query(ws))).total).toBe(1);
+        expect((await store.find(query(ws, { filters: [{ field: 'tier', value: 'smb' }] }))).total).toBe(0);
+        expect((await store.find(query(ws, { filters: [{ field: 'tier', value: 'enterprise' }] }))).total).toBe(1);
+      });
+
+      it('getMany returns the documents that exist, and nothing for no ids', async () => {
+        const ws = workspace();
+        const [a, b, c] = [doc(ws, 1), doc(ws, 2), doc(ws, 3)];
+        await putAll(a, b, c);
+        const found = await store.getMany(ws, 'clients', [c.id, a.id, randomUUID()]);
+        expect(found.map((document) => document.id).sort()).toEqual([a.id, c.id].sort());
+        expect(found.find((document) => document.id === a.id)).toEqual(a);
+        expect(await store.getMany(ws, 'clients', [])).toEqual([]);
+        expect(await store.getMany(workspace(), 'clients', [a.id])).toEqual([]);
+      });
+
+      it('delete removes the document from get, find, filters and total; deleting again is a no-op', async () => {
+        const ws = workspace();
+        const [a, b] = [doc(ws, 1, { fields: { tier: 'SMB' } }), doc(ws, 2, { fields: { tier: 'SMB' } })];
+        await putAll(a, b);
+        await store.transaction(async (tx) => {
+          await tx.delete(ws, 'clients', a.id);
+          await tx.delete(ws, 'clients', a.id);
+          await tx.delete(ws, 'clients', randomUUID());
+          await tx.delete(workspace(), 'unknown', randomUUID());
+        });
+        expect(await store.get(ws, 'clients', a.id)).toBeNull();
+        expect(await store.find(query(ws))).toEqual({ documents: [b], total: 1 });
+        const filtered = await store.find(query(ws, { filters: [{ field: 'tier', value: 'smb' }] }));
+        expect(filtered).toEqual({ documents: [b], total: 1 });
+      });
+
+      it('keeps workspaces and objects apart, also for the same id', async () => {
+        const [ws1, ws2] = [workspace(), workspace()];
+        const id = randomUUID();
+        const one = doc(ws1, 1, { id, fields: { tier: 'SMB' } });
+        const two = doc(ws2, 2, { id, fields: { tier: 'SMB' } });
+        const contact = doc(ws1, 3, { id, object: 'contacts', fields: { tier: 'SMB' } });
+        await putAll(one, two, contact);
+        expect(await store.get(ws1, 'clients', id)).toEqual(one);
+        expect(await store.get(ws2, 'clients', id)).toEqual(two);
+        expect(await store.get(ws1, 'contacts', id)).toEqual(contact);
+        expect(await store.find(query(ws1, { filters: [{ field: 'tier', value: 'smb' }] }))).toEqual({ documents: [one], total: 1 });
+        expect(await store.find(query(ws2))).toEqual({ documents: [two], total: 1 });
+        expect(await store.find(query(workspace()))).toEqual({ documents: [], total: 0 });
+        await store.transaction((tx) => tx.delete(ws1, 'clients', id));
+        expect(await store.get(ws2, 'clients', id)).toEqual(two);
+        expect(await store.get(ws1, 'contacts', id)).toEqual(contact);
+      });
+    });
+
+    describe('find', () => {
+      it('filters text exactly and case-insensitively', async () => {
+        const ws = workspace();
+        const acme = doc(ws, 1, { fields: { industry: 'Software' } });
+        const other = doc(ws, 2, { fields: { industry: 'Software Services' } });
+        const upper = doc(ws, 3, { fields: { industry: 'SOFTWARE' } });
+        await putAll(acme, other, upper);
+        expect(await ids(query(ws, { filters: [{ field: 'industry', value: filterKey('sOfTwArE') }] }))).toEqual([acme.id, upper.id]);
+        expect(await ids(query(ws, { filters: [{ field: 'industry', value: 'soft' }] }))).toEqual([]);
+        expect(await ids(query(ws, { filters: [{ field: 'missing', value: 'software' }] }))).toEqual([]);
+      });
+
+      it('filters numbers and booleans by their string form', async () => {
+        const ws = workspace();
+        const a = doc(ws, 1, { fields: { arr: 1200, active: true } });
+        const b = doc(ws, 2, { fields: { arr: 1200.5, active: false } });
+        const c = doc(ws, 3, { fields: { arr: 0, active: null } });
+        await putAll(a, b, c);
+        expect(await ids(query(ws, { filters: [{ field: 'arr', value: filterKey(1200) }] }))).toEqual([a.id]);
+        expect(await ids(query(ws, { filters: [{ field: 'arr', value: '1200.5' }] }))).toEqual([b.id]);
+        expect(await ids(query(ws, { filters: [{ field: 'arr', value: '0' }] }))).toEqual([c.id]);
+        expect(await ids(query(ws, { filters: [{ field: 'active', value: filterKey(true) }] }))).toEqual([a.id]);
+        expect(await ids(query(ws, { filters: [{ field: 'active', value: 'false' }] }))).toEqual([b.id]);
+        expect(await ids(query(ws, { filters: [{ field: 'active', value: 'null' }] }))).toEqual([]);
+      });
+
+      it('matches an array (link list) field when any element matches', async () => {
+        const ws = workspace();
+        const [x, y, z] = [randomUUID(), randomUUID(), randomUUID()];
+        const a = doc(ws, 1, { fields: { contacts: [x, y] } });
+        const b = doc(ws, 2, { fields: { contacts: [y, y] } });
+        const c = doc(ws, 3, { fields: { contacts: [] } });
+        await putAll(a, b, c);
+        expect(await ids(query(ws, { filters: [{ field: 'contacts', value: x }] }))).toEqual([a.id]);
+        expect(await store.find(query(ws, { filters: [{ field: 'contacts', value: y }] }))).toEqual({ documents: [a, b], total: 2 });
+        expect(await ids(query(ws, { filters: [{ field: 'contacts', value: z }] }))).toEqual([]);
+      });
+
+      it('filters calculated values like fields', async () => {
+        const ws = workspace();
+        const a = doc(ws, 1, { calculated: { paymentStatus: 'Overdue', balanceDue: 10 } });
+        const b = doc(ws, 2, { calculated: { paymentStatus: 'Paid', balanceDue: 0 } });
+        await putAll(a, b);
+        expect(await ids(query(ws, { filters: [{ field: 'paymentStatus', value: 'overdue' }] }))).toEqual([a.id]);
+        expect(await ids(query(ws, { filters: [{ field: 'balanceDue', value: '0' }] }))).toEqual([b.id]);
+      });
+
+      it('ANDs several filters, whatever their order, with a total of the intersection', async () => {
+        const ws = workspace();
+        const documents = Array.from({ length: 30 }, (_, i) =>
+          doc(ws, i + 1, { fields: { tier: i % 2 === 0 ? 'SMB' : 'Enterprise', region: i % 3 === 0 ? 'EU' : 'US', tags: [`t${i % 5}`] } }),
+        );
+        await putAll(...documents);
+        const expected = documents.filter((_, i) => i % 2 === 0 && i % 3 === 0 && i % 5 === 0).map((document) => document.id);
+        expect(expected.length).toBe(1);
+        const filters = [
+          { field: 'tier', value: 'smb' },
+          { field: 'region', value: 'eu' },
+          { field: 'tags', value: 't0' },
+        ];
+        for (const order of [filters, [...filters].reverse()]) {
+          const result = await store.find(query(ws, { filters: order }));
+          expect(result.documents.map((document) => document.id)).toEqual(expected);
+          expect(result.total).toBe(1);
+        }
+        const twoFilters = await store.find(query(ws, { filters: filters.slice(0, 2), limit: 2 }));
+        const expectedTwo = documents.filter((_, i) => i % 6 === 0).map((document) => document.id);
+        expect(twoFilters.total).toBe(expectedTwo.length);
+        expect(twoFilters.documents.map((document) => document.id)).toEqual(expectedTwo.slice(0, 2));
+      });
+
+      it('matches the name exactly and case-insensitively, together with filters', async () => {
+        const ws = workspace();
+        const a = doc(ws, 1, { name: 'Acme Inc', fields: { tier: 'SMB' } });
+        const b = doc(ws, 2, { name: 'ACME INC', fields: { tier: 'Enterprise' } });
+        const c = doc(ws, 3, { name: 'Acme Incorporated' });
+        const d = doc(ws, 4, { name: null });
+        await putAll(a, b, c, d);
+        expect(await store.find(query(ws, { name: 'acme inc' }))).toEqual({ documents: [a, b], total: 2 });
+        expect(await ids(query(ws, { name: 'aCmE iNc', filters: [{ field: 'tier', value: 'enterprise' }] }))).toEqual([b.id]);
+        expect(await ids(query(ws, { name: 'acme' }))).toEqual([]);
+        expect(await ids(query(ws, { name: '' }))).toEqual([]);
+      });
+
+      it('updatedSince is strict and compares moments, not strings', async () => {
+        const ws = workspace();
+        const a = doc(ws, 1, { updatedAt: at(10) });
+        const b = doc(ws, 2, { updatedAt: at(10, 1) });
+        const c = doc(ws, 3, { updatedAt: at(11, 500), fields: { tier: 'SMB' } });
+        await putAll(a, b, c);
+        expect(await ids(query(ws, { updatedSince: at(10) }))).toEqual([b.id, c.id]);
+        expect(await ids(query(ws, { updatedSince: at(9, 999) }))).toEqual([a.id, b.id, c.id]);
+        expect(await ids(query(ws, { updatedSince: at(11, 500) }))).toEqual([]);
+        // Same moments written without milliseconds or with an offset.
+        expect(await ids(query(ws, { updatedSince: '2025-01-01T00:00:11Z' }))).toEqual([c.id]);
+        expect(await ids(query(ws, { updatedSince: '2025-01-01T01:00:10+01:00' }))).toEqual([b.id, c.id]);
+        const filtered = await store.find(query(ws, { updatedSince: at(10), filters: [{ field: 'tier', value: 'smb' }] }));
+        expect(filtered).toEqual({ documents: [c], total: 1 });
+      });
+
+      it('orders by createdPosition, not by insertion or update', async () => {
+        const ws = workspace();
+        const third = doc(ws, 30, { fields: { tier: 'SMB' } });
+        const first = doc(ws, 10, { fields: { tier: 'SMB' } });
+        const second = doc(ws, 20, { fields: { tier: 'SMB' } });
+        await putAll(third, first);
+        await putAll(second);
+        await putAll({ ...first, updatedAt: at(40), revision: 1 });
+        const expected = [first.id, second.id, third.id];
+        expect(await ids(query(ws))).toEqual(expected);
+        expect(await ids(query(ws, { filters: [{ field: 'tier', value: 'smb' }] }))).toEqual(expected);
+        expect(await ids(query(ws, { name: 'client 20' }))).toEqual([second.id]);
+        expect(await ids(query(ws, { updatedSince: at(0) }))).toEqual(expected);
+      });
+
+      it('pages with limit and offset while total counts every match', async () => {
+        const ws = workspace();
+        const documents = Array.from({ length: 25 }, (_, i) => doc(ws, i + 1, { fields: { even: (i + 1) % 2 === 0 } }));
+        await putAll(...[...documents].reverse());
+        const page = await store.find(query(ws, { limit: 10, offset: 10 }));
+        expect(page.total).toBe(25);
+        expect(page.documents).toEqual(documents.slice(10, 20));
+        expect(await store.find(query(ws, { limit: 10, offset: 20 }))).toEqual({ documents: documents.slice(20), total: 25 });
+        expect(await store.find(query(ws, { limit: 10, offset: 25 }))).toEqual({ documents: [], total: 25 });
+        const evens = documents.filter((_, i) => (i + 1) % 2 === 0);
+        const filtered = await store.find(query(ws, { filters: [{ field: 'even', value: 'true' }], limit: 5, offset: 5 }));
+        expect(filtered).toEqual({ documents: evens.slice(5, 10), total: 12 });
+        const since = await store.find(query(ws, { updatedSince: at(5), limit: 3, offset: 1 }));
+        expect(since).toEqual({ documents: documents.slice(6, 9), total: 20 });
+      });
+
+      it('treats filter values and names as data, not as query syntax', async () => {
+        const ws = workspace();
+        const tricky = `x' OR '1'='1"; DROP TABLE documents; -- {"$ne": null} %_*`;
+        const a = doc(ws, 1, { name: tricky, fields: { note: tricky } });
+        const b = doc(ws, 2, { fields: { note: 'plain' } });
+        await putAll(a, b);
+        expect(await ids(query(ws, { filters: [{ field: 'note', value: filterKey(tricky) }] }))).toEqual([a.id]);
+        expect(await ids(query(ws, { name: tricky }))).toEqual([a.id]);
+        expect(await ids(query(ws, { filters: [{ field: 'note', value: "' or '1'='1" }] }))).toEqual([]);
+        expect(await ids(query(ws, { filters: [{ field: "note' OR 1=1 --", value: 'plain' }] }))).toEqual([]);
+        expect((await store.find(query(ws))).total).toBe(2);
+      });
+    });
+
+    describe('transactions and checkpoints', () => {
+      it('commits documents and checkpoint together', async () => {
+        const ws = workspace();
+        const p = projection();
+        const a = doc(ws, 1);
+        expect(await store.checkpoint(p)).toBeNull();
+        const result = await store.transaction(async (tx) => {
+          await tx.put(a);
+          await tx.setCheckpoint(p, formatPosition(7n));
+          return 'done';
+        });
+        expect(result).toBe('done');
+        expect(await store.get(ws, 'clients', a.id)).toEqual(a);
+        expect(await store.checkpoint(p)).toBe(formatPosition(7n));
+        await store.transaction((tx) => tx.setCheckpoint(p, formatPosition(9n)));
+        expect(await store.checkpoint(p)).toBe(formatPosition(9n));
+      });
+
+      it('a throw rolls back documents, deletions and the checkpoint, and rethrows', async () => {
+        const ws = workspace();
+        const p = projection();
+        const kept = doc(ws, 1);
+        await store.transaction(async (tx) => {
+          await tx.put(kept);
+          await tx.setCheckpoint(p, formatPosition(1n));
+        });
+        const failure = new Error('projection failed');
+        await expect(
+          store.transaction(async (tx) => {
+            await tx.put(doc(ws, 2));
+            await tx.put({ ...kept, fields: { changed: true }, revision: 1 });
+            await tx.delete(ws, 'clients', kept.id);
+            await tx.put(doc(workspace(), 3));
+            await tx.setCheckpoint(p, formatPosition(2n));
+            throw failure;
+          }),
+        ).rejects.toBe(failure);
+        expect(await store.find(query(ws))).toEqual({ documents: [kept], total: 1 });
+        expect(await store.checkpoint(p)).toBe(formatPosition(1n));
+        // The store is still usable after a rollback.
+        await store.transaction((tx) => tx.setCheckpoint(p, formatPosition(3n)));
+        expect(await store.checkpoint(p)).toBe(formatPosition(3n));
+      });
+
+      it('reads outside a transaction see none of its writes until it commits', async () => {
+        const ws = workspace();
+        const p = projection();
+        const a = doc(ws, 1);
+        let release!: () => void;
+        const released = new Promise<void>((resolve) => (release = resolve));
+        let written!: () => void;
+        const wasWritten = new Promise<void>((resolve) => (written = resolve));
+        const running = store.transaction(async (tx) => {
+          await tx.put(a);
+          await tx.setCheckpoint(p, formatPosition(5n));
+          written();
+          await released;
+        });
+        await wasWritten;
+        expect(await store.get(ws, 'clients', a.id)).toBeNull();
+        expect(await store.find(query(ws))).toEqual({ documents: [], total: 0 });
+        expect(await store.checkpoint(p)).toBeNull();
+        release();
+        await running;
+        expect(await store.get(ws, 'clients', a.id)).toEqual(a);
+        expect(await store.checkpoint(p)).toBe(formatPosition(5n));
+      });
+
+      it('inside a transaction, get and findAll see its own writes; findAll returns every match in creation order', async () => {
+        const ws = workspace();
+        const lines = Array.from({ length: 120 }, (_, i) =>
+          doc(ws, 200 - i, { object: 'invoiceLines', fields: { invoice: i % 2 === 0 ? 'inv-a' : 'inv-b', amount: i } }),
+        );
+        await store.transaction(async (tx) => {
+          for (const line of lines) await tx.put(line);
+          expect(await tx.get(ws, 'invoiceLines', lines[0]!.id)).toEqual(lines[0]);
+          const all = await tx.findAll(ws, 'invoiceLines', [{ field: 'invoice', value: 'inv-a' }]);
+          expect(all.map((line) => line.id)).toEqual(
+            lines
+              .filter((_, i) => i % 2 === 0)
+              .reverse()
+              .map((line) => line.id),
+          );
+          expect(await tx.findAll(ws, 'invoiceLines', [])).toHaveLength(120);
+          expect(await tx.findAll(ws, 'invoiceLines', [{ field: 'invoice', value: 'inv-a' }, { field: 'amount', value: '4' }])).toEqual([lines[4]]);
+          await tx.delete(ws, 'invoiceLines', lines[4]!.id);
+          expect(await tx.get(ws, 'invoiceLines', lines[4]!.id)).toBeNull();
+          expect(await tx.findAll(ws, 'invoiceLines', [{ field: 'amount', value: '4' }])).toEqual([]);
+          expect(await tx.findAll(workspace(), 'invoiceLines', [])).toEqual([]);
+        });
+      });
+
+      it('tx.checkpoint reads the checkpoint, including one set earlier in the same transaction', async () => {
+        const p = projection();
+        await store.transaction(async (tx) => {
+          expect(await tx.checkpoint(p)).toBeNull();
+          await tx.setCheckpoint(p, formatPosition(11n));
+          expect(await tx.checkpoint(p)).toBe(formatPosition(11n));
+        });
+      });
+
+      it('waitForCheckpoint resolves true at once when reached, and when a later commit reaches it', async () => {
+        const p = projection();
+        await store.transaction((tx) => tx.setCheckpoint(p, formatPosition(10n)));
+        expect(await store.waitForCheckpoint(p, formatPosition(10n), 1000)).toBe(true);
+        expect(await store.waitForCheckpoint(p, formatPosition(3n), 0)).toBe(true);
+
+        const started = Date.now();
+        const waiting = store.waitForCheckpoint(p, formatPosition(12n), 5000);
+        const alsoWaiting = store.waitForCheckpoint(p, formatPosition(20n), 5000);
+        await store.transaction((tx) => tx.setCheckpoint(p, formatPosition(11n)));
+        await store.transaction((tx) => tx.setCheckpoint(p, formatPosition(15n)));
+        expect(await waiting).toBe(true);
+        expect(Date.now() - started).toBeLessThan(1000);
+        await store.transaction((tx) => tx.setCheckpoint(p, formatPosition(25n)));
+        expect(await alsoWaiting).toBe(true);
+      });
+
+      it('waitForCheckpoint resolves false after the timeout when the position is not reached', async () => {
+        const p = projection();
+        const other = projection();
+        await store.transaction((tx) => tx.setCheckpoint(p, formatPosition(4n)));
+        const started = Date.now();
+        const waiting = store.waitForCheckpoint(p, formatPosition(5n), 100);
+        await store.transaction((tx) => tx.setCheckpoint(other, formatPosition(50n)));
+        expect(await waiting).toBe(false);
+        expect(Date.now() - started).toBeGreaterThanOrEqual(90);
+        expect(await store.waitForCheckpoint(projection(), formatPosition(1n), 30)).toBe(false);
+      });
+
+      it('waitForCheckpoint ignores a rolled-back checkpoint', async () => {
+        const p = projection();
+        const waiting = store.waitForCheckpoint(p, formatPosition(2n), 150);
+        await expect(
+          store.transaction(async (tx) => {
+            await tx.setCheckpoint(p, formatPosition(2n));
+            throw new Error('rolled back');
+          }),
+        ).rejects.toThrow('rolled back');
+        expect(await waiting).toBe(false);
+      });
+
+      it('reset drops the documents and the projection checkpoint', async () => {
+        const ws = workspace();
+        const p = projection();
+        const other = projection();
+        const a = doc(ws, 1, { fields: { tier: 'SMB' } });
+        await store.transaction(async (tx) => {
+          await tx.put(a);
+          await tx.setCheckpoint(p, formatPosition(8n));
+          await tx.setCheckpoint(other, formatPosition(8n));
+        });
+        await store.reset(p);
+        expect(await store.get(ws, 'clients', a.id)).toBeNull();
+        expect(await store.find(query(ws))).toEqual({ documents: [], total: 0 });
+        expect(await store.find(query(ws, { filters: [{ field: 'tier', value: 'smb' }] }))).toEqual({ documents: [], total: 0 });
+        expect(await store.checkpoint(p)).toBeNull();
+        expect(await store.checkpoint(other)).toBe(formatPosition(8n));
+        // Rebuilding writes the same documents again.
+        await putAll(a);
+        expect(await store.find(query(ws, { filters: [{ field: 'tier', value: 'smb' }] }))).toEqual({ documents: [a], total: 1 });
+      });
+    });
+  });
+}

@@ -1,0 +1,125 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { formatPosition } from '../../src/eventstore/position.js';
+import type { RecordDocument } from '../../src/readstore/port.js';
+import { openSqliteReadStore } from '../../src/readstore/sqlite.js';
+import { readStoreContract } from './readstore.contract.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'csr-readstore-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+readStoreContract('sqlite', () => openSqliteReadStore({ path: join(dir, 'contract.db') }));
+
+function doc(workspaceId: string, n: number): RecordDocument {
+  const at = new Date(Date.UTC(2025, 0, 1, 0, 0, n)).toISOString();
+  return {
+    workspaceId,
+    object: 'clients',
+    id: `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`,
+    name: `Client ${n}`,
+    fields: { n },
+    calculated: {},
+    createdAt: at,
+    updatedAt: at,
+    createdPosition: formatPosition(BigInt(n)),
+    revision: 0,
+  };
+}
+
+describe('sqlite read store', () => {
+  it('wakes an in-process waiter as the checkpoint commits, without a polling delay', async () => {
+    const store = openSqliteReadStore({ path: join(dir, 'wake.db') });
+    try {
+      let woke: boolean | undefined;
+      void store.waitForCheckpoint('records', formatPosition(3n), 5000).then((reached) => (woke = reached));
+      await store.transaction((tx) => tx.setCheckpoint('records', formatPosition(3n)));
+      // The waiter was settled before the transaction's own promise resolved.
+      expect(woke).toBe(true);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('a second instance on the same file (another process) moving the checkpoint wakes the first', async () => {
+    const path = join(dir, 'shared.db');
+    const api = openSqliteReadStore({ path });
+    const projector = openSqliteReadStore({ path });
+    try {
+      const started = Date.now();
+      const waiting = api.waitForCheckpoint('records', formatPosition(2n), 5000);
+      await projector.transaction(async (tx) => {
+        await tx.put(doc('ws', 1));
+        await tx.setCheckpoint('records', formatPosition(2n));
+      });
+      expect(await waiting).toBe(true);
+      expect(Date.now() - started).toBeLessThan(500);
+      expect(await api.get('ws', 'clients', doc('ws', 1).id)).toEqual(doc('ws', 1));
+      // And it still times out when the other instance never gets there.
+      expect(await api.waitForCheckpoint('records', formatPosition(9n), 60)).toBe(false);
+    } finally {
+      await api.close();
+      await projector.close();
+    }
+  });
+
+  it('runs concurrent transactions one after the other on its one write connection', async () => {
+    const store = openSqliteReadStore({ path: join(dir, 'serial.db') });
+    try {
+      const counter = { ...doc('ws', 1), fields: { count: 0 } };
+      await store.transaction((tx) => tx.put(counter));
+      await Promise.all(
+        Array.from({ length: 20 }, () =>
+          store.transaction(async (tx) => {
+            const current = (await tx.get('ws', 'clients', counter.id))!;
+            await new Promise((resolve) => setTimeout(resolve, 1));
+            await tx.put({ ...current, fields: { count: (current.fields.count as number) + 1 } });
+          }),
+        ),
+      );
+      expect((await store.get('ws', 'clients', counter.id))!.fields.count).toBe(20);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('keeps documents, filters and checkpoints across a reopen', async () => {
+    const path = join(dir, 'reopen.db');
+    const first = openSqliteReadStore({ path });
+    await first.transaction(async (tx) => {
+      for (let n = 1; n <= 3; n++) await tx.put(doc('ws', n));
+      await tx.setCheckpoint('records', formatPosition(3n));
+    });
+    await first.close();
+    const second = openSqliteReadStore({ path });
+    try {
+      expect(await second.checkpoint('records')).toBe(formatPosition(3n));
+      const found = await second.find({ workspaceId: 'ws', object: 'clients', filters: [{ field: 'n', value: '2' }], limit: 10, offset: 0 });
+      expect(found).toEqual({ documents: [doc('ws', 2)], total: 1 });
+      expect((await second.find({ workspaceId: 'ws', object: 'clients', filters: [], limit: 10, offset: 0 })).total).toBe(3);
+    } finally {
+      await second.close();
+    }
+  });
+
+  it('refuses work after close and resolves pending waiters false', async () => {
+    const store = openSqliteReadStore({ path: join(dir, 'closed.db') });
+    const waiting = store.waitForCheckpoint('records', formatPosition(1n), 5000);
+    await store.close();
+    expect(await waiting).toBe(false);
+    await expect(store.transaction(async () => undefined)).rejects.toThrow('closed');
+  });
+
+  it('rejects an updatedSince that is not a date-time with ValidationFailed', async () => {
+    const store = openSqliteReadStore({ path: join(dir, 'invalid.db') });
+    try {
+      await store.transaction((tx) => tx.put(doc('ws', 1)));
+      await expect(
+        store.find({ workspaceId: 'ws', object: 'clients', filters: [], updatedSince: 'yesterday', limit: 10, offset: 0 }),
+      ).rejects.toMatchObject({ status: 422 });
+    } finally {
+      await store.close();
+    }
+  });
+});

@@ -1,0 +1,91 @@
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { ValidationFailed } from '../../src/errors.js';
+import type { ApiKey } from '../../src/setup/port.js';
+import { openSqliteSetupStore } from '../../src/setup/sqlite.js';
+import { setupStoreContract } from './setupstore.contract.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'csr-setupstore-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+setupStoreContract('sqlite', () => openSqliteSetupStore({ path: join(dir, 'contract.db') }));
+
+describe('sqlite setup store', () => {
+  const key = (workspaceId: string): ApiKey => ({
+    id: randomUUID(),
+    workspaceId,
+    name: 'Zapier',
+    fingerprint: 'f'.repeat(64),
+    access: 'read-only',
+    objects: ['clients'],
+    createdAt: '2025-01-01T00:00:00.000Z',
+    lastUsedAt: null,
+    revokedAt: null,
+  });
+
+  it('the server sees what the csr tool writes in another process, on its next read', async () => {
+    const path = join(dir, 'shared.db');
+    const server = openSqliteSetupStore({ path });
+    const cli = openSqliteSetupStore({ path });
+    try {
+      await cli.createWorkspace({ id: 'w1', slug: 'acme', name: 'Acme', createdAt: '2025-01-01T00:00:00.000Z' });
+      const created = key('w1');
+      await cli.createKey(created);
+      expect(await server.keyByFingerprint(created.fingerprint)).toEqual(created);
+      await server.touchKey(created.id, '2025-01-02T00:00:00.000Z');
+      await cli.revokeKey(created.id, '2025-01-03T00:00:00.000Z');
+      expect(await server.keyByFingerprint(created.fingerprint)).toMatchObject({
+        lastUsedAt: '2025-01-02T00:00:00.000Z',
+        revokedAt: '2025-01-03T00:00:00.000Z',
+      });
+    } finally {
+      await server.close();
+      await cli.close();
+    }
+  });
+
+  it('keeps everything across a reopen', async () => {
+    const path = join(dir, 'reopen.db');
+    const first = openSqliteSetupStore({ path });
+    await first.createWorkspace({ id: 'w1', slug: 'acme', name: 'Acme', createdAt: '2025-01-01T00:00:00.000Z' });
+    const created = key('w1');
+    await first.createKey(created);
+    await first.close();
+    const second = openSqliteSetupStore({ path });
+    try {
+      expect(await second.workspaceBySlug('acme')).toMatchObject({ id: 'w1' });
+      expect(await second.listKeys('w1')).toEqual([created]);
+    } finally {
+      await second.close();
+    }
+  });
+
+  it('touchKey never moves lastUsedAt back (two API processes touching out of order)', async () => {
+    const store = openSqliteSetupStore({ path: join(dir, 'touch.db') });
+    try {
+      await store.createWorkspace({ id: 'w1', slug: 'acme', name: 'Acme', createdAt: '2025-01-01T00:00:00.000Z' });
+      const created = key('w1');
+      await store.createKey(created);
+      await store.touchKey(created.id, '2025-01-05T00:00:00.000Z');
+      await store.touchKey(created.id, '2025-01-04T00:00:00.000Z');
+      expect((await store.keyById(created.id))?.lastUsedAt).toBe('2025-01-05T00:00:00.000Z');
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('refuses keys and users of a workspace that does not exist', async () => {
+    const store = openSqliteSetupStore({ path: join(dir, 'orphans.db') });
+    try {
+      await expect(store.createKey(key('missing'))).rejects.toBeInstanceOf(ValidationFailed);
+      await expect(
+        store.addUser({ id: 'u1', workspaceId: 'missing', name: 'Ana', email: 'ana@x.test', createdAt: '2025-01-01T00:00:00.000Z' }),
+      ).rejects.toBeInstanceOf(ValidationFailed);
+    } finally {
+      await store.close();
+    }
+  });
+});
