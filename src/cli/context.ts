@@ -1,0 +1,78 @@
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import type { ParseArgsConfig } from 'node:util';
+import type { Config } from '../config.js';
+import { openSqliteEventStore } from '../eventstore/sqlite.js';
+import { SetupService } from '../setup/service.js';
+import { openSqliteSetupStore } from '../setup/sqlite.js';
+
+/**
+ * What `csr` commands work with, and the shape of the command table: a resource (workspaces,
+ * keys, users, webhooks...) is one file exporting a `CliResource`, registered in main.ts.
+ */
+
+export interface CliContext {
+  setup: SetupService;
+  close(): Promise<void>;
+}
+
+/** The same stores as the server, in the same DATA_DIR (the server may be running). */
+export async function openCliContext(config: Config): Promise<CliContext> {
+  mkdirSync(config.dataDir, { recursive: true });
+  const setupStore = openSqliteSetupStore({ path: join(config.dataDir, 'setup.db') });
+  const events = openSqliteEventStore({ path: join(config.dataDir, 'events.db') });
+  return {
+    setup: new SetupService({ setup: setupStore, events }),
+    async close() {
+      await Promise.all([events.close(), setupStore.close()]);
+    },
+  };
+}
+
+/** Wrong use of the tool (unknown command, missing argument): exit code 2 with the usage. */
+export class UsageError extends Error {}
+
+export type OptionValues = Record<string, string | boolean | undefined>;
+
+export interface CommandArgs {
+  positionals: string[];
+  values: OptionValues;
+}
+
+export interface CliCommand {
+  /** Arguments as shown in the usage, e.g. `--workspace <slug> --name <text> [--read-only]`. */
+  usage: string;
+  description: string;
+  /** Names of the positional arguments, all required, e.g. ['slug']. */
+  positionals?: string[];
+  options?: NonNullable<ParseArgsConfig['options']>;
+  /** Options that must be given. */
+  required?: string[];
+  /** The result, printed as JSON with --json. */
+  run(args: CommandArgs, context: CliContext): Promise<unknown>;
+  /** Text form of the result without --json (default: output.ts `formatText`). */
+  text?(result: never): string;
+}
+
+export interface CliResource {
+  name: string;
+  description: string;
+  commands: Record<string, CliCommand>;
+}
+
+/** A string option's value; undefined when absent. */
+export function stringOption(values: OptionValues, name: string): string | undefined {
+  const value = values[name];
+  return typeof value === 'string' ? value : undefined;
+}
+
+/** `a,b , c` -> ['a', 'b', 'c']; `all` -> 'all'; undefined when the option is absent. */
+export function listOption(values: OptionValues, name: string): 'all' | string[] | undefined {
+  const value = stringOption(values, name);
+  if (value === undefined) return undefined;
+  if (value.trim() === 'all') return 'all';
+  return value
+    .split(',')
+    .map((item) => item.trim())
+    .filter(Boolean);
+}
