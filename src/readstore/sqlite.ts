@@ -150,7 +150,7 @@ function openConnection(path: string, readonly: boolean): Database.Database {
 /** Statements of dynamic SQL, prepared once per shape. */
 class StatementCache {
   private readonly statements = new Map<string, Database.Statement>();
-  constructor(readonly db: Database.Database) {}
+  constructor(private readonly db: Database.Database) {}
   get(sql: string): Database.Statement {
     let statement = this.statements.get(sql);
     if (!statement) {
@@ -292,9 +292,10 @@ export function openSqliteReadStore(options: { path: string }): ReadStore {
   const upsertCheckpoint = write.prepare(
     'INSERT INTO checkpoints (projection, position) VALUES (?, ?) ON CONFLICT (projection) DO UPDATE SET position = excluded.position',
   );
+  const deleteCheckpoint = write.prepare('DELETE FROM checkpoints WHERE projection = ?');
   const resetDocuments = write.transaction((projection: string) => {
     write.exec('DELETE FROM filters; DELETE FROM filter_counts; DELETE FROM documents; UPDATE collections SET documents = 0;');
-    write.prepare('DELETE FROM checkpoints WHERE projection = ?').run(projection);
+    deleteCheckpoint.run(projection);
   });
 
   /**
