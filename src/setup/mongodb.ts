@@ -86,6 +86,12 @@ export async function openMongoSetupStore(options: MongoStoreOptions): Promise<S
   ]);
   let closed = false;
 
+  /** What the embedded store's foreign keys do: keys and users belong to an existing workspace. */
+  async function requireWorkspace(workspaceId: string): Promise<void> {
+    const found = await workspaces.findOne({ _id: workspaceId }, { projection: { _id: 1 } });
+    if (!found) throw new ValidationFailed(`workspace ${workspaceId} does not exist`);
+  }
+
   return {
     async createWorkspace(workspace) {
       try {
@@ -107,8 +113,14 @@ export async function openMongoSetupStore(options: MongoStoreOptions): Promise<S
     },
 
     async createKey(key) {
+      await requireWorkspace(key.workspaceId);
       const { id, ...rest } = key;
-      await keys.insertOne({ _id: id, ...rest, objects: Array.isArray(rest.objects) ? [...rest.objects] : rest.objects });
+      try {
+        await keys.insertOne({ _id: id, ...rest, objects: Array.isArray(rest.objects) ? [...rest.objects] : rest.objects });
+      } catch (error) {
+        if (isDuplicateOf(error, 'fingerprint')) throw new ValidationFailed('an API key with this fingerprint already exists');
+        throw error;
+      }
     },
 
     async keyByFingerprint(fingerprint) {
@@ -139,10 +151,12 @@ export async function openMongoSetupStore(options: MongoStoreOptions): Promise<S
     },
 
     async touchKey(id, at) {
-      await keys.updateOne({ _id: id }, { $set: { lastUsedAt: at } });
+      // Only ever moves lastUsedAt forward ($max: null < any text; ISO times order as text).
+      await keys.updateOne({ _id: id }, { $max: { lastUsedAt: at } });
     },
 
     async addUser(user) {
+      await requireWorkspace(user.workspaceId);
       try {
         const { id, ...rest } = user;
         await users.insertOne({ _id: id, ...rest, emailKey: emailKey(user.email) });
