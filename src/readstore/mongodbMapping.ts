@@ -139,9 +139,14 @@ export function toPaging(query: Pick<FindQuery, 'limit' | 'offset'>): Paging | n
   return { skip, limit };
 }
 
+/**
+ * Each index that serves a list ends in the sort keys (createdPosition, id), so a page is read in
+ * order from the index instead of sorting every match in memory. `updatedMs` is a range: its
+ * matches are sorted after the scan (updated_since queries are meant to return recent changes).
+ */
 export const RECORD_INDEXES: IndexDescription[] = [
-  { name: 'by_creation', key: { workspaceId: 1, object: 1, createdPosition: 1 } },
+  { name: 'by_creation', key: { workspaceId: 1, object: 1, createdPosition: 1, id: 1 } },
   { name: 'by_updated', key: { workspaceId: 1, object: 1, updatedMs: 1 } },
-  { name: 'by_name', key: { workspaceId: 1, object: 1, nameKey: 1, createdPosition: 1 } },
-  { name: 'by_filter', key: { workspaceId: 1, object: 1, filterKeys: 1, createdPosition: 1 } },
+  { name: 'by_name', key: { workspaceId: 1, object: 1, nameKey: 1, createdPosition: 1, id: 1 } },
+  { name: 'by_filter', key: { workspaceId: 1, object: 1, filterKeys: 1, createdPosition: 1, id: 1 } },
 ];

@@ -152,19 +152,20 @@ describe('indexes', () => {
   const keys = RECORD_INDEXES.map((index) => Object.keys(index.key));
 
   it('serve creation order, updatedAt, name and field filters within workspace and object', () => {
-    expect(keys).toContainEqual(['workspaceId', 'object', 'createdPosition']);
+    expect(keys).toContainEqual(['workspaceId', 'object', 'createdPosition', 'id']);
     expect(keys).toContainEqual(['workspaceId', 'object', 'updatedMs']);
-    expect(keys).toContainEqual(['workspaceId', 'object', 'nameKey', 'createdPosition']);
-    expect(keys).toContainEqual(['workspaceId', 'object', 'filterKeys', 'createdPosition']);
+    expect(keys).toContainEqual(['workspaceId', 'object', 'nameKey', 'createdPosition', 'id']);
+    expect(keys).toContainEqual(['workspaceId', 'object', 'filterKeys', 'createdPosition', 'id']);
   });
 
   it('have names (so that createIndexes is idempotent across processes)', () => {
     expect(RECORD_INDEXES.every((index) => typeof index.name === 'string')).toBe(true);
   });
 
-  it('every query field is the prefix of an index followed by the sort key', () => {
-    for (const field of ['nameKey', 'filterKeys']) {
-      expect(keys.some((key) => key[2] === field && key[3] === 'createdPosition')).toBe(true);
+  it('every equality query is an index prefix followed by exactly the sort keys (no in-memory sort)', () => {
+    const sort = Object.keys(RECORD_SORT);
+    for (const field of [[], ['nameKey'], ['filterKeys']]) {
+      expect(keys).toContainEqual(['workspaceId', 'object', ...field, ...sort]);
     }
   });
 });
