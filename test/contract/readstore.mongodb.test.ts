@@ -165,8 +165,9 @@ describeBackend('MongoDB read store', backend, (url) => {
   });
 });
 
-/** Every stage of a winning plan, depth first. */
+/** Every stage of a winning plan, depth first (MongoDB 7 nests it in `queryPlan` for SBE plans). */
 function planStages(plan: Document): Document[] {
+  if (plan.queryPlan && typeof plan.queryPlan === 'object') return planStages(plan.queryPlan as Document);
   const stages: Document[] = [plan];
   for (const child of [plan.inputStage, ...(Array.isArray(plan.inputStages) ? plan.inputStages : [])]) {
     if (child && typeof child === 'object') stages.push(...planStages(child as Document));
