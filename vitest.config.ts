@@ -7,5 +7,6 @@ export default defineConfig({
     hookTimeout: 60_000,
     // Suites spawn servers and open SQLite files; two cores run them best two at a time.
     maxWorkers: 2,
+    globalSetup: ['test/globalSetup.ts'],
   },
 });

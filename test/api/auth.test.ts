@@ -11,7 +11,7 @@ afterAll(() => svc.stop());
 
 describe('authentication', () => {
   it('answers 401 with an Error body for a missing, malformed or wrong key', async () => {
-    for (const headers of [{}, { Authorization: 'Basic abc' }, { Authorization: 'Bearer' }, { Authorization: 'Bearer csr_wrong' }]) {
+    for (const headers of [{} as Record<string, string>, { Authorization: 'Basic abc' }, { Authorization: 'Bearer' }, { Authorization: 'Bearer csr_wrong' }]) {
       const response = await fetch(`${svc.url}/api/v1/clients`, { headers });
       expect(response.status).toBe(401);
       expect(response.headers.get('www-authenticate')).toBe('Bearer');

@@ -42,7 +42,7 @@ describe('body forms and status codes', () => {
     expect(result.body.created).toBe(2);
     expect(result.body.ids).toHaveLength(2);
     expect(result.body.errors.map((error: any) => error.index)).toEqual([1, 3]);
-    expect(result.body.errors[0].message).toMatch(/name/);
+    expect(result.body.errors[0].message).toMatch(/tier/);
     expect(result.body.errors[1].message).toMatch(/arr/);
     const names = (await api.get('/api/v1/clients')).body.data.map((r: any) => r.name);
     expect(names).toEqual(['Good 1', 'Good 2']);
