@@ -12,12 +12,15 @@ import { loadConfig, type Config } from './config.js';
 import { Unavailable } from './errors.js';
 import type { EventStore } from './eventstore/port.js';
 import type { Position } from './eventstore/position.js';
+import { openEventStoreDb } from './eventstore/eventstoredb.js';
 import { openSqliteEventStore } from './eventstore/sqlite.js';
 import { createApp } from './http/app.js';
 import { createLogger } from './logger.js';
 import type { ReadStore } from './readstore/port.js';
+import { mongoDatabase, openMongoReadStore } from './readstore/mongodb.js';
 import { openSqliteReadStore } from './readstore/sqlite.js';
 import type { SetupStore } from './setup/port.js';
+import { openMongoSetupStore } from './setup/mongodb.js';
 import { openSqliteSetupStore } from './setup/sqlite.js';
 
 /**
@@ -32,7 +35,8 @@ export interface Backends {
   close(): Promise<void>;
 }
 
-export async function openBackends(config: Config): Promise<Backends> {
+export async function openBackends(config: Config, logger?: Logger): Promise<Backends> {
+  if (config.eventStoreUrl && config.mongoDbUrl) return openProductionBackends(config.eventStoreUrl, config.mongoDbUrl, logger);
   mkdirSync(config.dataDir, { recursive: true });
   const events = openSqliteEventStore({ path: join(config.dataDir, 'events.db') });
   const readStore = openSqliteReadStore({ path: join(config.dataDir, 'read.db') });
@@ -43,6 +47,23 @@ export async function openBackends(config: Config): Promise<Backends> {
     setup,
     async close() {
       await Promise.all([events.close(), readStore.close(), setup.close()]);
+    },
+  };
+}
+
+/** EventStoreDB for the log, MongoDB (a replica set: projections commit in transactions) for the rest. */
+async function openProductionBackends(eventStoreUrl: string, mongoDbUrl: string, logger?: Logger): Promise<Backends> {
+  const events = openEventStoreDb({ connectionString: eventStoreUrl, ...(logger ? { logger } : {}) });
+  const { client } = await mongoDatabase({ url: mongoDbUrl });
+  const readStore = await openMongoReadStore({ client });
+  const setup = await openMongoSetupStore({ client });
+  return {
+    events,
+    readStore,
+    setup,
+    async close() {
+      await Promise.all([events.close(), readStore.close(), setup.close()]);
+      await client.close();
     },
   };
 }
@@ -58,7 +79,7 @@ export interface RunningService {
 }
 
 export async function startService(config: Config, logger: Logger = createLogger(config.logLevel)): Promise<RunningService> {
-  const backends = await openBackends(config);
+  const backends = await openBackends(config, logger);
   const clock = () => new Date();
   const projections: RunningProjection[] = [];
   let server: ServerType | null = null;

@@ -1,10 +1,7 @@
-import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
 import type { ParseArgsConfig } from 'node:util';
 import type { Config } from '../config.js';
-import { openSqliteEventStore } from '../eventstore/sqlite.js';
+import { openBackends } from '../main.js';
 import { SetupService } from '../setup/service.js';
-import { openSqliteSetupStore } from '../setup/sqlite.js';
 
 /**
  * What `csr` commands work with, and the shape of the command table: a resource (workspaces,
@@ -16,16 +13,12 @@ export interface CliContext {
   close(): Promise<void>;
 }
 
-/** The same stores as the server, in the same DATA_DIR (the server may be running). */
+/** The same backends as the server, chosen by the composition root (the server may be running). */
 export async function openCliContext(config: Config): Promise<CliContext> {
-  mkdirSync(config.dataDir, { recursive: true });
-  const setupStore = openSqliteSetupStore({ path: join(config.dataDir, 'setup.db') });
-  const events = openSqliteEventStore({ path: join(config.dataDir, 'events.db') });
+  const backends = await openBackends(config);
   return {
-    setup: new SetupService({ setup: setupStore, events }),
-    async close() {
-      await Promise.all([events.close(), setupStore.close()]);
-    },
+    setup: new SetupService({ setup: backends.setup, events: backends.events }),
+    close: () => backends.close(),
   };
 }
 
