@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
-import type { EventStore, RecordedEvent } from '../src/eventstore/port.js';
+import type { EventStore } from '../src/eventstore/port.js';
+import { readyBatches } from '../src/eventstore/readyBatches.js';
 import type { ReadStore } from '../src/readstore/port.js';
 import type { Projection } from './projection.js';
 
@@ -30,7 +31,7 @@ export function startProjection(
         const from = (await deps.readStore.checkpoint(projection.name)) ?? 'start';
         logger.info({ from }, 'projection subscribing');
         subscription = deps.events.subscribeToAll({ from, filter: projection.filter });
-        for await (const batch of batches(subscription)) {
+        for await (const batch of readyBatches(subscription, MAX_BATCH)) {
           await deps.readStore.transaction(async (tx) => {
             await projection.apply(tx, batch);
             await tx.setCheckpoint(projection.name, batch.at(-1)!.position);
@@ -53,25 +54,4 @@ export function startProjection(
       await running;
     },
   };
-}
-
-const NOTHING_READY = Symbol('nothing ready');
-
-/** Groups events that are already available into batches, without waiting for more. */
-async function* batches(events: AsyncIterable<RecordedEvent>): AsyncGenerator<RecordedEvent[]> {
-  const iterator = events[Symbol.asyncIterator]();
-  let next = iterator.next();
-  for (;;) {
-    const first = await next;
-    if (first.done) return;
-    const batch = [first.value];
-    next = iterator.next();
-    while (batch.length < MAX_BATCH) {
-      const ready = await Promise.race([next, new Promise<typeof NOTHING_READY>((resolve) => setImmediate(resolve, NOTHING_READY))]);
-      if (ready === NOTHING_READY || ready.done) break;
-      batch.push(ready.value);
-      next = iterator.next();
-    }
-    yield batch;
-  }
 }

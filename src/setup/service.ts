@@ -1,10 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { userInfo } from 'node:os';
 import * as v from 'valibot';
-import { NotFound, ValidationFailed } from '../errors.js';
+import { NotFound } from '../errors.js';
 import type { Actor, EventStore } from '../eventstore/port.js';
 import { listObjects } from '../schema/catalogue.js';
 import { fingerprint, generateApiKey } from './apiKeys.js';
+import { appendAuditEvent, type SetupEventType } from './audit.js';
+import { checkObjectKeys, ObjectsInput, parse, text } from './input.js';
 import type { ApiKey, KeyAccess, SetupStore, User, Workspace } from './port.js';
 
 /**
@@ -17,14 +19,6 @@ import type { ApiKey, KeyAccess, SetupStore, User, Workspace } from './port.js';
  * email fails there, and then nothing is logged); should the append fail after it, the error
  * says that the change was saved without its audit event.
  */
-
-export const SETUP_EVENT_SCHEMA_VERSION = 1;
-
-export type SetupEventType = 'WorkspaceCreated' | 'ApiKeyCreated' | 'ApiKeyRevoked' | 'UserAdded';
-
-export function workspaceStream(workspaceId: string): string {
-  return `workspace-${workspaceId}`;
-}
 
 export interface SetupServiceOptions {
   setup: SetupStore;
@@ -73,30 +67,10 @@ const Slug = v.pipe(
   ),
 );
 
-const text = (what: string, max: number) =>
-  v.pipe(
-    v.string(`${what} must be text`),
-    v.trim(),
-    v.nonEmpty(`${what} must not be empty`),
-    v.maxLength(max, `${what} must be at most ${max} characters`),
-  );
-
 const KeyInput = v.object({
   name: text('the key name', 200),
   readOnly: v.optional(v.boolean('readOnly must be true or false'), false),
-  objects: v.optional(
-    v.union(
-      [
-        v.literal('all'),
-        v.pipe(
-          v.array(text('an object key', 100), 'objects must be "all" or a list of object keys'),
-          v.nonEmpty('objects must name at least one object (or be "all")'),
-        ),
-      ],
-      'objects must be "all" or a list of object keys',
-    ),
-    'all',
-  ),
+  objects: ObjectsInput,
 });
 
 const UserInput = v.object({
@@ -108,15 +82,6 @@ const UserInput = v.object({
     v.maxLength(254, 'the email must be at most 254 characters'),
   ),
 });
-
-function parse<const TSchema extends v.GenericSchema>(schema: TSchema, input: unknown): v.InferOutput<TSchema> {
-  const result = v.safeParse(schema, input);
-  if (!result.success) {
-    // The messages above name their field.
-    throw new ValidationFailed(result.issues[0].message);
-  }
-  return result.output;
-}
 
 export class SetupService {
   private readonly setup: SetupStore;
@@ -206,38 +171,11 @@ export class SetupService {
     return workspace;
   }
 
-  /** The keys as given, without repeats; every one must be an object of the workspace. */
   private async checkObjects(workspaceId: string, objects: string[]): Promise<string[]> {
-    const known = new Set(await this.knownObjects(workspaceId));
-    const unknown = objects.filter((object) => !known.has(object));
-    if (unknown.length > 0) {
-      throw new ValidationFailed(
-        `unknown object${unknown.length > 1 ? 's' : ''} ${unknown.map((object) => `"${object}"`).join(', ')}; the workspace's objects are: ${[...known].join(', ')}`,
-      );
-    }
-    return [...new Set(objects)];
+    return checkObjectKeys(await this.knownObjects(workspaceId), objects);
   }
 
   private async audit(workspaceId: string, type: SetupEventType, data: Record<string, unknown>): Promise<void> {
-    const actionId = randomUUID();
-    try {
-      await this.events.append(
-        workspaceStream(workspaceId),
-        [
-          {
-            id: randomUUID(),
-            type,
-            data: { schemaVersion: SETUP_EVENT_SCHEMA_VERSION, workspaceId, ...data },
-            metadata: { source: 'app', actor: this.actor, actionId, correlationId: actionId, causationId: actionId },
-          },
-        ],
-        { expectedRevision: 'any' },
-      );
-    } catch (error) {
-      const reason = error instanceof Error ? error.message : String(error);
-      throw new Error(`the change was saved, but its audit event (${type}) could not be written to the event log: ${reason}`, {
-        cause: error,
-      });
-    }
+    await appendAuditEvent(this.events, this.actor, workspaceId, type, data);
   }
 }

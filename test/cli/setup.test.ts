@@ -9,7 +9,8 @@ import type { EventStore, NewEvent } from '../../src/eventstore/port.js';
 import { openSqliteEventStore } from '../../src/eventstore/sqlite.js';
 import { fingerprint } from '../../src/setup/apiKeys.js';
 import type { SetupStore } from '../../src/setup/port.js';
-import { SetupService, workspaceStream } from '../../src/setup/service.js';
+import { workspaceStream } from '../../src/setup/audit.js';
+import { SetupService } from '../../src/setup/service.js';
 import { openSqliteSetupStore } from '../../src/setup/sqlite.js';
 import { repoRoot } from '../support/process.js';
 

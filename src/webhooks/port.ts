@@ -1,0 +1,156 @@
+/**
+ * The webhook store: webhook configuration, the payloads of events to send, their deliveries
+ * (one per webhook and event) and the records waiting to be grouped into bulk events.
+ *
+ * Configuration and deliveries share one store so that a switch-off and the skipping of the
+ * waiting deliveries commit together. Every adapter passes test/contract/webhookstore.contract.ts.
+ */
+
+export type EventKind = 'created' | 'updated' | 'deleted';
+export const EVENT_KINDS: readonly EventKind[] = ['created', 'updated', 'deleted'];
+
+export interface Webhook {
+  id: string;
+  workspaceId: string;
+  name: string;
+  url: string;
+  events: 'all' | EventKind[];
+  objects: 'all' | string[];
+  enabled: boolean;
+  /** Why the webhook is off (an admin, or the automatic switch-off and its cause). */
+  disabledReason: string | null;
+  /** The signing secret. Needed in clear to sign; never printed or logged after creation. */
+  secret: string;
+  createdAt: string;
+  /** Failed attempts in a row since the last delivered one. */
+  consecutiveFailures: number;
+  lastSuccessAt: string | null;
+}
+
+/**
+ * waiting: not attempted yet; retrying: failed, next attempt at nextAttemptAt; delivered: a 2xx
+ * answer; failed: the 6th attempt failed; skipped: the webhook was switched off first.
+ */
+export type DeliveryStatus = 'waiting' | 'retrying' | 'delivered' | 'failed' | 'skipped';
+
+/** What is sent for one event, the same for every webhook receiving it (sentAt aside). */
+export interface WebhookPayload {
+  /** The event id (uuid): the log event's id, or a new one for bulk and test events. */
+  id: string;
+  workspaceId: string;
+  event: string;
+  object: string | null;
+  source: string;
+  /** The log's commit time, ISO 8601 UTC with milliseconds. */
+  occurredAt: string;
+  data: unknown;
+}
+
+export interface Delivery {
+  /** A number (spec 6.3: X-SVC-Delivery), unique across the store. */
+  id: number;
+  webhookId: string;
+  eventId: string;
+  event: string;
+  status: DeliveryStatus;
+  responseCode: number | null;
+  attempts: number;
+  error: string | null;
+  createdAt: string;
+  lastAttemptAt: string | null;
+  nextAttemptAt: string | null;
+}
+
+/** A delivery handed to a sender, with what it needs to sign and send. */
+export interface ClaimedDelivery {
+  delivery: Delivery;
+  webhook: Webhook;
+  payload: WebhookPayload;
+}
+
+/** The state a delivery moves to after an attempt (decided by policy.ts `afterAttempt`). */
+export interface AttemptOutcome {
+  deliveryId: number;
+  webhookId: string;
+  succeeded: boolean;
+  status: DeliveryStatus;
+  attempts: number;
+  responseCode: number | null;
+  error: string | null;
+  lastAttemptAt: string;
+  nextAttemptAt: string | null;
+}
+
+/** A record event that belongs to a bulk action, waiting to be grouped into `<object>.<kind>.bulk`. */
+export interface BulkMember {
+  /** The log event's id: a member is stored once however often the event is redelivered. */
+  eventId: string;
+  workspaceId: string;
+  actionId: string;
+  object: string;
+  kind: EventKind;
+  recordId: string;
+  source: string;
+  occurredAt: string;
+  /** Log position, for a stable order of ids. */
+  position: string;
+  /** Records of this object the action changed (all kinds): the group is complete at this count. */
+  actionCount: number;
+}
+
+/** The pending members of one (workspace, action, object, kind). */
+export interface BulkGroup {
+  workspaceId: string;
+  actionId: string;
+  object: string;
+  kind: EventKind;
+  source: string;
+  actionCount: number;
+  /** Members of (action, object) already stored, any kind, flushed or not. */
+  seenForObject: number;
+  /** Pending members in log order. */
+  members: { eventId: string; recordId: string; occurredAt: string }[];
+}
+
+export interface WebhookStore {
+  createWebhook(webhook: Webhook): Promise<void>;
+  webhookById(id: string): Promise<Webhook | null>;
+  listWebhooks(workspaceId: string): Promise<Webhook[]>;
+  /** Switches on (clearing the reason) or off; off turns waiting and retrying deliveries into skipped. */
+  setEnabled(id: string, enabled: boolean, reason: string | null): Promise<Webhook | null>;
+  setSecret(id: string, secret: string): Promise<Webhook | null>;
+
+  /**
+   * Stores each payload (once per id) and a delivery to each of its webhooks, skipping pairs
+   * already stored: a redelivered event makes no second delivery. Returns the new deliveries.
+   * `claimedUntil`: the caller sends them itself now (a test event), so no dispatcher claims them.
+   */
+  enqueue(items: { payload: WebhookPayload; webhookIds: string[] }[], at: string, options?: { claimedUntil?: string }): Promise<Delivery[]>;
+  /**
+   * Marks due deliveries (waiting or retrying, next attempt <= now, no live claim) as claimed until
+   * `leaseUntil` and returns them, at most `quota(webhookId)` per webhook and `limit` in all,
+   * taking webhooks in turn so that one with many due deliveries does not hold back the others.
+   */
+  claimDue(now: string, leaseUntil: string, limit: number, quota: (webhookId: string) => number): Promise<ClaimedDelivery[]>;
+  /**
+   * Applies attempt outcomes to deliveries still waiting or retrying, and updates each webhook's
+   * failure count and last success. Returns the webhooks touched.
+   */
+  settle(outcomes: AttemptOutcome[]): Promise<Webhook[]>;
+  /** The newest deliveries of a webhook, newest first. */
+  deliveries(webhookId: string, limit: number): Promise<Delivery[]>;
+  deliveryById(id: number): Promise<Delivery | null>;
+
+  /** Stores bulk members, ignoring ones already stored. */
+  addBulkMembers(members: BulkMember[]): Promise<void>;
+  bulkGroups(): Promise<BulkGroup[]>;
+  /**
+   * Marks the members as sent in `payload` and enqueues it to the webhooks, in one transaction.
+   * False, and nothing written, when another dispatcher has sent one of the members already.
+   */
+  flushBulk(eventIds: string[], payload: WebhookPayload, webhookIds: string[], at: string): Promise<boolean>;
+
+  /** Deletes deliveries created before `before`, then payloads and bulk members no delivery needs. */
+  purge(before: string): Promise<number>;
+  close(): Promise<void>;
+}

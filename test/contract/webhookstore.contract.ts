@@ -1,0 +1,228 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { AttemptOutcome, BulkMember, Webhook, WebhookPayload, WebhookStore } from '../../src/webhooks/port.js';
+
+/**
+ * The WebhookStore port's behaviour, run against every adapter (test/contract/webhookstore.*.test.ts).
+ * Every test uses its own workspace and webhook ids, so the suite can run against a shared server;
+ * claims are made with a quota that only admits the test's own webhooks.
+ */
+export function webhookStoreContract(name: string, open: () => Promise<WebhookStore> | WebhookStore): void {
+  describe(`WebhookStore contract: ${name}`, () => {
+    let store: WebhookStore;
+
+    beforeAll(async () => {
+      store = await open();
+    });
+
+    afterAll(async () => {
+      await store?.close();
+    });
+
+    const at = (second: number) => new Date(Date.UTC(2025, 0, 1, 0, 0, second)).toISOString();
+
+    async function webhook(overrides: Partial<Webhook> = {}): Promise<Webhook> {
+      const created: Webhook = {
+        id: randomUUID(),
+        workspaceId: randomUUID(),
+        name: 'CRM sync',
+        url: 'https://hooks.example.com/csr',
+        events: 'all',
+        objects: 'all',
+        enabled: true,
+        disabledReason: null,
+        secret: `whsec_${randomUUID()}`,
+        createdAt: at(0),
+        consecutiveFailures: 0,
+        lastSuccessAt: null,
+        ...overrides,
+      };
+      await store.createWebhook(created);
+      return created;
+    }
+
+    function payload(workspaceId: string, overrides: Partial<WebhookPayload> = {}): WebhookPayload {
+      return {
+        id: randomUUID(),
+        workspaceId,
+        event: 'clients.created',
+        object: 'clients',
+        source: 'api',
+        occurredAt: at(1),
+        data: { id: randomUUID(), name: 'Acme', nested: { list: [1, 'two', null] } },
+        ...overrides,
+      };
+    }
+
+    /** Claims as of `now`, only deliveries of the given webhooks. */
+    const claim = (now: string, ids: string[], perWebhook = 100, limit = 100) =>
+      store.claimDue(now, new Date(Date.parse(now) + 30_000).toISOString(), limit, (id) => (ids.includes(id) ? perWebhook : 0));
+
+    function outcome(deliveryId: number, webhookId: string, overrides: Partial<AttemptOutcome> = {}): AttemptOutcome {
+      return {
+        deliveryId,
+        webhookId,
+        succeeded: false,
+        status: 'retrying',
+        attempts: 1,
+        responseCode: 500,
+        error: 'receiver answered 500',
+        lastAttemptAt: at(2),
+        nextAttemptAt: at(62),
+        ...overrides,
+      };
+    }
+
+    it('stores webhooks and lists them per workspace in creation order', async () => {
+      const first = await webhook({ events: ['created', 'deleted'], objects: ['clients', 'billing'] });
+      const second = await webhook({ workspaceId: first.workspaceId, name: 'Second', createdAt: at(5) });
+      await webhook();
+      expect(await store.webhookById(first.id)).toEqual(first);
+      expect(await store.listWebhooks(first.workspaceId)).toEqual([first, second]);
+      expect(await store.webhookById(randomUUID())).toBeNull();
+    });
+
+    it('enqueues one delivery per webhook and event, and ignores a repeat of the pair', async () => {
+      const a = await webhook();
+      const b = await webhook({ workspaceId: a.workspaceId });
+      const event = payload(a.workspaceId);
+      const created = await store.enqueue([{ payload: event, webhookIds: [a.id, b.id] }], at(1));
+      expect(created).toHaveLength(2);
+      expect(created[0]).toMatchObject({ webhookId: a.id, eventId: event.id, event: 'clients.created', status: 'waiting', attempts: 0, responseCode: null, error: null, createdAt: at(1), lastAttemptAt: null });
+      expect(created[0]!.id).not.toBe(created[1]!.id);
+      expect(Number.isInteger(created[0]!.id)).toBe(true);
+      expect(await store.enqueue([{ payload: event, webhookIds: [a.id, b.id] }], at(3))).toEqual([]);
+      expect(await store.deliveries(a.id, 50)).toHaveLength(1);
+    });
+
+    it('claims due deliveries once, with their webhook and payload, until the lease ends', async () => {
+      const hook = await webhook();
+      const event = payload(hook.workspaceId);
+      await store.enqueue([{ payload: event, webhookIds: [hook.id] }], at(1));
+      expect(await claim(at(0), [hook.id])).toEqual([]);
+      const [claimed] = await claim(at(1), [hook.id]);
+      expect(claimed!.webhook).toEqual(hook);
+      expect(claimed!.payload).toEqual(event);
+      expect(await claim(at(2), [hook.id])).toEqual([]);
+      // The lease is 30 s: then the delivery is due again (its sender died).
+      expect(await claim(at(40), [hook.id])).toHaveLength(1);
+    });
+
+    it('claims at most the quota per webhook and the limit in all, so one busy webhook cannot take every slot', async () => {
+      const busy = await webhook();
+      const quiet = await webhook({ workspaceId: busy.workspaceId });
+      const events = Array.from({ length: 30 }, () => payload(busy.workspaceId));
+      await store.enqueue(events.map((event) => ({ payload: event, webhookIds: [busy.id] })), at(1));
+      await store.enqueue([{ payload: payload(busy.workspaceId), webhookIds: [quiet.id] }], at(1));
+      const claimed = await claim(at(5), [busy.id, quiet.id], 4, 10);
+      expect(claimed.filter((item) => item.webhook.id === busy.id)).toHaveLength(4);
+      expect(claimed.filter((item) => item.webhook.id === quiet.id)).toHaveLength(1);
+    });
+
+    it('settles outcomes: retrying comes back when due, delivered resets the failure count', async () => {
+      const hook = await webhook();
+      await store.enqueue([{ payload: payload(hook.workspaceId), webhookIds: [hook.id] }], at(1));
+      const [first] = await claim(at(1), [hook.id]);
+      const [afterFailure] = await store.settle([outcome(first!.delivery.id, hook.id)]);
+      expect(afterFailure).toMatchObject({ id: hook.id, consecutiveFailures: 1, lastSuccessAt: null });
+      expect(await store.deliveryById(first!.delivery.id)).toMatchObject({ status: 'retrying', attempts: 1, responseCode: 500, error: 'receiver answered 500', lastAttemptAt: at(2), nextAttemptAt: at(62) });
+      expect(await claim(at(61), [hook.id])).toEqual([]);
+      const [again] = await claim(at(62), [hook.id]);
+      expect(again!.delivery.attempts).toBe(1);
+      const [afterSuccess] = await store.settle([
+        outcome(again!.delivery.id, hook.id, { succeeded: true, status: 'delivered', attempts: 2, responseCode: 204, error: null, lastAttemptAt: at(63), nextAttemptAt: null }),
+      ]);
+      expect(afterSuccess).toMatchObject({ consecutiveFailures: 0, lastSuccessAt: at(63) });
+      expect(await store.deliveryById(again!.delivery.id)).toMatchObject({ status: 'delivered', attempts: 2, responseCode: 204, error: null, nextAttemptAt: null });
+      expect(await claim(at(500), [hook.id])).toEqual([]);
+    });
+
+    it('switching off skips waiting and retrying deliveries, never to be sent; an outcome arriving after that changes nothing', async () => {
+      const hook = await webhook();
+      const events = [payload(hook.workspaceId), payload(hook.workspaceId)];
+      await store.enqueue(events.map((event) => ({ payload: event, webhookIds: [hook.id] })), at(1));
+      const [inFlight] = await claim(at(1), [hook.id], 1);
+      const off = await store.setEnabled(hook.id, false, 'switched off by an administrator');
+      expect(off).toMatchObject({ enabled: false, disabledReason: 'switched off by an administrator' });
+      expect((await store.deliveries(hook.id, 50)).map((d) => d.status)).toEqual(['skipped', 'skipped']);
+      expect(await store.settle([outcome(inFlight!.delivery.id, hook.id)])).toEqual([]);
+      expect((await store.deliveryById(inFlight!.delivery.id))!.status).toBe('skipped');
+      const on = await store.setEnabled(hook.id, true, null);
+      expect(on).toMatchObject({ enabled: true, disabledReason: null, consecutiveFailures: 0 });
+      expect(await claim(at(600), [hook.id])).toEqual([]);
+      expect(await store.setEnabled(randomUUID(), false, 'x')).toBeNull();
+    });
+
+    it('a rotated secret is what the next claim signs with', async () => {
+      const hook = await webhook();
+      await store.enqueue([{ payload: payload(hook.workspaceId), webhookIds: [hook.id] }], at(1));
+      expect(await store.setSecret(hook.id, 'whsec_new')).toMatchObject({ secret: 'whsec_new' });
+      const [claimed] = await claim(at(1), [hook.id]);
+      expect(claimed!.webhook.secret).toBe('whsec_new');
+      expect(await store.setSecret(randomUUID(), 'x')).toBeNull();
+    });
+
+    it('a delivery enqueued as claimed (a test event sent by csr) is not claimed by a dispatcher', async () => {
+      const hook = await webhook();
+      await store.enqueue([{ payload: payload(hook.workspaceId), webhookIds: [hook.id] }], at(1), { claimedUntil: at(31) });
+      expect(await claim(at(2), [hook.id])).toEqual([]);
+      expect(await claim(at(31), [hook.id])).toHaveLength(1);
+    });
+
+    it('lists the newest deliveries first, up to the limit', async () => {
+      const hook = await webhook();
+      const events = Array.from({ length: 5 }, () => payload(hook.workspaceId));
+      for (const event of events) await store.enqueue([{ payload: event, webhookIds: [hook.id] }], at(1));
+      const listed = await store.deliveries(hook.id, 3);
+      expect(listed.map((d) => d.eventId)).toEqual([events[4]!.id, events[3]!.id, events[2]!.id]);
+    });
+
+    it('keeps bulk members once, groups them per action, object and kind in log order, and flushes each member once', async () => {
+      const hook = await webhook();
+      const actionId = randomUUID();
+      const member = (index: number, kind: BulkMember['kind']): BulkMember => ({
+        eventId: randomUUID(),
+        workspaceId: hook.workspaceId,
+        actionId,
+        object: 'clients',
+        kind,
+        recordId: randomUUID(),
+        source: 'api',
+        occurredAt: at(index),
+        position: `${String(index).padStart(20, '0')}:${String(index).padStart(20, '0')}`,
+        actionCount: 4,
+      });
+      const members = [member(3, 'created'), member(1, 'created'), member(2, 'updated')];
+      await store.addBulkMembers(members);
+      await store.addBulkMembers([members[0]!]);
+      const groups = (await store.bulkGroups()).filter((group) => group.actionId === actionId);
+      expect(groups).toHaveLength(2);
+      const created = groups.find((group) => group.kind === 'created')!;
+      expect(created).toMatchObject({ workspaceId: hook.workspaceId, object: 'clients', source: 'api', actionCount: 4, seenForObject: 3 });
+      expect(created.members.map((m) => m.recordId)).toEqual([members[1]!.recordId, members[0]!.recordId]);
+
+      const bulk = payload(hook.workspaceId, { event: 'clients.created.bulk', data: { count: 2, ids: created.members.map((m) => m.recordId) } });
+      expect(await store.flushBulk(created.members.map((m) => m.eventId), bulk, [hook.id], at(4))).toBe(true);
+      expect(await store.flushBulk(created.members.map((m) => m.eventId), { ...bulk, id: randomUUID() }, [hook.id], at(4))).toBe(false);
+      const after = (await store.bulkGroups()).filter((group) => group.actionId === actionId);
+      expect(after.map((group) => group.kind)).toEqual(['updated']);
+      expect(after[0]!.seenForObject).toBe(3);
+      expect((await store.deliveries(hook.id, 50)).map((d) => d.eventId)).toEqual([bulk.id]);
+      // A member already flushed and redelivered by the subscription is not pending again.
+      await store.addBulkMembers([members[1]!]);
+      expect((await store.bulkGroups()).filter((group) => group.actionId === actionId && group.kind === 'created')).toEqual([]);
+    });
+
+    it('purges deliveries older than the cut-off, with the payloads nothing needs any more', async () => {
+      const hook = await webhook();
+      const old = payload(hook.workspaceId);
+      const recent = payload(hook.workspaceId);
+      await store.enqueue([{ payload: old, webhookIds: [hook.id] }], at(1));
+      await store.enqueue([{ payload: recent, webhookIds: [hook.id] }], at(20));
+      expect(await store.purge(at(10))).toBeGreaterThanOrEqual(1);
+      expect((await store.deliveries(hook.id, 50)).map((d) => d.eventId)).toEqual([recent.id]);
+      const [claimed] = await claim(at(20), [hook.id]);
+      expect(claimed!.payload).toEqual(recent);
+    });
+  });
+}
