@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -22,6 +22,11 @@ import { openSqliteReadStore } from './readstore/sqlite.js';
 import type { SetupStore } from './setup/port.js';
 import { openMongoSetupStore } from './setup/mongodb.js';
 import { openSqliteSetupStore } from './setup/sqlite.js';
+import { startDispatcher, type RunningDispatcher } from './webhooks/dispatcher.js';
+import { createHttpsSender, type WebhookSender } from './webhooks/httpsSender.js';
+import type { WebhookStore } from './webhooks/port.js';
+import { openMongoWebhookStore } from './webhooks/mongodb.js';
+import { openSqliteWebhookStore } from './webhooks/sqlite.js';
 
 /**
  * The one composition root: config -> backends -> roles (api, projector, dispatcher).
@@ -32,6 +37,7 @@ export interface Backends {
   events: EventStore;
   readStore: ReadStore;
   setup: SetupStore;
+  webhooks: WebhookStore;
   close(): Promise<void>;
 }
 
@@ -41,12 +47,14 @@ export async function openBackends(config: Config, logger?: Logger): Promise<Bac
   const events = openSqliteEventStore({ path: join(config.dataDir, 'events.db') });
   const readStore = openSqliteReadStore({ path: join(config.dataDir, 'read.db') });
   const setup = openSqliteSetupStore({ path: join(config.dataDir, 'setup.db') });
+  const webhooks = openSqliteWebhookStore({ path: join(config.dataDir, 'webhooks.db') });
   return {
     events,
     readStore,
     setup,
+    webhooks,
     async close() {
-      await Promise.all([events.close(), readStore.close(), setup.close()]);
+      await Promise.all([events.close(), readStore.close(), setup.close(), webhooks.close()]);
     },
   };
 }
@@ -57,15 +65,26 @@ async function openProductionBackends(eventStoreUrl: string, mongoDbUrl: string,
   const { client } = await mongoDatabase({ url: mongoDbUrl });
   const readStore = await openMongoReadStore({ client });
   const setup = await openMongoSetupStore({ client });
+  const webhooks = await openMongoWebhookStore({ client });
   return {
     events,
     readStore,
     setup,
+    webhooks,
     async close() {
-      await Promise.all([events.close(), readStore.close(), setup.close()]);
+      await Promise.all([events.close(), readStore.close(), setup.close(), webhooks.close()]);
       await client.close();
     },
   };
+}
+
+/** The HTTPS sender of webhook requests, as configured (timeout, address rule, extra CAs). */
+export function createWebhookSender(config: Config): WebhookSender {
+  return createHttpsSender({
+    timeoutMs: config.webhookTimeoutMs,
+    allowPrivate: config.webhookAllowPrivateTargets,
+    ...(config.webhookCaFile ? { extraCa: [readFileSync(config.webhookCaFile, 'utf8')] } : {}),
+  });
 }
 
 /** How long a write waits for the read models to show it before answering 503. */
@@ -78,15 +97,37 @@ export interface RunningService {
   stop(): Promise<void>;
 }
 
-export async function startService(config: Config, logger: Logger = createLogger(config.logLevel)): Promise<RunningService> {
+export async function startService(
+  config: Config,
+  logger: Logger = createLogger(config.logLevel),
+  clock: () => Date = () => new Date(),
+): Promise<RunningService> {
   const backends = await openBackends(config, logger);
-  const clock = () => new Date();
   const projections: RunningProjection[] = [];
+  let dispatcher: RunningDispatcher | null = null;
+  let sender: WebhookSender | null = null;
   let server: ServerType | null = null;
   let url: string | null = null;
 
   if (config.roles.includes('projector')) {
     projections.push(startProjection({ events: backends.events, readStore: backends.readStore, logger }, recordProjection));
+  }
+  if (config.roles.includes('dispatcher')) {
+    if (config.webhookAllowPrivateTargets) {
+      logger.warn('WEBHOOK_ALLOW_PRIVATE_TARGETS=true: webhooks may target loopback and private networks; use this only for local development and tests');
+    }
+    sender = createWebhookSender(config);
+    dispatcher = startDispatcher({
+      events: backends.events,
+      readStore: backends.readStore,
+      webhooks: backends.webhooks,
+      listUsers: (workspaceId) => backends.setup.listUsers(workspaceId),
+      sender,
+      logger,
+      clock,
+      retryDelaysMs: config.webhookRetryDelaysMs,
+      timeoutMs: config.webhookTimeoutMs,
+    });
   }
   if (config.roles.includes('api')) {
     const commands: CommandDeps = {
@@ -110,6 +151,8 @@ export async function startService(config: Config, logger: Logger = createLogger
     backends,
     async stop() {
       if (server) await new Promise((resolve) => server!.close(resolve));
+      await dispatcher?.stop();
+      sender?.close();
       await Promise.all(projections.map((projection) => projection.stop()));
       await backends.close();
     },

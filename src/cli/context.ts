@@ -1,7 +1,8 @@
 import type { ParseArgsConfig } from 'node:util';
 import type { Config } from '../config.js';
-import { openBackends } from '../main.js';
-import { SetupService } from '../setup/service.js';
+import { createWebhookSender, openBackends } from '../main.js';
+import { cliActor, SetupService } from '../setup/service.js';
+import { WebhookSetup } from '../webhooks/setup.js';
 
 /**
  * What `csr` commands work with, and the shape of the command table: a resource (workspaces,
@@ -10,15 +11,30 @@ import { SetupService } from '../setup/service.js';
 
 export interface CliContext {
   setup: SetupService;
+  webhooks: WebhookSetup;
   close(): Promise<void>;
 }
 
 /** The same backends as the server, chosen by the composition root (the server may be running). */
 export async function openCliContext(config: Config): Promise<CliContext> {
   const backends = await openBackends(config);
+  const actor = cliActor();
+  const sender = createWebhookSender(config);
   return {
-    setup: new SetupService({ setup: backends.setup, events: backends.events }),
-    close: () => backends.close(),
+    setup: new SetupService({ setup: backends.setup, events: backends.events, actor }),
+    webhooks: new WebhookSetup({
+      setup: backends.setup,
+      webhooks: backends.webhooks,
+      events: backends.events,
+      sender,
+      actor,
+      retryDelaysMs: config.webhookRetryDelaysMs,
+      allowPrivateTargets: config.webhookAllowPrivateTargets,
+    }),
+    async close() {
+      sender.close();
+      await backends.close();
+    },
   };
 }
 

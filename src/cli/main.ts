@@ -4,6 +4,7 @@ import { openCliContext, UsageError, type CliCommand, type CliResource, type Opt
 import { keys } from './keys.js';
 import { formatJson, formatText } from './output.js';
 import { users } from './users.js';
+import { webhooks } from './webhooks.js';
 import { workspaces } from './workspaces.js';
 
 /**
@@ -13,7 +14,7 @@ import { workspaces } from './workspaces.js';
  * code 2 for wrong usage and 1 for anything else, and then stdout stays empty.
  */
 
-const RESOURCES: readonly CliResource[] = [workspaces, keys, users];
+const RESOURCES: readonly CliResource[] = [workspaces, keys, users, webhooks];
 
 const GLOBAL_OPTIONS = {
   json: { type: 'boolean' },

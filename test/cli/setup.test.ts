@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir, userInfo } from 'node:os';
@@ -12,12 +11,10 @@ import type { SetupStore } from '../../src/setup/port.js';
 import { workspaceStream } from '../../src/setup/audit.js';
 import { SetupService } from '../../src/setup/service.js';
 import { openSqliteSetupStore } from '../../src/setup/sqlite.js';
+import { csrTool } from '../support/cli.js';
 import { repoRoot } from '../support/process.js';
 
-/**
- * The built `csr` tool (`npm test` builds first; test/globalSetup.ts builds too) run as a child
- * process on a temporary DATA_DIR, exactly as an operator runs it.
- */
+/** The `csr` tool on a temporary DATA_DIR, exactly as an operator runs it. */
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
@@ -25,44 +22,7 @@ const KEY = /^csr_[A-Za-z0-9_-]{43}$/;
 
 const dataDir = mkdtempSync(join(tmpdir(), 'csr-cli-'));
 afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
-
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function csr(...args: string[]): Promise<Run> {
-  const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dataDir };
-  delete env.EVENTSTORE_URL;
-  delete env.MONGODB_URL;
-  const child = spawn(process.execPath, [join(repoRoot, 'bin', 'csr.js'), ...args], { cwd: repoRoot, env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  return new Promise((resolve, reject) => {
-    child.once('error', reject);
-    child.once('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
-
-/** Runs a command that must succeed with --json and answers its one JSON document. */
-async function json<T = Record<string, unknown>>(...args: string[]): Promise<T> {
-  const run = await csr(...args, '--json');
-  expect(run.stderr).toBe('');
-  expect(run.code).toBe(0);
-  return JSON.parse(run.stdout) as T;
-}
-
-/** Runs a command that must fail: message on stderr, nothing on stdout. */
-async function fails(code: 1 | 2, ...args: string[]): Promise<string> {
-  const run = await csr(...args);
-  expect(run.stdout).toBe('');
-  expect(run.code).toBe(code);
-  expect(run.stderr.trim()).not.toBe('');
-  return run.stderr;
-}
+const { run: csr, json, fails } = csrTool(dataDir);
 
 const slug = () => `acme-${randomUUID().slice(0, 8)}`;
 

@@ -10,6 +10,8 @@ export const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
 export interface ServerProcess {
   url: string;
   child: ChildProcess;
+  /** Everything the process wrote so far (its log). */
+  output(): string;
   kill(signal?: NodeJS.Signals): Promise<void>;
 }
 
@@ -20,7 +22,9 @@ export async function spawnServer(env: Record<string, string>): Promise<ServerPr
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stderr = '';
+  let stdout = '';
   child.stderr!.on('data', (chunk) => (stderr += chunk));
+  child.stdout!.on('data', (chunk) => (stdout += chunk));
   const lines = createInterface({ input: child.stdout! });
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`server did not start: ${stderr}`)), 20_000);
@@ -40,6 +44,7 @@ export async function spawnServer(env: Record<string, string>): Promise<ServerPr
   return {
     url,
     child,
+    output: () => stdout + stderr,
     async kill(signal = 'SIGKILL') {
       if (child.exitCode !== null || child.signalCode !== null) return;
       const exited = once(child, 'exit');

@@ -4,9 +4,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import { loadConfig, type Config } from '../../src/config.js';
-import { startService, type RunningService } from '../../src/main.js';
+import { createWebhookSender, startService, type RunningService } from '../../src/main.js';
 import { fingerprint, generateApiKey } from '../../src/setup/apiKeys.js';
 import type { ApiKey } from '../../src/setup/port.js';
+import { WebhookSetup } from '../../src/webhooks/setup.js';
 
 /**
  * A real service (HTTP server, projector, embedded store) in this process, on a free loopback
@@ -16,6 +17,9 @@ export interface TestService {
   url: string;
   dataDir: string;
   service: RunningService;
+  config: Config;
+  /** Webhook Setup as `csr webhooks` runs it, on this service's stores. */
+  webhooks: WebhookSetup;
   workspace(slug?: string): Promise<TestWorkspace>;
   stop(): Promise<void>;
 }
@@ -27,15 +31,30 @@ export interface TestWorkspace {
   addUser(name: string, email: string): Promise<string>;
 }
 
-export async function startTestService(env: Record<string, string> = {}): Promise<TestService> {
-  const dataDir = mkdtempSync(join(tmpdir(), 'csr-test-'));
+/** `clock`: the service's time (tests move it forward to reach 24 h or 30 day rules). */
+export async function startTestService(env: Record<string, string> = {}, options: { clock?: () => Date; dataDir?: string } = {}): Promise<TestService> {
+  const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'csr-test-'));
   const config: Config = loadConfig({ DATA_DIR: dataDir, PORT: '0', LOG_LEVEL: 'silent', ...env });
-  const service = await startService(config, pino({ level: 'silent' }));
+  const clock = options.clock ?? (() => new Date());
+  const service = await startService(config, pino({ level: 'silent' }), clock);
   const setup = service.backends.setup;
+  const sender = createWebhookSender(config);
+  const webhooks = new WebhookSetup({
+    setup,
+    webhooks: service.backends.webhooks,
+    events: service.backends.events,
+    sender,
+    actor: { type: 'cli', id: 'test', name: 'csr' },
+    retryDelaysMs: config.webhookRetryDelaysMs,
+    allowPrivateTargets: config.webhookAllowPrivateTargets,
+    clock,
+  });
   return {
     url: service.url!,
     dataDir,
     service,
+    config,
+    webhooks,
     async workspace(slug = `ws-${randomUUID().slice(0, 8)}`) {
       const id = randomUUID();
       await setup.createWorkspace({ id, slug, name: slug, createdAt: new Date().toISOString() });
@@ -66,8 +85,9 @@ export async function startTestService(env: Record<string, string> = {}): Promis
       };
     },
     async stop() {
+      sender.close();
       await service.stop();
-      rmSync(dataDir, { recursive: true, force: true });
+      if (!options.dataDir) rmSync(dataDir, { recursive: true, force: true });
     },
   };
 }

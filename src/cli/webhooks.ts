@@ -1,0 +1,108 @@
+import type { Delivery, Webhook } from '../webhooks/port.js';
+import { listOption, stringOption, type CliResource } from './context.js';
+import { formatText } from './output.js';
+
+/** What `webhooks list` and `on`/`off` show of a webhook: never its secret. */
+function shown(webhook: Webhook) {
+  return {
+    id: webhook.id,
+    name: webhook.name,
+    url: webhook.url,
+    events: webhook.events,
+    objects: webhook.objects,
+    enabled: webhook.enabled,
+    disabledReason: webhook.disabledReason,
+  };
+}
+
+function shownDelivery(delivery: Delivery) {
+  return {
+    id: delivery.id,
+    eventId: delivery.eventId,
+    event: delivery.event,
+    status: delivery.status,
+    responseCode: delivery.responseCode,
+    attempts: delivery.attempts,
+    error: delivery.error,
+    createdAt: delivery.createdAt,
+    lastAttemptAt: delivery.lastAttemptAt,
+    nextAttemptAt: delivery.nextAttemptAt,
+  };
+}
+
+const secretNotice = (result: { secret: string }) =>
+  `${formatText(result)}\nCopy the signing secret now: it is shown this once and cannot be shown again.\n`;
+
+export const webhooks: CliResource = {
+  name: 'webhooks',
+  description: 'signed HTTPS webhooks: record created, updated and deleted events for all or chosen objects',
+  commands: {
+    create: {
+      usage: '--workspace <slug> --name <text> --url <https-url> [--events created,updated,deleted] [--objects a,b]',
+      description: 'create a webhook (on); its signing secret is shown this once',
+      options: { workspace: { type: 'string' }, name: { type: 'string' }, url: { type: 'string' }, events: { type: 'string' }, objects: { type: 'string' } },
+      required: ['workspace', 'name', 'url'],
+      async run({ values }, context) {
+        const { webhook, secret } = await context.webhooks.create(stringOption(values, 'workspace')!, {
+          name: stringOption(values, 'name')!,
+          url: stringOption(values, 'url')!,
+          events: listOption(values, 'events') ?? 'all',
+          objects: listOption(values, 'objects') ?? 'all',
+        });
+        const { disabledReason: _reason, ...rest } = shown(webhook);
+        return { ...rest, secret };
+      },
+      text: secretNotice,
+    },
+    list: {
+      usage: '--workspace <slug>',
+      description: "list a workspace's webhooks, with the reason when one is off",
+      options: { workspace: { type: 'string' } },
+      required: ['workspace'],
+      async run({ values }, context) {
+        return (await context.webhooks.list(stringOption(values, 'workspace')!)).map(shown);
+      },
+    },
+    on: {
+      usage: '<id>',
+      description: 'switch a webhook on (changes made while it was off are not sent)',
+      positionals: ['id'],
+      async run({ positionals }, context) {
+        return shown(await context.webhooks.switch(positionals[0]!, true));
+      },
+    },
+    off: {
+      usage: '<id>',
+      description: 'switch a webhook off; its waiting deliveries are skipped',
+      positionals: ['id'],
+      async run({ positionals }, context) {
+        return shown(await context.webhooks.switch(positionals[0]!, false));
+      },
+    },
+    'rotate-secret': {
+      usage: '<id>',
+      description: 'make a new signing secret; the old one signs nothing from now on',
+      positionals: ['id'],
+      async run({ positionals }, context) {
+        return context.webhooks.rotateSecret(positionals[0]!);
+      },
+      text: secretNotice,
+    },
+    test: {
+      usage: '<id>',
+      description: 'send a webhook.test event now and show its delivery',
+      positionals: ['id'],
+      async run({ positionals }, context) {
+        return shownDelivery(await context.webhooks.test(positionals[0]!));
+      },
+    },
+    deliveries: {
+      usage: '<id>',
+      description: 'the last 50 deliveries of a webhook, newest first',
+      positionals: ['id'],
+      async run({ positionals }, context) {
+        return (await context.webhooks.deliveries(positionals[0]!)).map(shownDelivery);
+      },
+    },
+  },
+};

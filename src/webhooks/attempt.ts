@@ -1,0 +1,33 @@
+import type { WebhookSender } from './httpsSender.js';
+import { afterAttempt } from './policy.js';
+import type { AttemptOutcome, ClaimedDelivery } from './port.js';
+import { signBody } from './signature.js';
+
+/**
+ * One delivery attempt (spec 6.3): the body with this attempt's sentAt, signed over its exact
+ * bytes with the webhook's current secret, sent, and the delivery's next state decided.
+ */
+export async function attemptDelivery(
+  { delivery, webhook, payload }: ClaimedDelivery,
+  sender: WebhookSender,
+  clock: () => Date,
+  retryDelaysMs: readonly number[],
+): Promise<AttemptOutcome> {
+  const sentAt = clock().toISOString();
+  const body = JSON.stringify({
+    id: payload.id,
+    event: payload.event,
+    object: payload.object,
+    source: payload.source,
+    occurredAt: payload.occurredAt,
+    sentAt,
+    data: payload.data,
+  });
+  const result = await sender.send(webhook.url, body, {
+    'X-SVC-Event': payload.event,
+    'X-SVC-Delivery': String(delivery.id),
+    'X-SVC-Timestamp': sentAt,
+    'X-SVC-Signature': signBody(body, webhook.secret),
+  });
+  return afterAttempt(delivery, result, clock(), retryDelaysMs);
+}

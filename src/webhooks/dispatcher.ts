@@ -1,0 +1,91 @@
+import type { Logger } from 'pino';
+import type { Actor, EventStore } from '../eventstore/port.js';
+import type { ReadStore } from '../readstore/port.js';
+import { appendAuditEvent } from '../setup/audit.js';
+import type { User } from '../setup/port.js';
+import { createBulkFlusher } from './bulkFlusher.js';
+import { startDeliveryLoop, type DeliveryLimits } from './deliveryLoop.js';
+import { startFanOut } from './fanOut.js';
+import type { WebhookSender } from './httpsSender.js';
+import { RETENTION_MS } from './policy.js';
+import type { WebhookStore } from './port.js';
+
+/**
+ * The dispatcher role: fan-out from the persistent subscription, bulk events, the delivery loop
+ * and the 30-day purge. Several dispatchers may run: they compete for the subscription's events
+ * and claim deliveries with leases.
+ */
+
+const BULK_FLUSH_MS = 250;
+const PURGE_EVERY_MS = 60 * 60 * 1000;
+
+/** The dispatcher's own actions in the audit trail (the automatic switch-off). */
+export const DISPATCHER_ACTOR: Actor = { type: 'system', id: 'webhook-dispatcher', name: 'webhook dispatcher' };
+
+export interface DispatcherDeps {
+  events: EventStore;
+  readStore: ReadStore;
+  webhooks: WebhookStore;
+  listUsers(workspaceId: string): Promise<User[]>;
+  sender: WebhookSender;
+  logger: Logger;
+  clock: () => Date;
+  retryDelaysMs: readonly number[];
+  timeoutMs: number;
+  limits?: DeliveryLimits;
+}
+
+export interface RunningDispatcher {
+  stop(): Promise<void>;
+}
+
+export function startDispatcher(deps: DispatcherDeps): RunningDispatcher {
+  const logger = deps.logger.child({ role: 'dispatcher' });
+  const deliveries = startDeliveryLoop({
+    ...deps,
+    logger,
+    onSwitchedOff: async (webhook, reason) => {
+      await appendAuditEvent(deps.events, DISPATCHER_ACTOR, webhook.workspaceId, 'WebhookSwitchedOff', { webhookId: webhook.id, reason });
+    },
+  });
+  const bulk = createBulkFlusher({ webhooks: deps.webhooks, logger, clock: deps.clock });
+
+  let flushing: Promise<void> = Promise.resolve();
+  const flushBulk = () => {
+    flushing = flushing
+      .then(() => bulk.flush())
+      .then((made) => {
+        if (made > 0) deliveries.wake();
+      })
+      .catch((error: unknown) => logger.error({ err: error }, 'bulk webhook events could not be made; trying again shortly'));
+  };
+  const fanOut = startFanOut({
+    ...deps,
+    logger,
+    onStored: () => {
+      deliveries.wake();
+      flushBulk();
+    },
+  });
+  const bulkTimer = setInterval(flushBulk, BULK_FLUSH_MS);
+
+  const purge = () => {
+    const before = new Date(deps.clock().getTime() - RETENTION_MS).toISOString();
+    deps.webhooks.purge(before).then(
+      (deleted) => deleted > 0 && logger.info({ deleted, before }, 'old deliveries purged'),
+      (error: unknown) => logger.error({ err: error }, 'old deliveries could not be purged'),
+    );
+  };
+  purge();
+  const purgeTimer = setInterval(purge, PURGE_EVERY_MS);
+
+  return {
+    async stop() {
+      clearInterval(bulkTimer);
+      clearInterval(purgeTimer);
+      await fanOut.stop();
+      await flushing;
+      await deliveries.stop();
+    },
+  };
+}

@@ -1,0 +1,205 @@
+import type { Logger } from 'pino';
+import { recordStream, upcast, type RecordDeletedData } from '../../commands/record/events.js';
+import { RECORDS_PROJECTION } from '../../projections/recordProjection.js';
+import { renderRecords, todayUtc } from '../../queries/recordFormat.js';
+import type { EventStore, PersistentEvent, RecordedEvent } from '../eventstore/port.js';
+import { comparePositions } from '../eventstore/position.js';
+import { readyBatches } from '../eventstore/readyBatches.js';
+import type { ReadStore, RecordDocument } from '../readstore/port.js';
+import { getObject } from '../schema/catalogue.js';
+import type { User } from '../setup/port.js';
+import { eventName, isBulk, recordChange, wants, type RecordChange } from './policy.js';
+import type { BulkMember, Webhook, WebhookPayload, WebhookStore } from './port.js';
+
+/**
+ * Fan-out: the persistent subscription group `webhooks` -> one delivery per matching webhook and
+ * record event, or a bulk member when the event's action changed many records of its object.
+ * A batch's deliveries are committed before any of its events is acknowledged, so a crash
+ * between the two redelivers events whose deliveries exist, and the store ignores those.
+ */
+
+export const WEBHOOKS_GROUP = 'webhooks';
+const MAX_BATCH = 500;
+/** How long to wait for the records projection before looking again (the data comes from it). */
+const PROJECTION_WAIT_MS = 5_000;
+
+export interface FanOutDeps {
+  events: EventStore;
+  readStore: ReadStore;
+  webhooks: WebhookStore;
+  listUsers(workspaceId: string): Promise<User[]>;
+  logger: Logger;
+  clock: () => Date;
+  /** Called after new deliveries or bulk members were stored. */
+  onStored(): void;
+}
+
+export interface RunningFanOut {
+  stop(): Promise<void>;
+}
+
+interface Change {
+  event: RecordedEvent;
+  change: RecordChange;
+}
+
+export function startFanOut(deps: FanOutDeps): RunningFanOut {
+  const logger = deps.logger.child({ component: 'webhook fan-out' });
+  const subscription = deps.events.persistentSubscription(WEBHOOKS_GROUP, {
+    filter: { streamPrefixes: ['record-'] },
+    maxRetryCount: 10,
+    bufferSize: 1000,
+  });
+  let stopped = false;
+
+  const run = async () => {
+    for await (const batch of readyBatches(subscription, MAX_BATCH)) {
+      try {
+        await fanOut(deps, batch, () => stopped);
+        await Promise.all(batch.map((item) => item.ack()));
+        deps.onStored();
+      } catch (error) {
+        if (stopped) return;
+        logger.error({ err: error, events: batch.length }, 'fan-out failed; the events will be handed out again');
+        await Promise.all(batch.map((item) => item.nack('retry', error instanceof Error ? error.message : String(error))));
+      }
+    }
+  };
+  const running = run().catch((error: unknown) => logger.error({ err: error }, 'fan-out stopped'));
+
+  return {
+    async stop() {
+      stopped = true;
+      await subscription.close();
+      await running;
+    },
+  };
+}
+
+async function fanOut(deps: FanOutDeps, batch: PersistentEvent[], stopped: () => boolean): Promise<void> {
+  const changes: Change[] = [];
+  for (const { event } of batch) {
+    const change = recordChange(event);
+    if (change) changes.push({ event, change });
+  }
+  if (changes.length === 0) return;
+
+  const members: BulkMember[] = changes.filter(({ change }) => isBulk(change)).map(bulkMember);
+  const singles = changes.filter(({ change }) => !isBulk(change));
+  const webhooksOf = await webhooksByWorkspace(deps.webhooks, singles);
+  const wanted = singles
+    .map((single) => ({ ...single, webhookIds: (webhooksOf.get(single.change.workspaceId) ?? []).filter((w) => wants(w, single.change.object, single.change.kind)).map((w) => w.id) }))
+    .filter((single) => single.webhookIds.length > 0);
+
+  if (wanted.some(({ change }) => change.kind !== 'deleted')) await waitForRecords(deps, wanted.map(({ event }) => event), stopped);
+  const data = await renderData(deps, wanted);
+  const items = wanted.flatMap(({ event, change, webhookIds }) => {
+    const record = data.get(event.id);
+    return record === undefined ? [] : [{ payload: singlePayload(event, change, record), webhookIds }];
+  });
+  if (members.length > 0) await deps.webhooks.addBulkMembers(members);
+  if (items.length > 0) await deps.webhooks.enqueue(items, deps.clock().toISOString());
+}
+
+function bulkMember({ event, change }: Change): BulkMember {
+  return {
+    eventId: event.id,
+    workspaceId: change.workspaceId,
+    actionId: change.actionId,
+    object: change.object,
+    kind: change.kind,
+    recordId: change.recordId,
+    source: change.source,
+    occurredAt: event.created.toISOString(),
+    position: event.position,
+    actionCount: change.actionCount,
+  };
+}
+
+function singlePayload(event: RecordedEvent, change: RecordChange, data: unknown): WebhookPayload {
+  return {
+    id: event.id,
+    workspaceId: change.workspaceId,
+    event: eventName(change.object, change.kind),
+    object: change.object,
+    source: change.source,
+    occurredAt: event.created.toISOString(),
+    data,
+  };
+}
+
+async function webhooksByWorkspace(store: WebhookStore, changes: Change[]): Promise<Map<string, Webhook[]>> {
+  const workspaces = new Set(changes.map(({ change }) => change.workspaceId));
+  const entries = await Promise.all([...workspaces].map(async (id) => [id, await store.listWebhooks(id)] as const));
+  return new Map(entries);
+}
+
+/** Created and updated events carry the record as the read model shows it, so it must have caught up. */
+async function waitForRecords(deps: FanOutDeps, events: RecordedEvent[], stopped: () => boolean): Promise<void> {
+  const newest = events.map((event) => event.position).reduce((a, b) => (comparePositions(a, b) >= 0 ? a : b));
+  while (!(await deps.readStore.waitForCheckpoint(RECORDS_PROJECTION, newest, PROJECTION_WAIT_MS))) {
+    if (stopped()) throw new Error('stopped while waiting for the records projection');
+    deps.logger.warn({ position: newest }, 'webhooks wait for the records projection to catch up (is a projector running?)');
+  }
+}
+
+/**
+ * The REST form of each event's record (spec 6.3): as it is now for created and updated events,
+ * as last saved for deleted ones, and as last saved too when the record was deleted since.
+ */
+async function renderData(deps: FanOutDeps, changes: Change[]): Promise<Map<string, unknown>> {
+  const data = new Map<string, unknown>();
+  const byObject = new Map<string, Change[]>();
+  for (const item of changes) {
+    const key = `${item.change.workspaceId}/${item.change.object}`;
+    byObject.set(key, [...(byObject.get(key) ?? []), item]);
+  }
+  const today = todayUtc(deps.clock());
+  for (const group of byObject.values()) {
+    const { workspaceId, object: objectKey } = group[0]!.change;
+    const object = getObject(workspaceId, objectKey);
+    if (!object) continue;
+    const live = await deps.readStore.getMany(workspaceId, objectKey, group.filter(({ change }) => change.kind !== 'deleted').map(({ change }) => change.recordId));
+    const current = new Map(live.map((document) => [document.id, document]));
+    const documents: RecordDocument[] = [];
+    const sources: string[] = [];
+    for (const { event, change } of group) {
+      const document = change.kind === 'deleted' ? lastSaved(event) : current.get(change.recordId) ?? (await deletedSince(deps.events, change.recordId));
+      if (!document) {
+        deps.logger.warn({ eventId: event.id, recordId: change.recordId }, 'record not found for a webhook event; not sent');
+        continue;
+      }
+      documents.push(document);
+      sources.push(event.id);
+    }
+    const rendered = await renderRecords(object, documents, { workspaceId, readStore: deps.readStore, listUsers: deps.listUsers, canAccess: () => true, today });
+    rendered.forEach((record, index) => data.set(sources[index]!, record));
+  }
+  return data;
+}
+
+function lastSaved(event: RecordedEvent): RecordDocument | null {
+  const recordEvent = upcast(event);
+  if (recordEvent?.type !== 'RecordDeleted') return null;
+  return documentOf(recordEvent.data, event);
+}
+
+function documentOf(data: RecordDeletedData, event: RecordedEvent): RecordDocument {
+  return {
+    workspaceId: data.workspaceId,
+    object: data.object,
+    id: data.recordId,
+    name: null,
+    fields: data.fields,
+    calculated: data.calculated,
+    createdAt: data.createdAt,
+    updatedAt: data.updatedAt,
+    createdPosition: event.position,
+    revision: event.revision,
+  };
+}
+
+async function deletedSince(events: EventStore, recordId: string): Promise<RecordDocument | null> {
+  const [last] = await events.readStream(recordStream(recordId), { direction: 'backwards', maxCount: 1 });
+  return last ? lastSaved(last) : null;
+}
