@@ -11,6 +11,7 @@ import { recordStream } from '../commands/record/events.js';
 import { RECORDS_PROJECTION } from '../projections/recordProjection.js';
 import { loadConfig } from '../src/config.js';
 import { startService } from '../src/main.js';
+import { BENCH_CA_FILE, startBenchReceiver, webhookBenchmarks } from './webhooks.js';
 
 /**
  * npm run bench: every server in its own process, 32 connections, embedded store, the bare Hono
@@ -56,8 +57,11 @@ async function spawnServer(script: string, env: Record<string, string>): Promise
 }
 
 function csr(dataDir: string, ...args: string[]): any {
-  return JSON.parse(execFileSync(process.execPath, ['bin/csr.js', ...args, '--json'], { cwd: root, env: { ...process.env, DATA_DIR: dataDir }, encoding: 'utf8' }));
+  return JSON.parse(execFileSync(process.execPath, ['bin/csr.js', ...args, '--json'], { cwd: root, env: { ...process.env, DATA_DIR: dataDir, ...WEBHOOK_ENV }, encoding: 'utf8' }));
 }
+
+/** The bench receiver is on loopback with a self-signed certificate. */
+const WEBHOOK_ENV = { WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true', WEBHOOK_CA_FILE: BENCH_CA_FILE };
 
 async function cannon(options: autocannon.Options): Promise<autocannon.Result> {
   const result = await autocannon({ connections: CONNECTIONS, duration: DURATION_S, ...options });
@@ -167,8 +171,40 @@ async function projectionLag(): Promise<void> {
   rmSync(dataDir, { recursive: true, force: true });
 }
 
-await httpBenchmarks();
-await projectionLag();
+/** Webhooks end to end: the service in its own process, a local HTTPS receiver here. */
+async function webhookBench(): Promise<void> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'csr-bench-webhooks-'));
+  const receiver = await startBenchReceiver();
+  const server = await spawnServer('dist/src/main.js', { DATA_DIR: dataDir, ...WEBHOOK_ENV });
+  let workspaces = 0;
+  rows.push(
+    ...(await webhookBenchmarks(
+      {
+        receiver,
+        async workspaceWithWebhooks(paths) {
+          const slug = `hooks-${workspaces++}`;
+          csr(dataDir, 'workspaces', 'create', slug);
+          for (const path of paths) csr(dataDir, 'webhooks', 'create', '--workspace', slug, '--name', path, '--url', `${receiver.origin}${path}`);
+          return csr(dataDir, 'keys', 'create', '--workspace', slug, '--name', 'bench').key as string;
+        },
+        async post(key, body) {
+          const response = await fetch(`${server.url}/api/v1/tasks`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+          if (response.status !== 201) throw new Error(`webhook bench load failed: ${response.status} ${(await response.text()).slice(0, 300)}`);
+        },
+      },
+      DURATION_S,
+    )),
+  );
+  server.child.kill('SIGTERM');
+  await new Promise((resolve) => server.child.once('exit', resolve));
+  receiver.close();
+  rmSync(dataDir, { recursive: true, force: true });
+}
+
+const only = process.env['BENCH_ONLY'];
+if (!only || only === 'http') await httpBenchmarks();
+if (!only || only === 'lag') await projectionLag();
+if (!only || only === 'webhooks') await webhookBench();
 
 console.log(`\nnode ${process.version}, ${CONNECTIONS} connections, ${DURATION_S} s per HTTP scenario, embedded store (SQLite, synchronous=FULL)\n`);
 console.log('| scenario | result | target |\n|---|---|---|');
