@@ -11,7 +11,7 @@ import { recordStream } from '../commands/record/events.js';
 import { RECORDS_PROJECTION } from '../projections/recordProjection.js';
 import { loadConfig } from '../src/config.js';
 import { startService } from '../src/main.js';
-import { BENCH_CA_FILE, startBenchReceiver, webhookBenchmarks } from './webhooks.js';
+import { BENCH_CA_FILE, startBenchReceiver, webhookLatency, webhookThroughput, type BenchReceiver, type WebhookBenchDeps } from './webhooks.js';
 
 /**
  * npm run bench: every server in its own process, 32 connections, embedded store, the bare Hono
@@ -43,7 +43,7 @@ async function freePort(): Promise<number> {
 async function spawnServer(script: string, env: Record<string, string>): Promise<{ url: string; child: ChildProcess }> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  const child = spawn(process.execPath, [script], { cwd: root, env: { ...process.env, PORT: String(port), LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'ignore', 'inherit'] });
+  const child = spawn(process.execPath, [...(process.env['BENCH_PROFILE'] ? ['--cpu-prof', `--cpu-prof-dir=${process.env['BENCH_PROFILE']}`] : []), script], { cwd: root, env: { ...process.env, PORT: String(port), LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'ignore', 'inherit'] });
   for (let attempt = 0; attempt < 200; attempt++) {
     if (child.exitCode !== null) throw new Error(`${script} exited with ${child.exitCode}`);
     try {
@@ -54,6 +54,13 @@ async function spawnServer(script: string, env: Record<string, string>): Promise
     }
   }
   throw new Error(`${script} did not answer on ${url}`);
+}
+
+async function stop(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return;
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.kill('SIGTERM');
+  await exited;
 }
 
 function csr(dataDir: string, ...args: string[]): any {
@@ -171,34 +178,55 @@ async function projectionLag(): Promise<void> {
   rmSync(dataDir, { recursive: true, force: true });
 }
 
-/** Webhooks end to end: the service in its own process, a local HTTPS receiver here. */
-async function webhookBench(): Promise<void> {
-  const dataDir = mkdtempSync(join(tmpdir(), 'csr-bench-webhooks-'));
-  const receiver = await startBenchReceiver();
-  const server = await spawnServer('dist/src/main.js', { DATA_DIR: dataDir, ...WEBHOOK_ENV });
+/** The bench's view of one service: workspaces with webhooks to the receiver, and record writes. */
+function benchDeps(dataDir: string, receiver: BenchReceiver, apiUrl: string, withDispatcherAfter: WebhookBenchDeps['withDispatcherAfter']): WebhookBenchDeps {
   let workspaces = 0;
+  return {
+    receiver,
+    withDispatcherAfter,
+    async workspaceWithWebhooks(paths) {
+      const slug = `hooks-${workspaces++}`;
+      csr(dataDir, 'workspaces', 'create', slug);
+      for (const path of paths) csr(dataDir, 'webhooks', 'create', '--workspace', slug, '--name', path, '--url', `${receiver.origin}${path}`);
+      return csr(dataDir, 'keys', 'create', '--workspace', slug, '--name', 'bench').key as string;
+    },
+    async post(key, body) {
+      const response = await fetch(`${apiUrl}/api/v1/tasks`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      if (response.status !== 201) throw new Error(`webhook bench load failed: ${response.status} ${(await response.text()).slice(0, 300)}`);
+    },
+  };
+}
+
+/** Webhooks end to end: services in their own processes, a local HTTPS receiver here. */
+async function webhookBench(): Promise<void> {
+  const receiver = await startBenchReceiver();
+
+  // Throughput: the changes are written first (api + projector), then a dispatcher process starts.
+  const splitDir = mkdtempSync(join(tmpdir(), 'csr-bench-webhooks-'));
+  const writer = await spawnServer('dist/src/main.js', { DATA_DIR: splitDir, ROLES: 'api,projector', ...WEBHOOK_ENV });
+  let dispatcher: ChildProcess | null = null;
   rows.push(
-    ...(await webhookBenchmarks(
-      {
-        receiver,
-        async workspaceWithWebhooks(paths) {
-          const slug = `hooks-${workspaces++}`;
-          csr(dataDir, 'workspaces', 'create', slug);
-          for (const path of paths) csr(dataDir, 'webhooks', 'create', '--workspace', slug, '--name', path, '--url', `${receiver.origin}${path}`);
-          return csr(dataDir, 'keys', 'create', '--workspace', slug, '--name', 'bench').key as string;
-        },
-        async post(key, body) {
-          const response = await fetch(`${server.url}/api/v1/tasks`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
-          if (response.status !== 201) throw new Error(`webhook bench load failed: ${response.status} ${(await response.text()).slice(0, 300)}`);
-        },
-      },
-      DURATION_S,
+    ...(await webhookThroughput(
+      benchDeps(splitDir, receiver, writer.url, async (work) => {
+        if (dispatcher) await stop(dispatcher);
+        await work();
+        const started = Date.now();
+        dispatcher = spawn(process.execPath, ['dist/src/main.js'], { cwd: root, env: { ...process.env, DATA_DIR: splitDir, ROLES: 'dispatcher', LOG_LEVEL: 'warn', ...WEBHOOK_ENV }, stdio: ['ignore', 'ignore', 'inherit'] });
+        return started;
+      }),
     )),
   );
-  server.child.kill('SIGTERM');
-  await new Promise((resolve) => server.child.once('exit', resolve));
+  if (dispatcher) await stop(dispatcher);
+  await stop(writer.child);
+  rmSync(splitDir, { recursive: true, force: true });
+
+  // Latency: one process with every role, as `npm start` runs it.
+  const allDir = mkdtempSync(join(tmpdir(), 'csr-bench-webhooks-'));
+  const server = await spawnServer('dist/src/main.js', { DATA_DIR: allDir, ...WEBHOOK_ENV });
+  rows.push(...(await webhookLatency(benchDeps(allDir, receiver, server.url, async (work) => (await work(), Date.now())), DURATION_S)));
+  await stop(server.child);
   receiver.close();
-  rmSync(dataDir, { recursive: true, force: true });
+  rmSync(allDir, { recursive: true, force: true });
 }
 
 const only = process.env['BENCH_ONLY'];
