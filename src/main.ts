@@ -1,4 +1,6 @@
+import { randomUUID } from 'node:crypto';
 import { mkdirSync, readFileSync } from 'node:fs';
+import { hostname } from 'node:os';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -18,6 +20,7 @@ import { createApp } from './http/app.js';
 import { createLogger } from './logger.js';
 import type { ReadStore } from './readstore/port.js';
 import { mongoDatabase, openMongoReadStore } from './readstore/mongodb.js';
+import { keepLease } from './readstore/mongodbLease.js';
 import { openSqliteReadStore } from './readstore/sqlite.js';
 import type { SetupStore } from './setup/port.js';
 import { openMongoSetupStore } from './setup/mongodb.js';
@@ -38,6 +41,12 @@ export interface Backends {
   readStore: ReadStore;
   setup: SetupStore;
   webhooks: WebhookStore;
+  /**
+   * Runs `start` only while this process may be the one active projector, and `stop` when it
+   * may no longer be (production: a lease in MongoDB). The embedded store runs it at once: its
+   * projector commits batches and checkpoint together, so a second one only replays no-ops.
+   */
+  whileSoleProjector(start: () => void, stop: () => Promise<void>): { stop(): Promise<void> };
   close(): Promise<void>;
 }
 
@@ -53,6 +62,10 @@ export async function openBackends(config: Config, logger?: Logger): Promise<Bac
     readStore,
     setup,
     webhooks,
+    whileSoleProjector(start, stop) {
+      start();
+      return { stop };
+    },
     async close() {
       await Promise.all([events.close(), readStore.close(), setup.close(), webhooks.close()]);
     },
@@ -62,7 +75,7 @@ export async function openBackends(config: Config, logger?: Logger): Promise<Bac
 /** EventStoreDB for the log, MongoDB (a replica set: projections commit in transactions) for the rest. */
 async function openProductionBackends(eventStoreUrl: string, mongoDbUrl: string, logger?: Logger): Promise<Backends> {
   const events = openEventStoreDb({ connectionString: eventStoreUrl, ...(logger ? { logger } : {}) });
-  const { client } = await mongoDatabase({ url: mongoDbUrl });
+  const { client, db } = await mongoDatabase({ url: mongoDbUrl });
   const readStore = await openMongoReadStore({ client });
   const setup = await openMongoSetupStore({ client });
   const webhooks = await openMongoWebhookStore({ client });
@@ -71,6 +84,16 @@ async function openProductionBackends(eventStoreUrl: string, mongoDbUrl: string,
     readStore,
     setup,
     webhooks,
+    whileSoleProjector(start, stop) {
+      // Taken over within seconds (the lease's ttl) when the holder dies.
+      const keeper = keepLease(db, {
+        name: 'projector',
+        holderId: `${hostname()}:${process.pid}:${randomUUID()}`,
+        onChange: (held) => (held ? start() : stop()),
+        ...(logger ? { logger } : {}),
+      });
+      return { stop: () => keeper.stop() };
+    },
     async close() {
       await Promise.all([events.close(), readStore.close(), setup.close(), webhooks.close()]);
       await client.close();
@@ -110,7 +133,19 @@ export async function startService(
   let url: string | null = null;
 
   if (config.roles.includes('projector')) {
-    projections.push(startProjection({ events: backends.events, readStore: backends.readStore, logger }, recordProjection));
+    let running: RunningProjection | null = null;
+    projections.push(
+      backends.whileSoleProjector(
+        () => {
+          logger.info('this process runs the projections');
+          running = startProjection({ events: backends.events, readStore: backends.readStore, logger }, recordProjection);
+        },
+        async () => {
+          await running?.stop();
+          running = null;
+        },
+      ),
+    );
   }
   if (config.roles.includes('dispatcher')) {
     if (config.webhookAllowPrivateTargets) {
