@@ -48,7 +48,10 @@ const IPV6_REFUSED: Range[] = [
   v6('100::', 64, 'a discard-only address'),
 ];
 
-/** IPv6 forms that carry an IPv4 address: judged by the IPv4 address they lead to. */
+/**
+ * IPv6 forms that carry an IPv4 address: the OS or a translator on the path delivers them to that
+ * IPv4 address, so they are judged by it (otherwise [::ffff:127.0.0.1] walks past the IPv4 rules).
+ */
 const IPV4_EMBEDDINGS: { range: Range; offset: number; form: string }[] = [
   { range: v6('::ffff:0:0', 96, ''), offset: 12, form: 'IPv4-mapped' },
   { range: v6('64:ff9b::', 96, ''), offset: 12, form: 'NAT64' },
@@ -65,34 +68,45 @@ function inRange(bytes: number[], range: Range): boolean {
   return true;
 }
 
-/** The 16 bytes of an IPv6 address in text form (with `::`, an embedded dotted quad or a zone), or null. */
-export function parseIpv6(text: string): number[] | null {
-  const address = text.split('%')[0]!;
-  const halves = address.split('::');
-  if (halves.length > 2) return null;
-  const groups = (part: string): number[] | null => {
-    if (part === '') return [];
-    const out: number[] = [];
-    const pieces = part.split(':');
-    for (const [index, piece] of pieces.entries()) {
-      if (index === pieces.length - 1 && piece.includes('.')) {
-        if (isIP(piece) !== 4) return null;
-        const [a, b, c, d] = piece.split('.').map(Number) as [number, number, number, number];
-        out.push((a << 8) | b, (c << 8) | d);
-      } else {
-        if (!/^[0-9a-f]{1,4}$/i.test(piece)) return null;
-        out.push(parseInt(piece, 16));
-      }
+/** Zone ids (`%eth0`) pick an interface, not a host, so they never change which range an address is in. */
+function withoutZone(text: string): string {
+  return text.split('%')[0]!;
+}
+
+/** 16-bit groups of one side of `::`; a dotted quad may only close the whole address. */
+function parseGroups(part: string, mayEndInIpv4: boolean): number[] | null {
+  if (part === '') return [];
+  const pieces = part.split(':');
+  const groups: number[] = [];
+  for (const [index, piece] of pieces.entries()) {
+    if (mayEndInIpv4 && index === pieces.length - 1 && piece.includes('.')) {
+      if (isIP(piece) !== 4) return null;
+      const [a, b, c, d] = piece.split('.').map(Number) as [number, number, number, number];
+      groups.push((a << 8) | b, (c << 8) | d);
+    } else {
+      if (!/^[0-9a-f]{1,4}$/i.test(piece)) return null;
+      groups.push(parseInt(piece, 16));
     }
-    return out;
-  };
-  const head = groups(halves[0]!);
-  const tail = halves.length === 2 ? groups(halves[1]!) : [];
+  }
+  return groups;
+}
+
+/**
+ * The 16 bytes of an IPv6 address in text form (with `::`, an embedded dotted quad or a zone), or null.
+ * Our own parser, because the range checks need bytes and Node only says whether text is an address.
+ */
+export function parseIpv6(text: string): number[] | null {
+  const halves = withoutZone(text).split('::');
+  if (halves.length > 2) return null;
+  const compressed = halves.length === 2;
+  const head = parseGroups(halves[0]!, !compressed);
+  const tail = compressed ? parseGroups(halves[1]!, true) : [];
   if (!head || !tail) return null;
   const missing = 8 - head.length - tail.length;
-  if (halves.length === 2 ? missing < 1 : missing !== 0) return null;
-  const all = [...head, ...Array<number>(missing).fill(0), ...tail];
-  return all.flatMap((group) => [group >> 8, group & 0xff]);
+  // `::` stands for at least one zero group; without it the groups must already number eight.
+  if (compressed ? missing < 1 : missing !== 0) return null;
+  const groups = [...head, ...Array<number>(missing).fill(0), ...tail];
+  return groups.flatMap((group) => [group >> 8, group & 0xff]);
 }
 
 function checkIpv4Bytes(bytes: number[], shown: string): AddressVerdict {
@@ -102,9 +116,9 @@ function checkIpv4Bytes(bytes: number[], shown: string): AddressVerdict {
 
 /** Whether an IP literal (no brackets) may be connected to. Anything unparsable is refused. */
 export function checkIp(ip: string): AddressVerdict {
-  const family = isIP(ip.split('%')[0]!);
-  if (family === 4) return checkIpv4Bytes(ip.split('.').map(Number), ip);
-  const bytes = family === 6 ? parseIpv6(ip) : null;
+  // IPv4 has no zones, so `127.0.0.1%x` is not an address at all rather than 127.0.0.1.
+  if (isIP(ip) === 4) return checkIpv4Bytes(ip.split('.').map(Number), ip);
+  const bytes = isIP(withoutZone(ip)) === 6 ? parseIpv6(ip) : null;
   if (!bytes) return { allowed: false, reason: `${ip} is not an IP address` };
   const refused = IPV6_REFUSED.find((range) => inRange(bytes, range));
   if (refused) return { allowed: false, reason: `${ip} is ${refused.kind}` };
