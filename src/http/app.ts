@@ -9,6 +9,7 @@ import { bearerAuth, type Caller } from './auth.js';
 import { MAX_BODY_BYTES } from './body.js';
 import { errorResponse, handleError } from './errors.js';
 import { recordRoutes } from './records.js';
+import { RequestLog } from './requestLog.js';
 
 export interface ApiDeps {
   commands: CommandDeps;
@@ -18,7 +19,7 @@ export interface ApiDeps {
   clock: () => Date;
 }
 
-export type AppEnv = { Variables: { requestId: string; logger: Logger; caller: Caller } };
+export type AppEnv = { Variables: { requestId: string; log: RequestLog; caller: Caller } };
 
 const REQUEST_ID = /^[\w.-]{1,128}$/;
 
@@ -29,16 +30,21 @@ export function createApp(deps: ApiDeps): Hono<AppEnv> {
     const given = c.req.header('X-Request-Id');
     const requestId = given && REQUEST_ID.test(given) ? given : randomUUID();
     c.set('requestId', requestId);
-    c.set('logger', deps.logger.child({ requestId }));
+    const log = new RequestLog(deps.logger, { requestId });
+    c.set('log', log);
     c.header('X-Request-Id', requestId);
     const started = performance.now();
     await next();
-    c.get('logger').info(
+    if (!deps.logger.isLevelEnabled('info')) return;
+    log.logger.info(
       { method: c.req.method, path: c.req.path, status: c.res.status, ms: Math.round((performance.now() - started) * 10) / 10 },
       'request',
     );
   });
-  app.use(
+  // Only where a body is read: the check builds the full fetch Request (an AbortSignal and a
+  // body stream), a cost a GET need not pay.
+  app.on(
+    ['POST', 'PUT', 'PATCH'],
     '/api/*',
     bodyLimit({
       maxSize: MAX_BODY_BYTES,

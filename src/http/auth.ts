@@ -1,8 +1,8 @@
 import type { MiddlewareHandler } from 'hono';
-import type { Logger } from 'pino';
 import { Forbidden, Unauthorized } from '../errors.js';
 import { fingerprint } from '../setup/apiKeys.js';
 import type { ApiKey, SetupStore } from '../setup/port.js';
+import type { RequestLog } from './requestLog.js';
 
 /**
  * Bearer authentication (spec 5): the key's SHA-256 fingerprint is looked up on every request,
@@ -34,11 +34,11 @@ export function bearerAuth(setup: SetupStore, clock: () => Date): MiddlewareHand
     if (now.getTime() - (lastTouched.get(key.id) ?? 0) >= TOUCH_INTERVAL_MS) {
       lastTouched.set(key.id, now.getTime());
       setup.touchKey(key.id, now.toISOString()).catch((error: unknown) => {
-        (c.get('logger') as Logger).warn({ err: error, keyId: key.id }, 'could not record key use');
+        (c.get('log') as RequestLog).logger.warn({ err: error, keyId: key.id }, 'could not record key use');
       });
     }
     c.set('caller', callerFor(key));
-    c.set('logger', (c.get('logger') as Logger).child({ workspace: key.workspaceId, keyId: key.id }));
+    (c.get('log') as RequestLog).bind({ workspace: key.workspaceId, keyId: key.id });
     await next();
   };
 }

@@ -2,6 +2,7 @@ import type { Context } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { Logger } from 'pino';
 import { AppError } from '../errors.js';
+import type { RequestLog } from './requestLog.js';
 
 /** The one place where errors become the spec's Error body: { error: { status, message } }. */
 
@@ -18,7 +19,7 @@ export function handleError(error: unknown, c: Context, logger: Logger): Respons
     if (error.status === 401) c.header('WWW-Authenticate', 'Bearer');
     return errorResponse(c, error.status, error.message);
   }
-  const log = (c.get('logger') as Logger | undefined) ?? logger;
+  const log = (c.get('log') as RequestLog | undefined)?.logger ?? logger;
   log.error({ err: error }, 'unexpected error');
   return errorResponse(c, 500, 'internal error; the change, if any, was not acknowledged');
 }
