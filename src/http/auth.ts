@@ -6,7 +6,8 @@ import type { RequestLog } from './requestLog.js';
 
 /**
  * Bearer authentication (spec 5): the key's SHA-256 fingerprint is looked up on every request,
- * so a revocation takes effect on the very next one. lastUsedAt is written at most every
+ * so a revocation takes effect on the very next one (a store may remember keys only while it can
+ * tell that nothing changed, as the SQLite one does). lastUsedAt is written at most every
  * TOUCH_INTERVAL_MS per key, to keep a disk write off the hot path of every request.
  */
 

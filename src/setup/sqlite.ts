@@ -10,6 +10,9 @@ import type { ApiKey, KeyAccess, SetupStore, User, Workspace } from './port.js';
  *
  * The `csr` tool and the server open the same file at the same time; both see each other's
  * commits on their next statement, so a revocation takes effect on the next request.
+ *
+ * keyByFingerprint runs on every API request, so found keys are remembered, but only while the
+ * file is unchanged: see KeyCache.
  */
 
 const SCHEMA = `
@@ -107,6 +110,44 @@ function constraintError(error: unknown, workspaceId: string, unique: Record<str
   return error;
 }
 
+/** At most this many keys are remembered; more distinct keys in use just mean more lookups. */
+const KEY_CACHE_SIZE = 1_000;
+
+/**
+ * Keys by fingerprint, valid while the setup file is unchanged. `PRAGMA data_version` changes
+ * whenever another connection commits to the file (the `csr` tool in another process, or this
+ * store's touch connection); the store's own connection counts its writes, which data_version
+ * does not report. Either change drops every entry, so a revocation is seen on the next lookup.
+ */
+class KeyCache {
+  private readonly keys = new Map<string, ApiKey>();
+  private readonly dataVersion: Database.Statement<[], number>;
+  private seenVersion = -1;
+  private seenWrites = -1;
+  /** Bumped by every write on the store's own connection. */
+  writes = 0;
+
+  constructor(db: Database.Database) {
+    this.dataVersion = db.prepare<[], number>('PRAGMA data_version').pluck();
+  }
+
+  get(fingerprint: string): ApiKey | undefined {
+    const version = this.dataVersion.get()!;
+    if (version !== this.seenVersion || this.writes !== this.seenWrites) {
+      this.keys.clear();
+      this.seenVersion = version;
+      this.seenWrites = this.writes;
+    }
+    return this.keys.get(fingerprint);
+  }
+
+  /** Call right after get() missed, with the row read then. */
+  remember(key: ApiKey): void {
+    if (this.keys.size >= KEY_CACHE_SIZE) this.keys.clear();
+    this.keys.set(key.fingerprint, key);
+  }
+}
+
 function open(path: string, synchronous: 'FULL' | 'NORMAL'): Database.Database {
   const db = new Database(path);
   db.pragma('busy_timeout = 5000');
@@ -120,6 +161,15 @@ export function openSqliteSetupStore(options: { path: string }): SetupStore {
   const db = open(options.path, 'FULL');
   db.exec(SCHEMA);
   const touchDb = open(options.path, 'NORMAL');
+  const keyCache = new KeyCache(db);
+  /** Runs a write on the main connection and tells the key cache about it. */
+  const written = <T>(write: () => T): T => {
+    try {
+      return write();
+    } finally {
+      keyCache.writes++;
+    }
+  };
 
   const insertWorkspace = db.prepare('INSERT INTO workspaces (id, slug, name, created_at) VALUES (?, ?, ?, ?)');
   const workspaceBySlug = db.prepare('SELECT * FROM workspaces WHERE slug = ?');
@@ -148,7 +198,7 @@ export function openSqliteSetupStore(options: { path: string }): SetupStore {
   return {
     async createWorkspace(workspace) {
       try {
-        insertWorkspace.run(workspace.id, workspace.slug, workspace.name, workspace.createdAt);
+        written(() => insertWorkspace.run(workspace.id, workspace.slug, workspace.name, workspace.createdAt));
       } catch (error) {
         throw constraintError(error, workspace.id, {
           'workspaces.slug': `the workspace slug "${workspace.slug}" is already taken`,
@@ -167,7 +217,7 @@ export function openSqliteSetupStore(options: { path: string }): SetupStore {
 
     async createKey(key) {
       try {
-        insertKey.run({ ...key, objects: JSON.stringify(key.objects) });
+        written(() => insertKey.run({ ...key, objects: JSON.stringify(key.objects) }));
       } catch (error) {
         throw constraintError(error, key.workspaceId, {
           'api_keys.fingerprint': 'an API key with this fingerprint already exists',
@@ -177,8 +227,13 @@ export function openSqliteSetupStore(options: { path: string }): SetupStore {
     },
 
     async keyByFingerprint(fingerprint) {
+      const cached = keyCache.get(fingerprint);
+      if (cached) return cached;
       const row = keyByFingerprint.get(fingerprint) as KeyRow | undefined;
-      return row ? toKey(row) : null;
+      if (!row) return null;
+      const key = toKey(row);
+      keyCache.remember(key);
+      return key;
     },
 
     async keyById(id) {
@@ -191,7 +246,7 @@ export function openSqliteSetupStore(options: { path: string }): SetupStore {
     },
 
     async revokeKey(id, at) {
-      return revoke.immediate(id, at);
+      return written(() => revoke.immediate(id, at));
     },
 
     async touchKey(id, at) {
@@ -200,7 +255,7 @@ export function openSqliteSetupStore(options: { path: string }): SetupStore {
 
     async addUser(user) {
       try {
-        insertUser.run(user.id, user.workspaceId, user.name, user.email, user.email.toLowerCase(), user.createdAt);
+        written(() => insertUser.run(user.id, user.workspaceId, user.name, user.email, user.email.toLowerCase(), user.createdAt));
       } catch (error) {
         throw constraintError(error, user.workspaceId, {
           'users.workspace_id, users.email_key': `a user with the email ${user.email} already exists in this workspace`,

@@ -1,4 +1,6 @@
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openSqliteSetupStore } from '../../src/setup/sqlite.js';
 import { client, startTestService, type TestService } from '../support/service.js';
 
 /** Spec section 5: bearer keys, read only vs read & write, chosen objects, revocation, isolation. */
@@ -26,6 +28,20 @@ describe('authentication', () => {
     const api = client(svc.url, key);
     expect((await api.get('/api/v1/clients')).status).toBe(200);
     await svc.service.backends.setup.revokeKey(record.id, new Date().toISOString());
+    expect((await api.get('/api/v1/clients')).status).toBe(401);
+  });
+
+  it('a revocation by another connection (the csr tool) takes effect on the next request, after the key was cached', async () => {
+    const ws = await svc.workspace();
+    const { key, record } = await ws.key();
+    const api = client(svc.url, key);
+    for (let i = 0; i < 3; i++) expect((await api.get('/api/v1/clients')).status).toBe(200);
+    const csr = openSqliteSetupStore({ path: join(svc.dataDir, 'setup.db') });
+    try {
+      await csr.revokeKey(record.id, new Date().toISOString());
+    } finally {
+      await csr.close();
+    }
     expect((await api.get('/api/v1/clients')).status).toBe(401);
   });
 
