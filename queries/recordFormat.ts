@@ -23,17 +23,16 @@ export interface RenderContext {
 type LinkRef = { id: string; name: string | null } | { id: string };
 
 export async function renderRecords(object: ObjectDef, documents: RecordDocument[], ctx: RenderContext): Promise<ApiRecord[]> {
-  const linked = await loadLinked(object, documents, ctx);
-  const users = object.fields.some((field) => field.format.type === 'person') ? await ctx.listUsers(ctx.workspaceId) : [];
-  const userNames = new Map(users.map((user) => [user.id, user.name]));
-  const objectLookups = lookups.filter((lookup) => lookup.object === object.key);
+  const [linked, userNames] = await Promise.all([loadLinked(object, documents, ctx), loadUserNames(object, documents, ctx)]);
+  const link = (target: string, id: string): LinkRef =>
+    ctx.canAccess(target) ? { id, name: linked.get(`${target}/${id}`)?.name ?? null } : { id };
+  const objectLookups = lookupsOf(object);
+  const hasTimed = object.fields.some((field) => field.format.type === 'calculated' && field.format.timeDependent);
 
   return documents.map((document) => {
-    const values = { ...document.fields, ...document.calculated };
-    const timed = timeDependentCalculations(object.key, values, ctx.today);
-    const link = (target: string, id: string): LinkRef =>
-      ctx.canAccess(target) ? { id, name: linked.get(`${target}/${id}`)?.name ?? null } : { id };
-
+    // Only objects with date-relative values pay for recomputing them.
+    const timed = hasTimed ? timeDependentCalculations(object.key, { ...document.fields, ...document.calculated }, ctx.today) : {};
+    // Built in the order of the answer (id, fields, lookups, createdAt, updatedAt): no copy at the end.
     const record: Record<string, unknown> = { id: document.id };
     for (const field of object.fields) {
       const value = document.fields[field.key] ?? null;
@@ -59,13 +58,33 @@ export async function renderRecords(object: ObjectDef, documents: RecordDocument
       }
     }
     for (const lookup of objectLookups) {
-      const target = object.fields.find((field) => field.key === lookup.via)?.format;
       const linkedId = document.fields[lookup.via];
-      const source = target?.type === 'link' && typeof linkedId === 'string' ? linked.get(`${target.object}/${linkedId}`) : undefined;
+      const source = lookup.target !== null && typeof linkedId === 'string' ? linked.get(`${lookup.target}/${linkedId}`) : undefined;
       record[lookup.field] = (source?.fields[lookup.take] as StoredValue | undefined) ?? null;
     }
-    return { ...record, id: document.id, createdAt: document.createdAt, updatedAt: document.updatedAt };
+    record['id'] = document.id;
+    record['createdAt'] = document.createdAt;
+    record['updatedAt'] = document.updatedAt;
+    return record as ApiRecord;
   });
+}
+
+/** The object's lookups, each with the object its link field points at (null: not a link). */
+function lookupsOf(object: ObjectDef): { field: string; via: string; take: string; target: string | null }[] {
+  return lookups
+    .filter((lookup) => lookup.object === object.key)
+    .map((lookup) => {
+      const format = object.fields.find((field) => field.key === lookup.via)?.format;
+      return { field: lookup.field, via: lookup.via, take: lookup.take, target: format?.type === 'link' ? format.object : null };
+    });
+}
+
+/** User names by id, read only when a document names a person (the list is a setup store query). */
+async function loadUserNames(object: ObjectDef, documents: RecordDocument[], ctx: RenderContext): Promise<Map<string, string>> {
+  const personFields = object.fields.filter((field) => field.format.type === 'person').map((field) => field.key);
+  const named = documents.some((document) => personFields.some((key) => typeof document.fields[key] === 'string'));
+  if (!named) return new Map();
+  return new Map((await ctx.listUsers(ctx.workspaceId)).map((user) => [user.id, user.name]));
 }
 
 /** Every record the documents link to, fetched with one query per linked object. */
