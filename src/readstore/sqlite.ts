@@ -404,6 +404,15 @@ export function openSqliteReadStore(options: { path: string }): ReadStore {
     return (count.get(...plan.params) as { total: number }).total;
   }
 
+  /**
+   * A page that is not full and not empty ends the matches, so it tells the total without a
+   * count (one lookup less per upsert matched by name; an empty page says so only at offset 0).
+   */
+  function pageTells(query: FindQuery, found: number): number | null {
+    if (found >= query.limit || (found === 0 && query.offset > 0)) return null;
+    return query.offset + found;
+  }
+
   // --- checkpoint waiters -------------------------------------------------------------------
   const waiters = new Set<Waiter>();
   let poller: NodeJS.Timeout | null = null;
@@ -500,7 +509,7 @@ export function openSqliteReadStore(options: { path: string }): ReadStore {
       // One read transaction: the page and the total come from the same snapshot.
       return read.transaction((): FindResult => {
         const { plan, documents } = findPage(readCache, coll, query.workspaceId, query.object, criteria, query.limit, query.offset);
-        return { documents, total: total(coll, query, plan) };
+        return { documents, total: pageTells(query, documents.length) ?? total(coll, query, plan) };
       })();
     },
 
