@@ -8,6 +8,7 @@ import type { ObjectDef } from '../src/schema/types.js';
 import { checkRecordRules, validateRecord } from '../src/schema/validate.js';
 import { metadataFor, type Action } from './action.js';
 import type { CommandDeps } from './deps.js';
+import { initialState } from './record/decider.js';
 import { loadRecord, executeRecordCommand, type LoadedRecord } from './record/repository.js';
 import { ReferenceResolver } from './references.js';
 
@@ -63,7 +64,7 @@ export async function upsertRecords(
         plan.recordId,
         () => ({ type: plan.kind === 'create' ? 'CreateRecord' : 'UpdateRecord', workspaceId: action.workspaceId, object: object.key, recordId: plan.recordId, fields: plan.values }),
         metadata,
-        plan.kind === 'update' ? plan.loaded : undefined,
+        plan.kind === 'update' ? plan.loaded : NEW_RECORD,
       ),
     ),
   );
@@ -91,6 +92,12 @@ export async function upsertRecords(
   errors.sort((a, b) => a.index - b.index);
   return result;
 }
+
+/**
+ * What a create appends against: its id was drawn here (randomUUID), so its stream cannot exist;
+ * no need to read it. 'no_stream' still makes the append fail should it exist after all.
+ */
+const NEW_RECORD: LoadedRecord = { state: initialState, expectedRevision: 'no_stream', createdAt: null, updatedAt: null };
 
 type Planned = Plan | { message: string };
 
