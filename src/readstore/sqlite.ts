@@ -285,10 +285,10 @@ export function openSqliteReadStore(options: { path: string }): ReadStore {
     'DELETE FROM filters WHERE coll = ? AND field = ? AND key = ? AND created_position = ? AND doc_id = ?',
   );
   const countUp = write.prepare(
-    'INSERT INTO filter_counts (coll, field, key, n) VALUES (?, ?, ?, 1) ON CONFLICT DO UPDATE SET n = n + 1',
+    'INSERT INTO filter_counts (coll, field, key, n) VALUES (?, ?, ?, ?) ON CONFLICT DO UPDATE SET n = n + excluded.n',
   );
-  const dropLastCount = write.prepare('DELETE FROM filter_counts WHERE coll = ? AND field = ? AND key = ? AND n <= 1');
-  const countDown = write.prepare('UPDATE filter_counts SET n = n - 1 WHERE coll = ? AND field = ? AND key = ?');
+  const dropEmptyCount = write.prepare('DELETE FROM filter_counts WHERE coll = ? AND field = ? AND key = ? AND n <= ?');
+  const countDown = write.prepare('UPDATE filter_counts SET n = n - ? WHERE coll = ? AND field = ? AND key = ?');
   const upsertCheckpoint = write.prepare(
     'INSERT INTO checkpoints (projection, position) VALUES (?, ?) ON CONFLICT (projection) DO UPDATE SET position = excluded.position',
   );
@@ -315,10 +315,21 @@ export function openSqliteReadStore(options: { path: string }): ReadStore {
     return coll;
   }
 
+  /**
+   * Collection ids of the write side, remembered only once committed: an id created in a
+   * transaction that rolls back must not outlive it (see runTransaction).
+   */
+  const writeColls = new Map<string, number>();
+  const collsOfTransaction = new Map<string, number>();
   function writeColl(workspaceId: string, object: string, create: boolean): number | null {
+    const name = `${workspaceId}\u0000${object}`;
+    const known = writeColls.get(name) ?? collsOfTransaction.get(name);
+    if (known !== undefined) return known;
     if (create) insertCollection.run(workspaceId, object);
     const row = writeCache.get(collSql).get(workspaceId, object) as { coll: number } | undefined;
-    return row ? row.coll : null;
+    if (!row) return null;
+    collsOfTransaction.set(name, row.coll);
+    return row.coll;
   }
 
   function getOn(cache: StatementCache, coll: number | null, workspaceId: string, object: string, id: string): RecordDocument | null {
@@ -332,11 +343,32 @@ export function openSqliteReadStore(options: { path: string }): ReadStore {
     return row ? row.position : null;
   }
 
+  /**
+   * filter_counts changes of the open transaction, summed per "coll\0field\0key" and written by
+   * writeCounts: a batch of 500 new records then updates each count once, not 500 times.
+   */
+  const countChanges = new Map<string, { coll: number; field: string; key: string; delta: number }>();
+  function changeCount(coll: number, field: string, key: string, delta: number): void {
+    const name = `${coll}\u0000${field}\u0000${key}`;
+    const change = countChanges.get(name);
+    if (change) change.delta += delta;
+    else countChanges.set(name, { coll, field, key, delta });
+  }
+
+  /** Before anything reads the counts, and before COMMIT. */
+  function writeCounts(): void {
+    for (const { coll, field, key, delta } of countChanges.values()) {
+      if (delta > 0) countUp.run(coll, field, key, delta);
+      else if (delta < 0 && dropEmptyCount.run(coll, field, key, -delta).changes === 0) countDown.run(-delta, coll, field, key);
+    }
+    countChanges.clear();
+  }
+
   function removeFilters(coll: number, keys: Iterable<string>, createdPosition: string, docId: number): void {
     for (const fieldKey of keys) {
       const [field, key] = splitKey(fieldKey);
       deleteFilter.run(coll, field, key, createdPosition, docId);
-      if (dropLastCount.run(coll, field, key).changes === 0) countDown.run(coll, field, key);
+      changeCount(coll, field, key, -1);
     }
   }
 
@@ -344,7 +376,7 @@ export function openSqliteReadStore(options: { path: string }): ReadStore {
     for (const fieldKey of keys) {
       const [field, key] = splitKey(fieldKey);
       insertFilter.run(coll, field, key, createdPosition, docId);
-      countUp.run(coll, field, key);
+      changeCount(coll, field, key, 1);
     }
   }
 
@@ -466,6 +498,7 @@ export function openSqliteReadStore(options: { path: string }): ReadStore {
         live();
         const coll = writeColl(workspaceId, object, false);
         if (coll === null) return [];
+        writeCounts();
         return findPage(writeCache, coll, workspaceId, object, { filters }, -1, 0).documents;
       },
       put: async (document) => {
@@ -491,12 +524,17 @@ export function openSqliteReadStore(options: { path: string }): ReadStore {
     try {
       result = await fn(tx);
       open = false;
+      writeCounts();
       write.exec('COMMIT');
     } catch (error) {
       open = false;
+      countChanges.clear();
+      collsOfTransaction.clear();
       if (write.inTransaction) write.exec('ROLLBACK');
       throw error;
     }
+    for (const [name, coll] of collsOfTransaction) writeColls.set(name, coll);
+    collsOfTransaction.clear();
     for (const [projection, position] of checkpoints) wake(projection, position);
     return result;
   }
