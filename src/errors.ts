@@ -22,6 +22,10 @@ export class MethodNotAllowed extends AppError {
   readonly status = 405;
 }
 
+export class PayloadTooLarge extends AppError {
+  readonly status = 413;
+}
+
 export class ValidationFailed extends AppError {
   readonly status = 422;
 }

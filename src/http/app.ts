@@ -1,12 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { Hono } from 'hono';
-import { bodyLimit } from 'hono/body-limit';
 import type { Logger } from 'pino';
 import type { CommandDeps } from '../../commands/deps.js';
 import type { ReadStore } from '../readstore/port.js';
 import type { SetupStore } from '../setup/port.js';
 import { bearerAuth, type Caller } from './auth.js';
-import { MAX_BODY_BYTES } from './body.js';
+import { bodySizeLimit } from './body.js';
 import { errorResponse, handleError } from './errors.js';
 import { recordRoutes } from './records.js';
 import { RequestLog } from './requestLog.js';
@@ -41,16 +40,8 @@ export function createApp(deps: ApiDeps): Hono<AppEnv> {
       'request',
     );
   });
-  // Only where a body is read: the check builds the full fetch Request (an AbortSignal and a
-  // body stream), a cost a GET need not pay.
-  app.on(
-    ['POST', 'PUT', 'PATCH'],
-    '/api/*',
-    bodyLimit({
-      maxSize: MAX_BODY_BYTES,
-      onError: (c) => errorResponse(c, 413, `the request body is larger than ${MAX_BODY_BYTES} bytes`),
-    }),
-  );
+  // Only where a body is read.
+  app.on(['POST', 'PUT', 'PATCH'], '/api/*', bodySizeLimit());
   app.use('/api/*', bearerAuth(deps.setup, deps.clock));
   recordRoutes(app, deps);
 

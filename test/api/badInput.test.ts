@@ -61,6 +61,25 @@ describe('POST /api/v1/{object}', () => {
     expect((await api.get('/api/v1/clients')).body.total).toBe(1);
   });
 
+  it('a body over the limit sent without Content-Length (chunked) is 413 too', async () => {
+    const key = (await (await svc.workspace()).key()).key;
+    const chunk = new TextEncoder().encode(`{"name":"Big","notes":"${'x'.repeat(1024 * 1024)}`);
+    let sent = 0;
+    const body = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (sent++ < 7) controller.enqueue(chunk);
+        else controller.close();
+      },
+    });
+    const response = await fetch(`${svc.url}/api/v1/clients`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body,
+      duplex: 'half',
+    } as RequestInit);
+    expectErrorBody({ status: response.status, body: await response.json() }, 413);
+  });
+
   it('messages name the field, the problem and the allowed values', async () => {
     const response = await api.post('/api/v1/clients', { name: 'X', tier: 'Gold' });
     expect(response.body.errors[0].message).toMatch(/tier/);
