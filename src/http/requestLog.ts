@@ -8,18 +8,22 @@ import type { Logger } from 'pino';
 export class RequestLog {
   private child: Logger | undefined;
 
+  private readonly bindings: Record<string, unknown>[];
+
   constructor(
     private readonly root: Logger,
-    private bindings: Record<string, unknown>,
-  ) {}
+    bindings: Record<string, unknown>,
+  ) {
+    this.bindings = [bindings];
+  }
 
-  /** Adds fields to every later line of this request. */
+  /** Adds fields to every later line of this request (merged only when a line is logged). */
   bind(fields: Record<string, unknown>): void {
-    this.bindings = { ...this.bindings, ...fields };
+    this.bindings.push(fields);
     this.child = undefined;
   }
 
   get logger(): Logger {
-    return (this.child ??= this.root.child(this.bindings));
+    return (this.child ??= this.root.child(Object.assign({}, ...this.bindings)));
   }
 }
