@@ -77,16 +77,20 @@ CREATE TABLE IF NOT EXISTS checkpoints (
 const POLL_INTERVAL_MS = 15;
 
 
-interface DocumentRow {
-  id: string;
-  name: string | null;
-  fields: string;
-  calculated: string;
-  created_at: string;
-  updated_at: string;
-  created_position: string;
-  revision: number;
-}
+/**
+ * A document row as an array in DOCUMENT_COLUMNS order: its statements run in raw mode, which
+ * spares better-sqlite3 building an object per row (a third of a 100-row page's query time).
+ */
+type DocumentRow = [
+  id: string,
+  name: string | null,
+  fields: string,
+  calculated: string,
+  createdAt: string,
+  updatedAt: string,
+  createdPosition: string,
+  revision: number,
+];
 
 interface StoredRow {
   doc_id: number;
@@ -98,17 +102,18 @@ interface StoredRow {
 const DOCUMENT_COLUMNS = 'd.id, d.name, d.fields, d.calculated, d.created_at, d.updated_at, d.created_position, d.revision';
 
 function toDocument(workspaceId: string, object: string, row: DocumentRow): RecordDocument {
+  const [id, name, fields, calculated, createdAt, updatedAt, createdPosition, revision] = row;
   return {
     workspaceId,
     object,
-    id: row.id,
-    name: row.name,
-    fields: JSON.parse(row.fields) as Values,
-    calculated: JSON.parse(row.calculated) as Values,
-    createdAt: row.created_at,
-    updatedAt: row.updated_at,
-    createdPosition: row.created_position,
-    revision: row.revision,
+    id,
+    name,
+    fields: JSON.parse(fields) as Values,
+    calculated: JSON.parse(calculated) as Values,
+    createdAt,
+    updatedAt,
+    createdPosition,
+    revision,
   };
 }
 
@@ -158,6 +163,11 @@ class StatementCache {
       this.statements.set(sql, statement);
     }
     return statement;
+  }
+
+  /** The statement of a query for DocumentRows (raw mode: rows as arrays). */
+  documents(sql: string): Database.Statement {
+    return this.get(`/* raw */ ${sql}`).raw(true);
   }
 }
 
@@ -242,7 +252,7 @@ function pageSql(plan: FindPlan): string {
 
 function findPage(db: StatementCache, coll: number, workspaceId: string, object: string, criteria: Criteria, limit: number, offset: number) {
   const plan = planFind(db, coll, criteria);
-  const rows = db.get(pageSql(plan)).all(...plan.params, limit, offset) as DocumentRow[];
+  const rows = db.documents(pageSql(plan)).all(...plan.params, limit, offset) as DocumentRow[];
   return { plan, documents: rows.map((row) => toDocument(workspaceId, object, row)) };
 }
 
@@ -264,9 +274,9 @@ export function openSqliteReadStore(options: { path: string }): ReadStore {
   const getSql = `SELECT ${DOCUMENT_COLUMNS} FROM documents d WHERE d.coll = ? AND d.id = ?`;
   const checkpointSql = 'SELECT position FROM checkpoints WHERE projection = ?';
 
-  const getMany = read.prepare(
-    `SELECT ${DOCUMENT_COLUMNS} FROM documents d WHERE d.coll = ? AND d.id IN (SELECT value FROM json_each(?))`,
-  );
+  const getMany = read
+    .prepare(`SELECT ${DOCUMENT_COLUMNS} FROM documents d WHERE d.coll = ? AND d.id IN (SELECT value FROM json_each(?))`)
+    .raw(true);
   const collectionCount = read.prepare('SELECT documents FROM collections WHERE coll = ?');
 
   const insertCollection = write.prepare('INSERT INTO collections (workspace_id, object) VALUES (?, ?) ON CONFLICT DO NOTHING');
@@ -334,7 +344,7 @@ export function openSqliteReadStore(options: { path: string }): ReadStore {
 
   function getOn(cache: StatementCache, coll: number | null, workspaceId: string, object: string, id: string): RecordDocument | null {
     if (coll === null) return null;
-    const row = cache.get(getSql).get(coll, id) as DocumentRow | undefined;
+    const row = cache.documents(getSql).get(coll, id) as DocumentRow | undefined;
     return row ? toDocument(workspaceId, object, row) : null;
   }
 
