@@ -2,7 +2,9 @@ import { closeSync, openSync, statSync, unlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { isMainThread } from 'node:worker_threads';
-import { afterAll, describe, it } from 'vitest';
+import { randomUUID } from 'node:crypto';
+import { MongoClient } from 'mongodb';
+import { afterAll, beforeAll, describe, it } from 'vitest';
 
 /**
  * The production backends for the contract suites: EventStoreDB and MongoDB, real servers only.
@@ -290,4 +292,33 @@ export function describeBackend(title: string, backend: Backend, body: (url: str
       });
       return;
   }
+}
+
+/**
+ * For a MongoDB suite (call inside its describeBackend body): one connected client for the suite,
+ * and a database of its own for every store a test opens, all dropped afterwards.
+ */
+export function mongoDatabases(url: string): { client(): MongoClient; database(): string } {
+  let client: MongoClient | undefined;
+  const databases: string[] = [];
+  beforeAll(async () => {
+    client = new MongoClient(url);
+    await client.connect();
+  });
+  afterAll(async () => {
+    if (!client) return;
+    for (const name of databases) await client.db(name).dropDatabase();
+    await client.close();
+  });
+  return {
+    client() {
+      if (!client) throw new Error('the MongoDB client is connected in beforeAll; use it inside hooks and tests');
+      return client;
+    },
+    database() {
+      const name = `csr_contract_${randomUUID().replaceAll('-', '')}`;
+      databases.push(name);
+      return name;
+    },
+  };
 }

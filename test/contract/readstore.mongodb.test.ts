@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { MongoClient, type Document } from 'mongodb';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { formatPosition } from '../../src/eventstore/position.js';
 import { openMongoReadStore } from '../../src/readstore/mongodb.js';
 import { acquireLease, releaseLease } from '../../src/readstore/mongodbLease.js';
 import { RECORDS, RECORD_INDEXES, RECORD_SORT, toMongoFilter, type MongoRecord } from '../../src/readstore/mongodbMapping.js';
 import type { FindQuery, RecordDocument } from '../../src/readstore/port.js';
-import { describeBackend, mongoBackend } from './backends.js';
+import { describeBackend, mongoBackend, mongoDatabases } from './backends.js';
 import { readStoreContract } from './readstore.contract.js';
 
 /**
@@ -19,25 +19,9 @@ import { readStoreContract } from './readstore.contract.js';
 const backend = await mongoBackend();
 
 describeBackend('MongoDB read store', backend, (url) => {
-  let client: MongoClient;
-  const databases: string[] = [];
-  const database = () => {
-    const name = `csr_contract_${randomUUID().replaceAll('-', '')}`;
-    databases.push(name);
-    return name;
-  };
+  const { client, database } = mongoDatabases(url);
 
-  beforeAll(async () => {
-    client = new MongoClient(url);
-    await client.connect();
-  });
-
-  afterAll(async () => {
-    for (const name of databases) await client.db(name).dropDatabase();
-    await client.close();
-  });
-
-  readStoreContract('mongodb', () => openMongoReadStore({ client, dbName: database() }));
+  readStoreContract('mongodb', () => openMongoReadStore({ client: client(), dbName: database() }));
 
   function doc(workspaceId: string, n: number, overrides: Partial<RecordDocument> = {}): RecordDocument {
     const at = new Date(Date.UTC(2025, 0, 1, 0, 0, n)).toISOString();
@@ -61,7 +45,7 @@ describeBackend('MongoDB read store', backend, (url) => {
       const dbName = database();
       const projectorClient = new MongoClient(url);
       await projectorClient.connect();
-      const api = await openMongoReadStore({ client, dbName });
+      const api = await openMongoReadStore({ client: client(), dbName });
       const projector = await openMongoReadStore({ client: projectorClient, dbName });
       try {
         const started = Date.now();
@@ -84,7 +68,7 @@ describeBackend('MongoDB read store', backend, (url) => {
     });
 
     it('concurrent transactions on one document all apply (write conflicts are retried)', async () => {
-      const store = await openMongoReadStore({ client, dbName: database() });
+      const store = await openMongoReadStore({ client: client(), dbName: database() });
       try {
         const counter = doc('ws', 1, { fields: { count: 0 } });
         await store.transaction((tx) => tx.put(counter));
@@ -103,7 +87,7 @@ describeBackend('MongoDB read store', backend, (url) => {
     });
 
     it('a checkpoint never moves backwards', async () => {
-      const store = await openMongoReadStore({ client, dbName: database() });
+      const store = await openMongoReadStore({ client: client(), dbName: database() });
       try {
         await store.transaction((tx) => tx.setCheckpoint('records', formatPosition(10n)));
         await store.transaction((tx) => tx.setCheckpoint('records', formatPosition(4n)));
@@ -115,12 +99,12 @@ describeBackend('MongoDB read store', backend, (url) => {
 
     it('lists, filters and name matches are read in order from an index (no collection scan, no sort)', async () => {
       const dbName = database();
-      const store = await openMongoReadStore({ client, dbName });
+      const store = await openMongoReadStore({ client: client(), dbName });
       try {
         await store.transaction(async (tx) => {
           for (let n = 1; n <= 50; n++) await tx.put(doc('ws', n));
         });
-        const records = client.db(dbName).collection<MongoRecord>(RECORDS);
+        const records = client().db(dbName).collection<MongoRecord>(RECORDS);
         const base: FindQuery = { workspaceId: 'ws', object: 'clients', filters: [], limit: 10, offset: 0 };
         const cases: Array<[Partial<FindQuery>, string]> = [
           [{}, 'by_creation'],
@@ -143,7 +127,7 @@ describeBackend('MongoDB read store', backend, (url) => {
     });
 
     it('the projector lease: one holder at a time, taken over after it lapses, released on request', async () => {
-      const db = client.db(database());
+      const db = client().db(database());
       const a = await acquireLease(db, 'projector', 'a', 400);
       expect(a).toMatchObject({ held: true, lease: { holderId: 'a', token: 1 } });
       expect(await acquireLease(db, 'projector', 'b', 400)).toMatchObject({ held: false, holderId: 'a' });

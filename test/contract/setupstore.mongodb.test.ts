@@ -1,9 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { MongoClient } from 'mongodb';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ValidationFailed } from '../../src/errors.js';
 import { openMongoSetupStore } from '../../src/setup/mongodb.js';
-import { describeBackend, mongoBackend } from './backends.js';
+import { describeBackend, mongoBackend, mongoDatabases } from './backends.js';
 import { setupStoreContract } from './setupstore.contract.js';
 
 /**
@@ -14,29 +13,13 @@ import { setupStoreContract } from './setupstore.contract.js';
 const backend = await mongoBackend();
 
 describeBackend('MongoDB setup store', backend, (url) => {
-  let client: MongoClient;
-  const databases: string[] = [];
-  const database = () => {
-    const name = `csr_contract_${randomUUID().replaceAll('-', '')}`;
-    databases.push(name);
-    return name;
-  };
+  const { client, database } = mongoDatabases(url);
 
-  beforeAll(async () => {
-    client = new MongoClient(url);
-    await client.connect();
-  });
-
-  afterAll(async () => {
-    for (const name of databases) await client.db(name).dropDatabase();
-    await client.close();
-  });
-
-  setupStoreContract('mongodb', () => openMongoSetupStore({ client, dbName: database() }));
+  setupStoreContract('mongodb', () => openMongoSetupStore({ client: client(), dbName: database() }));
 
   describe('MongoDB specifics', () => {
     it('of concurrent creations of one slug (two csr runs) exactly one wins; the unique index decides', async () => {
-      const store = await openMongoSetupStore({ client, dbName: database() });
+      const store = await openMongoSetupStore({ client: client(), dbName: database() });
       try {
         const slug = `race-${randomUUID().slice(0, 8)}`;
         const settled = await Promise.allSettled(
@@ -52,7 +35,7 @@ describeBackend('MongoDB setup store', backend, (url) => {
     });
 
     it('refuses keys and users of an unknown workspace, like the embedded store', async () => {
-      const store = await openMongoSetupStore({ client, dbName: database() });
+      const store = await openMongoSetupStore({ client: client(), dbName: database() });
       try {
         const workspaceId = randomUUID();
         const at = new Date().toISOString();

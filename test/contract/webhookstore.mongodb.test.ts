@@ -1,9 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { MongoClient } from 'mongodb';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { openMongoWebhookStore } from '../../src/webhooks/mongodb.js';
 import type { Webhook, WebhookPayload, WebhookStore } from '../../src/webhooks/port.js';
-import { describeBackend, mongoBackend } from './backends.js';
+import { describeBackend, mongoBackend, mongoDatabases } from './backends.js';
 import { webhookStoreContract } from './webhookstore.contract.js';
 
 /**
@@ -15,25 +14,9 @@ import { webhookStoreContract } from './webhookstore.contract.js';
 const backend = await mongoBackend();
 
 describeBackend('MongoDB webhook store', backend, (url) => {
-  let client: MongoClient;
-  const databases: string[] = [];
-  const database = () => {
-    const name = `csr_contract_${randomUUID().replaceAll('-', '')}`;
-    databases.push(name);
-    return name;
-  };
+  const { client, database } = mongoDatabases(url);
 
-  beforeAll(async () => {
-    client = new MongoClient(url);
-    await client.connect();
-  });
-
-  afterAll(async () => {
-    for (const name of databases) await client.db(name).dropDatabase();
-    await client.close();
-  });
-
-  webhookStoreContract('mongodb', () => openMongoWebhookStore({ client, dbName: database() }));
+  webhookStoreContract('mongodb', () => openMongoWebhookStore({ client: client(), dbName: database() }));
 
   describe('MongoDB specifics', () => {
     const at = (second: number) => new Date(Date.UTC(2025, 0, 1, 0, 0, second)).toISOString();
@@ -69,7 +52,7 @@ describeBackend('MongoDB webhook store', backend, (url) => {
 
     it('of competing dispatchers claiming at once, each due delivery goes to exactly one', async () => {
       const dbName = database();
-      const stores = await Promise.all(Array.from({ length: 4 }, () => openMongoWebhookStore({ client, dbName })));
+      const stores = await Promise.all(Array.from({ length: 4 }, () => openMongoWebhookStore({ client: client(), dbName })));
       try {
         const hook = await webhookIn(stores[0]!);
         await stores[0]!.enqueue(Array.from({ length: 40 }, () => ({ payload: payload(hook.workspaceId), webhookIds: [hook.id] })), at(1));
@@ -85,7 +68,7 @@ describeBackend('MongoDB webhook store', backend, (url) => {
     });
 
     it('of concurrent enqueues of one event (a redelivery racing the first), one delivery per webhook is stored and returned once', async () => {
-      const store = await openMongoWebhookStore({ client, dbName: database() });
+      const store = await openMongoWebhookStore({ client: client(), dbName: database() });
       try {
         const hook = await webhookIn(store);
         const event = payload(hook.workspaceId);
