@@ -1,5 +1,6 @@
 import Database from 'better-sqlite3';
 import { ValidationFailed } from '../errors.js';
+import { openSqliteFile } from '../sqliteFile.js';
 import type { ApiKey, KeyAccess, SetupStore, User, Workspace } from './port.js';
 
 /**
@@ -148,19 +149,10 @@ class KeyCache {
   }
 }
 
-function open(path: string, synchronous: 'FULL' | 'NORMAL'): Database.Database {
-  const db = new Database(path);
-  db.pragma('busy_timeout = 5000');
-  db.pragma('journal_mode = WAL');
-  db.pragma(`synchronous = ${synchronous}`);
-  db.pragma('foreign_keys = ON');
-  return db;
-}
-
 export function openSqliteSetupStore(options: { path: string }): SetupStore {
-  const db = open(options.path, 'FULL');
+  const db = openSqliteFile(options.path, 'FULL');
   db.exec(SCHEMA);
-  const touchDb = open(options.path, 'NORMAL');
+  const touchDb = openSqliteFile(options.path, 'NORMAL');
   const keyCache = new KeyCache(db);
   /** Runs a write on the main connection and tells the key cache about it. */
   const written = <T>(write: () => T): T => {

@@ -3,7 +3,6 @@ import { openSqliteFile } from '../sqliteFile.js';
 import type {
   AttemptOutcome,
   BulkGroup,
-  BulkMember,
   ClaimedDelivery,
   Delivery,
   DeliveryStatus,
