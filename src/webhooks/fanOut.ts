@@ -9,7 +9,7 @@ import type { ReadStore, RecordDocument } from '../readstore/port.js';
 import { getObject } from '../schema/catalogue.js';
 import type { User } from '../setup/port.js';
 import { eventName, isBulk, recordChange, wants, type RecordChange } from './policy.js';
-import type { BulkMember, Webhook, WebhookPayload, WebhookStore } from './port.js';
+import { EVENT_KINDS, type BulkMember, type EventKind, type Webhook, type WebhookPayload, type WebhookStore } from './port.js';
 
 /**
  * Fan-out: the persistent subscription group `webhooks` -> one delivery per matching webhook and
@@ -84,11 +84,15 @@ async function fanOut(deps: FanOutDeps, batch: PersistentEvent[], stopped: () =>
   }
   if (changes.length === 0) return;
 
-  const members: BulkMember[] = changes.filter(({ change }) => isBulk(change)).map(bulkMember);
-  const singles = changes.filter(({ change }) => !isBulk(change));
-  const webhooksOf = await webhooksByWorkspace(deps.webhooks, singles);
-  const wanted = singles
-    .map((single) => ({ ...single, webhookIds: (webhooksOf.get(single.change.workspaceId) ?? []).filter((w) => wants(w, single.change.object, single.change.kind)).map((w) => w.id) }))
+  const webhooksOf = await webhooksByWorkspace(deps.webhooks, changes);
+  const webhookIdsFor = ({ workspaceId, object }: RecordChange, kinds: readonly EventKind[]) =>
+    (webhooksOf.get(workspaceId) ?? []).filter((w) => kinds.some((kind) => wants(w, object, kind))).map((w) => w.id);
+  // A bulk member is kept while any webhook wants its object, whatever the kind: the members of
+  // all kinds together tell when the action is complete.
+  const members: BulkMember[] = changes.filter(({ change }) => isBulk(change) && webhookIdsFor(change, EVENT_KINDS).length > 0).map(bulkMember);
+  const wanted = changes
+    .filter(({ change }) => !isBulk(change))
+    .map((single) => ({ ...single, webhookIds: webhookIdsFor(single.change, [single.change.kind]) }))
     .filter((single) => single.webhookIds.length > 0);
 
   if (wanted.some(({ change }) => change.kind !== 'deleted')) await waitForRecords(deps, wanted.map(({ event }) => event), stopped);
