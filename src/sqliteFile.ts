@@ -17,3 +17,10 @@ export function openSqliteFile(path: string, synchronous: 'FULL' | 'NORMAL'): Da
   db.pragma('foreign_keys = ON');
   return db;
 }
+
+/**
+ * A bound LIMIT or OFFSET. Written as a bare `LIMIT ?`, every run of the statement cost about 10 µs
+ * more (measured on an index lookup of 5 µs, as if SQLite re-planned for each bound value); behind a
+ * CAST the value is an opaque expression and the plan is reused.
+ */
+export const BOUND_COUNT = 'CAST(? AS INTEGER)';

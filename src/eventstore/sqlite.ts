@@ -17,6 +17,7 @@ import type {
   SubscribeToAllOptions,
   Subscription,
 } from './port.js';
+import { BOUND_COUNT } from '../sqliteFile.js';
 import { formatPosition, parsePosition, type Position } from './position.js';
 
 /**
@@ -208,10 +209,10 @@ class EventLog {
     this.lastCreatedStmt = db.prepare<[], { created: number }>('SELECT created FROM events ORDER BY seq DESC LIMIT 1');
     this.headSeqStmt = db.prepare<[], { head: number | null }>('SELECT max(seq) AS head FROM events');
     this.forwardsStmt = db.prepare<[string, number], EventRow>(
-      `SELECT ${COLUMNS} FROM events WHERE stream = ? ORDER BY revision ASC LIMIT ?`,
+      `SELECT ${COLUMNS} FROM events WHERE stream = ? ORDER BY revision ASC LIMIT ${BOUND_COUNT}`,
     );
     this.backwardsStmt = db.prepare<[string, number], EventRow>(
-      `SELECT ${COLUMNS} FROM events WHERE stream = ? ORDER BY revision DESC LIMIT ?`,
+      `SELECT ${COLUMNS} FROM events WHERE stream = ? ORDER BY revision DESC LIMIT ${BOUND_COUNT}`,
     );
   }
 
@@ -259,7 +260,7 @@ class EventLog {
     let stmt = this.pageStmts.get(key);
     if (!stmt) {
       stmt = this.db.prepare<unknown[], EventRow>(
-        `SELECT ${COLUMNS} FROM events WHERE seq > ? AND seq <= ?${filterClause(filter)} ORDER BY seq LIMIT ?`,
+        `SELECT ${COLUMNS} FROM events WHERE seq > ? AND seq <= ?${filterClause(filter)} ORDER BY seq LIMIT ${BOUND_COUNT}`,
       );
       this.pageStmts.set(key, stmt);
     }

@@ -3,6 +3,7 @@ import { ValidationFailed } from '../errors.js';
 import { hasReached, type Position } from '../eventstore/position.js';
 import { filterKey, filterKeys } from './filterKey.js';
 import type { FieldFilter, FindQuery, FindResult, ReadStore, ReadTransaction, RecordDocument, Values } from './port.js';
+import { BOUND_COUNT } from '../sqliteFile.js';
 
 /**
  * The embedded read store (better-sqlite3). Read models are rebuildable from the log, so
@@ -245,7 +246,7 @@ function pageSql(plan: FindPlan): string {
   const order = `${plan.alias}.created_position, ${plan.alias}.doc_id`;
   return (
     `SELECT ${DOCUMENT_COLUMNS} FROM (SELECT ${plan.alias}.doc_id AS doc_id, ${plan.alias}.created_position AS created_position ` +
-    `FROM ${plan.from} WHERE ${plan.where} ORDER BY ${order} LIMIT ? OFFSET ?) p ` +
+    `FROM ${plan.from} WHERE ${plan.where} ORDER BY ${order} LIMIT ${BOUND_COUNT} OFFSET ${BOUND_COUNT}) p ` +
     'JOIN documents d ON d.doc_id = p.doc_id ORDER BY p.created_position, p.doc_id'
   );
 }

@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import { openSqliteFile } from '../sqliteFile.js';
+import { BOUND_COUNT, openSqliteFile } from '../sqliteFile.js';
 import type {
   AttemptOutcome,
   BulkGroup,
@@ -371,7 +371,7 @@ function prepare(db: Database.Database) {
     ),
     dueOf: db.prepare(
       `SELECT * FROM deliveries WHERE webhook_id = ? AND status IN ('waiting', 'retrying') AND next_attempt_at <= ?
-         AND (claimed_until IS NULL OR claimed_until <= ?) ORDER BY next_attempt_at, id LIMIT ?`,
+         AND (claimed_until IS NULL OR claimed_until <= ?) ORDER BY next_attempt_at, id LIMIT ${BOUND_COUNT}`,
     ),
     claimDelivery: db.prepare('UPDATE deliveries SET claimed_until = ? WHERE id = ?'),
     settleDelivery: db.prepare(
@@ -379,7 +379,7 @@ function prepare(db: Database.Database) {
          last_attempt_at = @lastAttemptAt, next_attempt_at = @nextAttemptAt, claimed_until = NULL
        WHERE id = @deliveryId AND status IN ('waiting', 'retrying')`,
     ),
-    deliveriesOf: db.prepare('SELECT * FROM deliveries WHERE webhook_id = ? ORDER BY id DESC LIMIT ?'),
+    deliveriesOf: db.prepare(`SELECT * FROM deliveries WHERE webhook_id = ? ORDER BY id DESC LIMIT ${BOUND_COUNT}`),
     deliveryById: db.prepare('SELECT * FROM deliveries WHERE id = ?'),
 
     insertMember: db.prepare(
