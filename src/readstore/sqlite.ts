@@ -355,10 +355,15 @@ export function openSqliteReadStore(options: { path: string }): ReadStore {
   }
 
   /**
-   * filter_counts changes of the open transaction, summed per "coll\0field\0key" and written by
-   * writeCounts: a batch of 500 new records then updates each count once, not 500 times.
+   * filter_counts and collection document count changes of the open transaction, summed per
+   * "coll\0field\0key" (per coll) and written by writeCounts: a batch of 500 new records then
+   * updates each count once, not 500 times.
    */
   const countChanges = new Map<string, { coll: number; field: string; key: string; delta: number }>();
+  const documentCountChanges = new Map<number, number>();
+  function changeDocumentCount(coll: number, delta: number): void {
+    documentCountChanges.set(coll, (documentCountChanges.get(coll) ?? 0) + delta);
+  }
   function changeCount(coll: number, field: string, key: string, delta: number): void {
     const name = `${coll}\u0000${field}\u0000${key}`;
     const change = countChanges.get(name);
@@ -373,6 +378,8 @@ export function openSqliteReadStore(options: { path: string }): ReadStore {
       else if (delta < 0 && dropEmptyCount.run(coll, field, key, -delta).changes === 0) countDown.run(-delta, coll, field, key);
     }
     countChanges.clear();
+    for (const [coll, delta] of documentCountChanges) if (delta !== 0) countDocuments.run(delta, coll);
+    documentCountChanges.clear();
   }
 
   function removeFilters(coll: number, keys: Iterable<string>, createdPosition: string, docId: number): void {
@@ -412,7 +419,7 @@ export function openSqliteReadStore(options: { path: string }): ReadStore {
     if (!stored) {
       const docId = Number(insertDocument.run(row).lastInsertRowid);
       addFilters(coll, keys, document.createdPosition, docId);
-      countDocuments.run(1, coll);
+      changeDocumentCount(coll, 1);
       return;
     }
     updateDocument.run({ ...row, docId: stored.doc_id });
@@ -434,7 +441,7 @@ export function openSqliteReadStore(options: { path: string }): ReadStore {
     const storedKeys = keysOf(JSON.parse(stored.fields) as Values, JSON.parse(stored.calculated) as Values);
     removeFilters(coll, storedKeys, stored.created_position, stored.doc_id);
     deleteDocument.run(stored.doc_id);
-    countDocuments.run(-1, coll);
+    changeDocumentCount(coll, -1);
   }
 
   /** Kept counts where they answer the query alone, else a COUNT over the plan's driving range. */
@@ -540,6 +547,7 @@ export function openSqliteReadStore(options: { path: string }): ReadStore {
     } catch (error) {
       open = false;
       countChanges.clear();
+      documentCountChanges.clear();
       collsOfTransaction.clear();
       if (write.inTransaction) write.exec('ROLLBACK');
       throw error;
@@ -550,16 +558,18 @@ export function openSqliteReadStore(options: { path: string }): ReadStore {
     return result;
   }
 
+  /** One read transaction: the page and the total come from the same snapshot. Made once: a transaction function costs about 10 µs to make. */
+  const findInSnapshot = read.transaction((coll: number, query: FindQuery): FindResult => {
+    const criteria: Criteria = { filters: query.filters, name: query.name, updatedSince: query.updatedSince };
+    const { plan, documents } = findPage(readCache, coll, query.workspaceId, query.object, criteria, query.limit, query.offset);
+    return { documents, total: pageTells(query, documents.length) ?? total(coll, query, plan) };
+  });
+
   return {
     async find(query: FindQuery): Promise<FindResult> {
       const coll = readColl(query.workspaceId, query.object);
       if (coll === null) return { documents: [], total: 0 };
-      const criteria: Criteria = { filters: query.filters, name: query.name, updatedSince: query.updatedSince };
-      // One read transaction: the page and the total come from the same snapshot.
-      return read.transaction((): FindResult => {
-        const { plan, documents } = findPage(readCache, coll, query.workspaceId, query.object, criteria, query.limit, query.offset);
-        return { documents, total: pageTells(query, documents.length) ?? total(coll, query, plan) };
-      })();
+      return findInSnapshot(coll, query);
     },
 
     async get(workspaceId, object, id) {
