@@ -297,7 +297,7 @@ class GroupCommitter {
     private readonly log: EventLog,
     private readonly onCommitted: (headSeq: number) => void,
   ) {
-    // Nested transaction functions run as savepoints: a failing append rolls back alone.
+    // Nested transaction functions run as savepoints: a failing append of several events rolls back alone.
     this.appendOne = db.transaction((append: QueuedAppend, created: number) => this.write(append, created));
     this.commitBatch = db.transaction((batch: QueuedAppend[]) => {
       const created = this.log.commitTime();
@@ -351,7 +351,10 @@ class GroupCommitter {
 
   private tryAppend(append: QueuedAppend, created: number): Outcome {
     try {
-      return { append, committed: this.appendOne(append, created) };
+      // One event is one INSERT, which SQLite undoes alone when it fails: only appends of several
+      // events need a savepoint, two more statements per append.
+      const committed = append.events.length === 1 ? this.write(append, created) : this.appendOne(append, created);
+      return { append, committed };
     } catch (error) {
       return { append, error };
     }

@@ -189,6 +189,22 @@ export function eventStoreContract(
         expect(await store.readStream(stream)).toHaveLength(1);
       });
 
+      it('a conflicting append made together with others fails alone, and writes none of its events', async () => {
+        const [conflicting, single, several] = [streamName(), streamName(), streamName()];
+        await appendOne(conflicting, 'no_stream');
+        const settled = await Promise.allSettled([
+          store.append(single, [newEvent()], { expectedRevision: 'no_stream' }),
+          store.append(conflicting, [newEvent(), newEvent()], { expectedRevision: 'no_stream' }),
+          store.append(conflicting, [newEvent()], { expectedRevision: 7 }),
+          store.append(several, [newEvent(), newEvent()], { expectedRevision: 'no_stream' }),
+        ]);
+        expect(settled.map((s) => s.status)).toEqual(['fulfilled', 'rejected', 'rejected', 'fulfilled']);
+        for (const failed of [settled[1], settled[2]]) expect((failed as PromiseRejectedResult).reason).toBeInstanceOf(Conflict);
+        expect(await store.readStream(single)).toHaveLength(1);
+        expect(await store.readStream(conflicting)).toHaveLength(1);
+        expect(await store.readStream(several)).toHaveLength(2);
+      });
+
       it('of concurrent appends with the same expected revision exactly one wins', async () => {
         const stream = streamName();
         await appendOne(stream, 'no_stream');
