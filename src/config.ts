@@ -14,6 +14,8 @@ export interface Config {
   eventStoreUrl: string | null;
   mongoDbUrl: string | null;
   roles: Role[];
+  /** Processes serving the API on the port (node:cluster) when this process has the api role. */
+  apiProcesses: number;
   logLevel: string;
   webhookRetryDelaysMs: number[];
   webhookTimeoutMs: number;
@@ -40,6 +42,7 @@ const Env = v.object({
   EVENTSTORE_URL: v.optional(v.string()),
   MONGODB_URL: v.optional(v.string()),
   ROLES: v.optional(v.string(), 'api,projector,dispatcher'),
+  API_PROCESSES: v.optional(v.pipe(v.string(), v.regex(/^[1-9]\d?$/, 'API_PROCESSES must be a whole number from 1 to 99')), '1'),
   LOG_LEVEL: v.optional(v.picklist(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']), 'info'),
   WEBHOOK_RETRY_DELAYS: v.optional(v.string(), '1m,5m,30m,2h,12h'),
   WEBHOOK_TIMEOUT: v.optional(v.string(), '10s'),
@@ -71,6 +74,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     eventStoreUrl: e.EVENTSTORE_URL ?? null,
     mongoDbUrl: e.MONGODB_URL ?? null,
     roles: roles as Role[],
+    apiProcesses: Number(e.API_PROCESSES),
     logLevel: e.LOG_LEVEL,
     webhookRetryDelaysMs: e.WEBHOOK_RETRY_DELAYS.split(',').map(parseDuration),
     webhookTimeoutMs: parseDuration(e.WEBHOOK_TIMEOUT),
