@@ -1,3 +1,4 @@
+import cluster from 'node:cluster';
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
@@ -10,6 +11,7 @@ import { recordProjection, RECORDS_PROJECTION } from '../projections/recordProje
 import { startProjection, type RunningProjection } from '../projections/runner.js';
 import { AutoNumbers } from '../commands/autoNumbers.js';
 import type { CommandDeps } from '../commands/deps.js';
+import { startApiProcesses } from './apiProcesses.js';
 import { loadConfig, type Config } from './config.js';
 import { Unavailable } from './errors.js';
 import type { EventStore } from './eventstore/port.js';
@@ -179,7 +181,7 @@ export async function startService(
     const address = server.address() as AddressInfo;
     url = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
   }
-  logger.info({ roles: config.roles, url, dataDir: config.dataDir }, 'service started');
+  logger.info({ roles: config.roles, url, dataDir: config.dataDir, pid: process.pid }, 'service started');
 
   return {
     url,
@@ -204,8 +206,14 @@ async function waitVisible(readStore: ReadStore, position: Position): Promise<vo
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
   const logger = createLogger(config.logLevel);
-  const service = await startService(config, logger);
+  const service =
+    cluster.isPrimary && config.apiProcesses > 1 && config.roles.includes('api')
+      ? await startApiProcesses(config, logger, (others) => startService(others, logger))
+      : await startService(config, logger);
+  let stopping = false;
   const shutdown = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
     logger.info({ signal }, 'shutting down');
     service.stop().then(
       () => process.exit(0),
@@ -217,6 +225,8 @@ async function main(): Promise<void> {
   };
   process.once('SIGTERM', shutdown);
   process.once('SIGINT', shutdown);
+  // An API process of API_PROCESSES: its primary is gone (even by SIGKILL), so it goes too.
+  if (cluster.isWorker) process.once('disconnect', () => shutdown('disconnect'));
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {

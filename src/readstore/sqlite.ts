@@ -74,8 +74,11 @@ CREATE TABLE IF NOT EXISTS checkpoints (
 ) WITHOUT ROWID;
 `;
 
-/** While somebody waits for a checkpoint, how often another process's progress is looked for. */
-const POLL_INTERVAL_MS = 15;
+/**
+ * While somebody waits for a checkpoint, how often another process's progress is looked for: a
+ * write answered by another process than the projector's (API_PROCESSES) waits for this poll.
+ */
+const POLL_INTERVAL_MS = 2;
 
 
 /**

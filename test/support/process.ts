@@ -32,7 +32,8 @@ export async function spawnServer(env: Record<string, string>): Promise<ServerPr
     lines.on('line', (line) => {
       try {
         const entry = JSON.parse(line);
-        if (entry.msg === 'service started') {
+        // The first service with a URL: with API_PROCESSES the primary's own (other roles) has none.
+        if (entry.msg === 'service started' && entry.url) {
           clearTimeout(timer);
           resolve(entry.url);
         }
