@@ -44,11 +44,13 @@ export function openSqliteEventStore(options: { path: string }): EventStore {
 
 const BUSY_TIMEOUT_MS = 5_000;
 /**
- * Appends by another process reach live subscribers of this one within about this delay. It is on
- * the path of every write made by another API process (API_PROCESSES) to the projector, and a
- * poll is one indexed max(seq), a few µs: 500 a second cost well under 1% of a core.
+ * Appends by another process reach live subscribers of this one after one poll of max(seq). That
+ * is on the path of every write made by another API process (API_PROCESSES) to the projector, so
+ * polls come every 2 ms while the log grows, backing off to 20 ms while it is quiet (an idle
+ * projector then polls 50 times a second, not 500).
  */
-const POLL_INTERVAL_MS = 2;
+const POLL_MIN_MS = 2;
+const POLL_MAX_MS = 20;
 const PAGE_SIZE = 1_000;
 const GROUP_PAGE_SIZE = 500;
 /** A group writes its checkpoint at most this often: every write is an fsync on the event loop. */
@@ -396,6 +398,7 @@ class LogWatcher {
   private head: number;
   private readonly waiters = new Set<Waiter>();
   private timer: NodeJS.Timeout | undefined;
+  private delay = POLL_MIN_MS;
 
   constructor(private readonly readHead: () => number) {
     this.head = readHead();
@@ -430,23 +433,28 @@ class LogWatcher {
     this.waiters.delete(waiter);
     waiter.resolve();
     if (this.waiters.size === 0 && this.timer) {
-      clearInterval(this.timer);
+      clearTimeout(this.timer);
       this.timer = undefined;
     }
   }
 
   private startPolling(): void {
     // Not unref'd: a process whose only work is a live subscription (ROLES=projector) must stay up.
-    this.timer ??= setInterval(() => this.poll(), POLL_INTERVAL_MS);
+    this.timer ??= setTimeout(() => this.poll(), this.delay);
   }
 
   private poll(): void {
+    this.timer = undefined;
+    const before = this.head;
     try {
       this.advance(this.readHead());
     } catch {
       // Let the waiters read again: the failure then surfaces in their own iteration.
       this.stop();
+      return;
     }
+    this.delay = this.head > before ? POLL_MIN_MS : Math.min(this.delay * 2, POLL_MAX_MS);
+    if (this.waiters.size > 0) this.startPolling();
   }
 }
 
