@@ -62,9 +62,9 @@ describe('retries (spec 3.2)', () => {
     expect(failed).toMatchObject({ status: 'failed', attempts: 6, responseCode: 500, error: 'receiver answered 500', nextAttemptAt: null });
 
     const gaps = attempts.slice(1).map((attempt, index) => attempt.receivedAt - attempts[index]!.receivedAt);
+    // Each gap is at least its own delay of the (growing) schedule: the delays are taken in order,
+    // not all the first one. No upper bound: a busy machine may only make a gap longer.
     gaps.forEach((gap, index) => expect(gap).toBeGreaterThanOrEqual(DELAYS[index]! - 5));
-    // Each gap grows with the schedule: the delays are taken in order, not all the first one.
-    expect(gaps[4]! - gaps[0]!).toBeGreaterThanOrEqual(300);
 
     const ids = new Set(attempts.map((attempt) => attempt.body.id));
     expect(ids.size).toBe(1);
