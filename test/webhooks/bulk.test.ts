@@ -1,70 +1,62 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { recordStream } from '../../commands/record/events.js';
-import { startReceiver, RECEIVER_CA_FILE, type Receiver } from '../support/receiver.js';
-import { client, startTestService, type TestService, type TestWorkspace } from '../support/service.js';
+import { startWebhookHarness, type WebhookHarness } from '../support/webhookHarness.js';
 
 /**
  * Bulk events (spec 6.2 and PRODUCT.md): more than 20 records of one object in one action become
  * `<object>.<kind>.bulk` events of at most 500 ids; 20 stay single events.
  */
 
-let svc: TestService;
-let receiver: Receiver;
-let ws: TestWorkspace;
-let api: ReturnType<typeof client>;
+let h: WebhookHarness;
 
 beforeAll(async () => {
-  receiver = await startReceiver();
-  svc = await startTestService({ WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true', WEBHOOK_CA_FILE: RECEIVER_CA_FILE });
-  ws = await svc.workspace();
-  api = client(svc.url, (await ws.key()).key);
+  h = await startWebhookHarness();
 });
 
 afterAll(async () => {
-  await svc?.stop();
-  await receiver?.close();
+  await h?.close();
 });
 
-const hookAt = (path: string, objects: string[]) => svc.webhooks.create(ws.slug, { name: path, url: `${receiver.origin}${path}`, objects });
+const hookAt = (path: string, objects: string[]) => h.hook(path, { objects });
 const quiet = (ms = 1500) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('bulk events', () => {
   it('20 records of one object in one request stay 20 single events', async () => {
     await hookAt('/twenty', ['tasks']);
-    const saved = await api.post('/api/v1/tasks', Array.from({ length: 20 }, (_, i) => ({ subject: `Twenty ${i}`, status: 'Done' })));
+    const saved = await h.api.post('/api/v1/tasks', Array.from({ length: 20 }, (_, i) => ({ subject: `Twenty ${i}`, status: 'Done' })));
     expect(saved.status).toBe(201);
-    const requests = await receiver.waitFor('/twenty', (all) => all.length === 20);
+    const requests = await h.receiver.waitFor('/twenty', (all) => all.length === 20);
     expect(new Set(requests.map((request) => request.body.event))).toEqual(new Set(['tasks.created']));
     expect(new Set(requests.map((request) => request.body.data.id))).toEqual(new Set(saved.body.ids));
     await quiet();
-    expect(receiver.received('/twenty')).toHaveLength(20);
+    expect(h.receiver.received('/twenty')).toHaveLength(20);
   });
 
   it('21 records become one bulk event with count and ids; the records are fetched through the API', async () => {
     await hookAt('/twenty-one', ['contacts']);
-    const saved = await api.post('/api/v1/contacts', { records: Array.from({ length: 21 }, (_, i) => ({ firstName: 'Bulk', lastName: `${i}` })) });
+    const saved = await h.api.post('/api/v1/contacts', { records: Array.from({ length: 21 }, (_, i) => ({ firstName: 'Bulk', lastName: `${i}` })) });
     expect(saved.status).toBe(201);
-    const [bulk] = await receiver.waitFor('/twenty-one', (all) => all.length === 1);
+    const [bulk] = await h.receiver.waitFor('/twenty-one', (all) => all.length === 1);
     expect(bulk!.headers['x-svc-event']).toBe('contacts.created.bulk');
     expect(bulk!.body).toMatchObject({ event: 'contacts.created.bulk', object: 'contacts', source: 'api', data: { count: 21 } });
     expect(new Set(bulk!.body.data.ids)).toEqual(new Set(saved.body.ids));
     expect(bulk!.body.id).toMatch(/^[0-9a-f-]{36}$/);
     await quiet();
-    expect(receiver.received('/twenty-one')).toHaveLength(1);
+    expect(h.receiver.received('/twenty-one')).toHaveLength(1);
   });
 
   it('counts kinds together per object: 10 updates and 15 creations in one request are an updated.bulk and a created.bulk', async () => {
     await hookAt('/mixed', ['meetings']);
     const start = '2026-03-01T10:00:00.000Z';
-    const existing = await api.post('/api/v1/meetings', Array.from({ length: 10 }, (_, i) => ({ title: `Mixed ${i}`, start, status: 'Scheduled' })));
-    await receiver.waitFor('/mixed', (all) => all.length === 10);
-    const mixed = await api.post('/api/v1/meetings', [
+    const existing = await h.api.post('/api/v1/meetings', Array.from({ length: 10 }, (_, i) => ({ title: `Mixed ${i}`, start, status: 'Scheduled' })));
+    await h.receiver.waitFor('/mixed', (all) => all.length === 10);
+    const mixed = await h.api.post('/api/v1/meetings', [
       ...existing.body.ids.map((id: string) => ({ id, status: 'Completed' })),
       ...Array.from({ length: 15 }, (_, i) => ({ title: `Mixed new ${i}`, start, status: 'Scheduled' })),
     ]);
     expect(mixed.status).toBe(200);
-    const requests = await receiver.waitFor('/mixed', (all) => all.length === 12);
+    const requests = await h.receiver.waitFor('/mixed', (all) => all.length === 12);
     const bulks = requests.slice(10).map((request) => request.body);
     expect(bulks.map((body) => body.event).sort()).toEqual(['meetings.created.bulk', 'meetings.updated.bulk']);
     expect(bulks.find((body) => body.event === 'meetings.updated.bulk')!.data.count).toBe(10);
@@ -77,13 +69,13 @@ describe('bulk events', () => {
     const actionId = randomUUID();
     const ids = Array.from({ length: 1200 }, () => randomUUID());
     for (const recordId of ids) {
-      await svc.service.backends.events.append(
+      await h.svc.service.backends.events.append(
         recordStream(recordId),
         [
           {
             id: randomUUID(),
             type: 'RecordCreated',
-            data: { schemaVersion: 1, workspaceId: ws.id, object: 'usageMetrics', recordId, fields: { name: `Metric ${recordId}`, aggregation: 'Sum' } },
+            data: { schemaVersion: 1, workspaceId: h.ws.id, object: 'usageMetrics', recordId, fields: { name: `Metric ${recordId}`, aggregation: 'Sum' } },
             metadata: {
               source: 'import',
               actor: { type: 'cli', id: 'ops', name: 'csr' },
@@ -97,7 +89,7 @@ describe('bulk events', () => {
         { expectedRevision: 'no_stream' },
       );
     }
-    const requests = await receiver.waitFor('/import', (all) => all.length === 3, 20_000);
+    const requests = await h.receiver.waitFor('/import', (all) => all.length === 3, 20_000);
     expect(requests.map((request) => request.body.data.count)).toEqual([500, 500, 200]);
     expect(requests.map((request) => request.body.data.ids).flat()).toEqual(ids);
     expect(new Set(requests.map((request) => request.body.id)).size).toBe(3);

@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyWebhook } from '../../src/webhooks/signature.js';
-import { startReceiver, RECEIVER_CA_FILE, type Receiver } from '../support/receiver.js';
-import { client, startTestService, type TestService, type TestWorkspace } from '../support/service.js';
+import { startWebhookHarness, type WebhookHarness } from '../support/webhookHarness.js';
 
 /**
  * The delivery state machine of spec 3.2 against a real HTTPS receiver, on a shortened but
@@ -11,54 +10,31 @@ import { client, startTestService, type TestService, type TestWorkspace } from '
 const DELAYS = [100, 200, 300, 400, 500];
 const TIMEOUT_MS = 400;
 
-let svc: TestService;
-let receiver: Receiver;
-let ws: TestWorkspace;
-let api: ReturnType<typeof client>;
+let h: WebhookHarness;
 
 beforeAll(async () => {
-  receiver = await startReceiver();
-  svc = await startTestService({
-    WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
-    WEBHOOK_CA_FILE: RECEIVER_CA_FILE,
-    WEBHOOK_RETRY_DELAYS: DELAYS.map((ms) => `${ms}ms`).join(','),
-    WEBHOOK_TIMEOUT: `${TIMEOUT_MS}ms`,
-  });
-  ws = await svc.workspace();
-  api = client(svc.url, (await ws.key()).key);
+  h = await startWebhookHarness({ WEBHOOK_RETRY_DELAYS: DELAYS.map((ms) => `${ms}ms`).join(','), WEBHOOK_TIMEOUT: `${TIMEOUT_MS}ms` });
 });
 
 afterAll(async () => {
-  await svc?.stop();
-  await receiver?.close();
+  await h?.close();
 });
 
-async function hookAt(path: string) {
-  return svc.webhooks.create(ws.slug, { name: path, url: `${receiver.origin}${path}`, objects: ['tasks'] });
-}
+const hookAt = (path: string) => h.hook(path, { objects: ['tasks'] });
 
 async function createTask(subject: string) {
-  const created = await api.post('/api/v1/tasks', { subject, status: 'Not started' });
+  const created = await h.api.post('/api/v1/tasks', { subject, status: 'Not started' });
   expect(created.status).toBe(201);
   return created.body.ids[0] as string;
-}
-
-async function deliveriesWhen(webhookId: string, done: (statuses: string[]) => boolean) {
-  for (let i = 0; i < 200; i++) {
-    const deliveries = await svc.webhooks.deliveries(webhookId);
-    if (done(deliveries.map((d) => d.status))) return deliveries;
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-  throw new Error('deliveries did not reach the expected state');
 }
 
 describe('retries (spec 3.2)', () => {
   it('a failing receiver gets 6 attempts, spaced by the schedule in order, with the same data, new sentAt and signature; then Failed', async () => {
     const { webhook, secret } = await hookAt('/always-500');
-    receiver.on('/always-500', 500);
+    h.receiver.on('/always-500', 500);
     await createTask('Retention 95%');
-    const attempts = await receiver.waitFor('/always-500', (requests) => requests.length === 6);
-    const [failed] = await deliveriesWhen(webhook.id, (statuses) => statuses[0] === 'failed');
+    const attempts = await h.receiver.waitFor('/always-500', (requests) => requests.length === 6);
+    const [failed] = await h.deliveriesWhen(webhook.id, (statuses) => statuses[0] === 'failed');
     expect(failed).toMatchObject({ status: 'failed', attempts: 6, responseCode: 500, error: 'receiver answered 500', nextAttemptAt: null });
 
     const gaps = attempts.slice(1).map((attempt, index) => attempt.receivedAt - attempts[index]!.receivedAt);
@@ -76,47 +52,47 @@ describe('retries (spec 3.2)', () => {
 
     // Nothing more is sent after Failed.
     await new Promise((resolve) => setTimeout(resolve, 700));
-    expect(receiver.received('/always-500')).toHaveLength(6);
+    expect(h.receiver.received('/always-500')).toHaveLength(6);
   });
 
   it('a success on the 3rd attempt is delivered, and no attempt follows it', async () => {
     const { webhook } = await hookAt('/third-time');
-    receiver.on('/third-time', () => (receiver.received('/third-time').length >= 3 ? 200 : 503));
+    h.receiver.on('/third-time', () => (h.receiver.received('/third-time').length >= 3 ? 200 : 503));
     await createTask('NPS 60');
-    const [delivered] = await deliveriesWhen(webhook.id, (statuses) => statuses[0] === 'delivered');
+    const [delivered] = await h.deliveriesWhen(webhook.id, (statuses) => statuses[0] === 'delivered');
     expect(delivered).toMatchObject({ attempts: 3, responseCode: 200, error: null, nextAttemptAt: null });
     await new Promise((resolve) => setTimeout(resolve, 400));
-    expect(receiver.received('/third-time')).toHaveLength(3);
+    expect(h.receiver.received('/third-time')).toHaveLength(3);
   });
 
   it('a redirect is a failure and is never followed', async () => {
     const { webhook } = await hookAt('/moved');
-    receiver.on('/moved', { redirect: `${receiver.origin}/redirect-target` });
+    h.receiver.on('/moved', { redirect: `${h.receiver.origin}/redirect-target` });
     await createTask('Expansion');
-    await receiver.waitFor('/moved', (requests) => requests.length >= 2);
-    const [delivery] = await svc.webhooks.deliveries(webhook.id);
+    await h.receiver.waitFor('/moved', (requests) => requests.length >= 2);
+    const [delivery] = await h.svc.webhooks.deliveries(webhook.id);
     expect(delivery).toMatchObject({ responseCode: 302, error: 'redirect (302) not followed' });
-    expect(receiver.received('/redirect-target')).toHaveLength(0);
+    expect(h.receiver.received('/redirect-target')).toHaveLength(0);
   });
 
   it('no answer within the timeout is a failure, retried', async () => {
     const { webhook } = await hookAt('/silent');
-    receiver.on('/silent', (request) => (receiver.received('/silent').indexOf(request) === 0 ? 'hang' : 204));
+    h.receiver.on('/silent', (request) => (h.receiver.received('/silent').indexOf(request) === 0 ? 'hang' : 204));
     await createTask('Adoption');
-    const [delivered] = await deliveriesWhen(webhook.id, (statuses) => statuses[0] === 'delivered');
+    const [delivered] = await h.deliveriesWhen(webhook.id, (statuses) => statuses[0] === 'delivered');
     expect(delivered).toMatchObject({ attempts: 2, responseCode: 204 });
-    const attempts = receiver.received('/silent');
+    const attempts = h.receiver.received('/silent');
     expect(attempts[1]!.receivedAt - attempts[0]!.receivedAt).toBeGreaterThanOrEqual(TIMEOUT_MS + DELAYS[0]! - 50);
   });
 
   it('a receiver that never answers does not hold back another webhook', async () => {
     await hookAt('/black-hole');
-    receiver.on('/black-hole', 'hang');
+    h.receiver.on('/black-hole', 'hang');
     const { webhook: healthy } = await hookAt('/healthy');
     for (let i = 0; i < 30; i++) await createTask(`Goal ${i}`);
-    await receiver.waitFor('/healthy', (requests) => requests.length >= 30, 5_000);
+    await h.receiver.waitFor('/healthy', (requests) => requests.length >= 30, 5_000);
     const delivered = (statuses: string[]) => statuses.filter((status) => status === 'delivered').length;
-    const deliveries = await deliveriesWhen(healthy.id, (statuses) => delivered(statuses) === 30);
+    const deliveries = await h.deliveriesWhen(healthy.id, (statuses) => delivered(statuses) === 30);
     expect(deliveries.every((delivery) => delivery.attempts === 1)).toBe(true);
   });
 });

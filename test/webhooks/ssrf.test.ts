@@ -1,8 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ValidationFailed } from '../../src/errors.js';
-import { startReceiver, RECEIVER_CA_FILE, type Receiver } from '../support/receiver.js';
-import { client, startTestService, type TestService, type TestWorkspace } from '../support/service.js';
+import { startWebhookHarness, type WebhookHarness } from '../support/webhookHarness.js';
 
 /**
  * The address rule on a service that keeps it (no WEBHOOK_ALLOW_PRIVATE_TARGETS): refused when
@@ -10,19 +9,14 @@ import { client, startTestService, type TestService, type TestWorkspace } from '
  * test/unit/addressPolicy.test.ts; here they go through the use case and the sender.
  */
 
-let svc: TestService;
-let receiver: Receiver;
-let ws: TestWorkspace;
+let h: WebhookHarness;
 
 beforeAll(async () => {
-  receiver = await startReceiver();
-  svc = await startTestService({ WEBHOOK_CA_FILE: RECEIVER_CA_FILE, WEBHOOK_RETRY_DELAYS: '50ms,50ms,50ms,50ms,50ms' });
-  ws = await svc.workspace();
+  h = await startWebhookHarness({ WEBHOOK_ALLOW_PRIVATE_TARGETS: 'false', WEBHOOK_RETRY_DELAYS: '50ms,50ms,50ms,50ms,50ms' });
 });
 
 afterAll(async () => {
-  await svc?.stop();
-  await receiver?.close();
+  await h?.close();
 });
 
 const REFUSED_AT_SAVE = [
@@ -62,13 +56,13 @@ const REFUSED_AT_SAVE = [
 
 describe('SSRF guard at save', () => {
   it.each(REFUSED_AT_SAVE)('refuses %s', async (url) => {
-    const refused = svc.webhooks.create(ws.slug, { name: 'evil', url });
+    const refused = h.svc.webhooks.create(h.ws.slug, { name: 'evil', url });
     await expect(refused).rejects.toBeInstanceOf(ValidationFailed);
     await expect(refused).rejects.toThrow(/the webhook url is refused: /);
   });
 
   it('saves nothing when refused', async () => {
-    expect(await svc.webhooks.list(ws.slug)).toEqual([]);
+    expect(await h.svc.webhooks.list(h.ws.slug)).toEqual([]);
   });
 });
 
@@ -76,11 +70,11 @@ describe('SSRF guard before every send', () => {
   it('a stored webhook whose address is (now) private is never contacted; the attempt fails with the reason', async () => {
     // As if it was saved while its name pointed at a public address, and now points inside.
     const webhookId = randomUUID();
-    await svc.service.backends.webhooks.createWebhook({
+    await h.svc.service.backends.webhooks.createWebhook({
       id: webhookId,
-      workspaceId: ws.id,
+      workspaceId: h.ws.id,
       name: 'rebound',
-      url: `${receiver.origin}/rebound`,
+      url: `${h.receiver.origin}/rebound`,
       events: 'all',
       objects: 'all',
       enabled: true,
@@ -90,14 +84,9 @@ describe('SSRF guard before every send', () => {
       consecutiveFailures: 0,
       lastSuccessAt: null,
     });
-    const api = client(svc.url, (await ws.key()).key);
-    expect((await api.post('/api/v1/clients', { name: 'Rebound Inc' })).status).toBe(201);
-    let deliveries = await svc.webhooks.deliveries(webhookId);
-    for (let i = 0; i < 100 && deliveries[0]?.status !== 'failed'; i++) {
-      await new Promise((resolve) => setTimeout(resolve, 25));
-      deliveries = await svc.webhooks.deliveries(webhookId);
-    }
+    expect((await h.api.post('/api/v1/clients', { name: 'Rebound Inc' })).status).toBe(201);
+    const deliveries = await h.deliveriesWhen(webhookId, (statuses) => statuses[0] === 'failed');
     expect(deliveries[0]).toMatchObject({ status: 'failed', attempts: 6, responseCode: null, error: 'address refused: 127.0.0.1 is a loopback address' });
-    expect(receiver.received('/rebound')).toEqual([]);
+    expect(h.receiver.received('/rebound')).toEqual([]);
   });
 });
