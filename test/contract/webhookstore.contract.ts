@@ -7,6 +7,43 @@ import type { AttemptOutcome, BulkMember, Webhook, WebhookPayload, WebhookStore 
  * Every test uses its own workspace and webhook ids, so the suite can run against a shared server;
  * claims are made with a quota that only admits the test's own webhooks.
  */
+/** A moment of the suites' fixed day, `second` seconds after midnight UTC. */
+export const at = (second: number) => new Date(Date.UTC(2025, 0, 1, 0, 0, second)).toISOString();
+
+/** Creates a webhook in `store` (fresh ids, a fresh workspace unless overridden) and returns it. */
+export async function createWebhook(store: WebhookStore, overrides: Partial<Webhook> = {}): Promise<Webhook> {
+  const created: Webhook = {
+    id: randomUUID(),
+    workspaceId: randomUUID(),
+    name: 'CRM sync',
+    url: 'https://hooks.example.com/csr',
+    events: 'all',
+    objects: 'all',
+    enabled: true,
+    disabledReason: null,
+    secret: `whsec_${randomUUID()}`,
+    createdAt: at(0),
+    consecutiveFailures: 0,
+    lastSuccessAt: null,
+    ...overrides,
+  };
+  await store.createWebhook(created);
+  return created;
+}
+
+export function samplePayload(workspaceId: string, overrides: Partial<WebhookPayload> = {}): WebhookPayload {
+  return {
+    id: randomUUID(),
+    workspaceId,
+    event: 'clients.created',
+    object: 'clients',
+    source: 'api',
+    occurredAt: at(1),
+    data: { id: randomUUID(), name: 'Acme', nested: { list: [1, 'two', null] } },
+    ...overrides,
+  };
+}
+
 export function webhookStoreContract(name: string, open: () => Promise<WebhookStore> | WebhookStore): void {
   describe(`WebhookStore contract: ${name}`, () => {
     let store: WebhookStore;
@@ -19,40 +56,7 @@ export function webhookStoreContract(name: string, open: () => Promise<WebhookSt
       await store?.close();
     });
 
-    const at = (second: number) => new Date(Date.UTC(2025, 0, 1, 0, 0, second)).toISOString();
-
-    async function webhook(overrides: Partial<Webhook> = {}): Promise<Webhook> {
-      const created: Webhook = {
-        id: randomUUID(),
-        workspaceId: randomUUID(),
-        name: 'CRM sync',
-        url: 'https://hooks.example.com/csr',
-        events: 'all',
-        objects: 'all',
-        enabled: true,
-        disabledReason: null,
-        secret: `whsec_${randomUUID()}`,
-        createdAt: at(0),
-        consecutiveFailures: 0,
-        lastSuccessAt: null,
-        ...overrides,
-      };
-      await store.createWebhook(created);
-      return created;
-    }
-
-    function payload(workspaceId: string, overrides: Partial<WebhookPayload> = {}): WebhookPayload {
-      return {
-        id: randomUUID(),
-        workspaceId,
-        event: 'clients.created',
-        object: 'clients',
-        source: 'api',
-        occurredAt: at(1),
-        data: { id: randomUUID(), name: 'Acme', nested: { list: [1, 'two', null] } },
-        ...overrides,
-      };
-    }
+    const webhook = (overrides: Partial<Webhook> = {}) => createWebhook(store, overrides);
 
     /** Claims as of `now`, only deliveries of the given webhooks. */
     const claim = (now: string, ids: string[], perWebhook = 100, limit = 100) =>
@@ -85,7 +89,7 @@ export function webhookStoreContract(name: string, open: () => Promise<WebhookSt
     it('enqueues one delivery per webhook and event, and ignores a repeat of the pair', async () => {
       const a = await webhook();
       const b = await webhook({ workspaceId: a.workspaceId });
-      const event = payload(a.workspaceId);
+      const event = samplePayload(a.workspaceId);
       const created = await store.enqueue([{ payload: event, webhookIds: [a.id, b.id] }], at(1));
       expect(created).toHaveLength(2);
       expect(created[0]).toMatchObject({ webhookId: a.id, eventId: event.id, event: 'clients.created', status: 'waiting', attempts: 0, responseCode: null, error: null, createdAt: at(1), lastAttemptAt: null });
@@ -97,7 +101,7 @@ export function webhookStoreContract(name: string, open: () => Promise<WebhookSt
 
     it('claims due deliveries once, with their webhook and payload, until the lease ends', async () => {
       const hook = await webhook();
-      const event = payload(hook.workspaceId);
+      const event = samplePayload(hook.workspaceId);
       await store.enqueue([{ payload: event, webhookIds: [hook.id] }], at(1));
       expect(await claim(at(0), [hook.id])).toEqual([]);
       const [claimed] = await claim(at(1), [hook.id]);
@@ -111,9 +115,9 @@ export function webhookStoreContract(name: string, open: () => Promise<WebhookSt
     it('claims at most the quota per webhook and the limit in all, so one busy webhook cannot take every slot', async () => {
       const busy = await webhook();
       const quiet = await webhook({ workspaceId: busy.workspaceId });
-      const events = Array.from({ length: 30 }, () => payload(busy.workspaceId));
+      const events = Array.from({ length: 30 }, () => samplePayload(busy.workspaceId));
       await store.enqueue(events.map((event) => ({ payload: event, webhookIds: [busy.id] })), at(1));
-      await store.enqueue([{ payload: payload(busy.workspaceId), webhookIds: [quiet.id] }], at(1));
+      await store.enqueue([{ payload: samplePayload(busy.workspaceId), webhookIds: [quiet.id] }], at(1));
       const claimed = await claim(at(5), [busy.id, quiet.id], 4, 10);
       expect(claimed.filter((item) => item.webhook.id === busy.id)).toHaveLength(4);
       expect(claimed.filter((item) => item.webhook.id === quiet.id)).toHaveLength(1);
@@ -121,7 +125,7 @@ export function webhookStoreContract(name: string, open: () => Promise<WebhookSt
 
     it('settles outcomes: retrying comes back when due, delivered resets the failure count', async () => {
       const hook = await webhook();
-      await store.enqueue([{ payload: payload(hook.workspaceId), webhookIds: [hook.id] }], at(1));
+      await store.enqueue([{ payload: samplePayload(hook.workspaceId), webhookIds: [hook.id] }], at(1));
       const [first] = await claim(at(1), [hook.id]);
       const [afterFailure] = await store.settle([outcome(first!.delivery.id, hook.id)]);
       expect(afterFailure).toMatchObject({ id: hook.id, consecutiveFailures: 1, lastSuccessAt: null });
@@ -139,7 +143,7 @@ export function webhookStoreContract(name: string, open: () => Promise<WebhookSt
 
     it('switching off skips waiting and retrying deliveries, never to be sent; an outcome arriving after that changes nothing', async () => {
       const hook = await webhook();
-      const events = [payload(hook.workspaceId), payload(hook.workspaceId)];
+      const events = [samplePayload(hook.workspaceId), samplePayload(hook.workspaceId)];
       await store.enqueue(events.map((event) => ({ payload: event, webhookIds: [hook.id] })), at(1));
       const [inFlight] = await claim(at(1), [hook.id], 1);
       const off = await store.setEnabled(hook.id, false, 'switched off by an administrator');
@@ -155,7 +159,7 @@ export function webhookStoreContract(name: string, open: () => Promise<WebhookSt
 
     it('a rotated secret is what the next claim signs with', async () => {
       const hook = await webhook();
-      await store.enqueue([{ payload: payload(hook.workspaceId), webhookIds: [hook.id] }], at(1));
+      await store.enqueue([{ payload: samplePayload(hook.workspaceId), webhookIds: [hook.id] }], at(1));
       expect(await store.setSecret(hook.id, 'whsec_new')).toMatchObject({ secret: 'whsec_new' });
       const [claimed] = await claim(at(1), [hook.id]);
       expect(claimed!.webhook.secret).toBe('whsec_new');
@@ -164,14 +168,14 @@ export function webhookStoreContract(name: string, open: () => Promise<WebhookSt
 
     it('a delivery enqueued as claimed (a test event sent by csr) is not claimed by a dispatcher', async () => {
       const hook = await webhook();
-      await store.enqueue([{ payload: payload(hook.workspaceId), webhookIds: [hook.id] }], at(1), { claimedUntil: at(31) });
+      await store.enqueue([{ payload: samplePayload(hook.workspaceId), webhookIds: [hook.id] }], at(1), { claimedUntil: at(31) });
       expect(await claim(at(2), [hook.id])).toEqual([]);
       expect(await claim(at(31), [hook.id])).toHaveLength(1);
     });
 
     it('lists the newest deliveries first, up to the limit', async () => {
       const hook = await webhook();
-      const events = Array.from({ length: 5 }, () => payload(hook.workspaceId));
+      const events = Array.from({ length: 5 }, () => samplePayload(hook.workspaceId));
       for (const event of events) await store.enqueue([{ payload: event, webhookIds: [hook.id] }], at(1));
       const listed = await store.deliveries(hook.id, 3);
       expect(listed.map((d) => d.eventId)).toEqual([events[4]!.id, events[3]!.id, events[2]!.id]);
@@ -201,7 +205,7 @@ export function webhookStoreContract(name: string, open: () => Promise<WebhookSt
       expect(created).toMatchObject({ workspaceId: hook.workspaceId, object: 'clients', source: 'api', actionCount: 4, seenForObject: 3 });
       expect(created.members.map((m) => m.recordId)).toEqual([members[1]!.recordId, members[0]!.recordId]);
 
-      const bulk = payload(hook.workspaceId, { event: 'clients.created.bulk', data: { count: 2, ids: created.members.map((m) => m.recordId) } });
+      const bulk = samplePayload(hook.workspaceId, { event: 'clients.created.bulk', data: { count: 2, ids: created.members.map((m) => m.recordId) } });
       expect(await store.flushBulk(created.members.map((m) => m.eventId), bulk, [hook.id], at(4))).toBe(true);
       expect(await store.flushBulk(created.members.map((m) => m.eventId), { ...bulk, id: randomUUID() }, [hook.id], at(4))).toBe(false);
       const after = (await store.bulkGroups()).filter((group) => group.actionId === actionId);
@@ -215,8 +219,8 @@ export function webhookStoreContract(name: string, open: () => Promise<WebhookSt
 
     it('purges deliveries older than the cut-off, with the payloads nothing needs any more', async () => {
       const hook = await webhook();
-      const old = payload(hook.workspaceId);
-      const recent = payload(hook.workspaceId);
+      const old = samplePayload(hook.workspaceId);
+      const recent = samplePayload(hook.workspaceId);
       await store.enqueue([{ payload: old, webhookIds: [hook.id] }], at(1));
       await store.enqueue([{ payload: recent, webhookIds: [hook.id] }], at(20));
       expect(await store.purge(at(10))).toBeGreaterThanOrEqual(1);
