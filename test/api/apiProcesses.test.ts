@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { csrTool } from '../support/cli.js';
 import { spawnServer, type ServerProcess } from '../support/process.js';
 import { client } from '../support/service.js';
+import { until } from '../support/until.js';
 
 /** API_PROCESSES: the API in several processes on one port, the other roles in the primary. */
 
@@ -54,20 +55,13 @@ const alive = (pid: number) => {
   }
 };
 
-async function until(condition: () => boolean, what: string): Promise<void> {
-  for (let waited = 0; !condition(); waited += 20) {
-    if (waited > 10_000) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
-
 beforeAll(async () => {
   const csr = csrTool(dataDir);
   await csr.json('workspaces', 'create', 'multi');
   ({ key } = await csr.json<{ key: string }>('keys', 'create', '--workspace', 'multi', '--name', 'load'));
   server = await spawnServer({ DATA_DIR: dataDir, API_PROCESSES: '2' });
   api = client(server.url, key);
-  await until(() => apiPids().length === 2, 'two API processes');
+  await until(() => apiPids().length === 2, 10_000, 'two API processes');
 });
 
 afterAll(async () => {
@@ -105,7 +99,7 @@ describe('API_PROCESSES=2', () => {
   it('replaces an API process that dies', async () => {
     const [victim] = apiPids();
     process.kill(victim!, 'SIGKILL');
-    await until(() => apiPids().length === 3, 'a replacement API process');
+    await until(() => apiPids().length === 3, 10_000, 'a replacement API process');
     expect(server.output()).toContain('an API process died; starting another');
     const listed = await Promise.all(Array.from({ length: 10 }, () => api.get('/api/v1/clients?limit=1')));
     expect(listed.map((response) => response.status)).toEqual(Array(10).fill(200));
@@ -115,13 +109,13 @@ describe('API_PROCESSES=2', () => {
     const running = apiPids().filter(alive);
     expect(running).toHaveLength(2);
     await server.kill('SIGKILL');
-    await until(() => running.every((pid) => !alive(pid)), 'the API processes to exit');
+    await until(() => running.every((pid) => !alive(pid)), 10_000, 'the API processes to exit');
 
     server = await spawnServer({ DATA_DIR: dataDir, API_PROCESSES: '2' });
-    await until(() => apiPids().length === 2, 'two API processes');
+    await until(() => apiPids().length === 2, 10_000, 'two API processes');
     const pids = apiPids();
     await server.kill('SIGTERM');
     expect(server.child.exitCode).toBe(0);
-    await until(() => pids.every((pid) => !alive(pid)), 'the API processes to exit');
+    await until(() => pids.every((pid) => !alive(pid)), 10_000, 'the API processes to exit');
   });
 });

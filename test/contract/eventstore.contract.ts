@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Conflict } from '../../src/errors.js';
+import { until } from '../support/until.js';
 import type {
   EventStore,
   ExpectedRevision,
@@ -455,14 +456,6 @@ export async function takeAcking(subscription: PersistentSubscription, count: nu
   const deliveries = await take(subscription, count, ms);
   for (const delivery of deliveries) await delivery.ack();
   return deliveries;
-}
-
-export async function until(condition: () => boolean, ms: number): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`condition not met within ${ms} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
 }
 
 function expectIncreasing(positions: string[]): void {
