@@ -1,14 +1,9 @@
-import type { Logger } from 'pino';
-import type { Actor, EventStore } from '../eventstore/port.js';
-import type { ReadStore } from '../readstore/port.js';
+import type { Actor } from '../eventstore/port.js';
 import { appendAuditEvent } from '../setup/audit.js';
-import type { User } from '../setup/port.js';
 import { createBulkFlusher } from './bulkFlusher.js';
-import { startDeliveryLoop, type DeliveryLimits } from './deliveryLoop.js';
-import { startFanOut } from './fanOut.js';
-import type { WebhookSender } from './httpsSender.js';
+import { startDeliveryLoop, type DeliveryLoopDeps } from './deliveryLoop.js';
+import { startFanOut, type FanOutDeps } from './fanOut.js';
 import { RETENTION_MS } from './policy.js';
-import type { WebhookStore } from './port.js';
 
 /**
  * The dispatcher role: fan-out from the persistent subscription, bulk events, the delivery loop
@@ -22,18 +17,8 @@ const PURGE_EVERY_MS = 60 * 60 * 1000;
 /** The dispatcher's own actions in the audit trail (the automatic switch-off). */
 export const DISPATCHER_ACTOR: Actor = { type: 'system', id: 'webhook-dispatcher', name: 'webhook dispatcher' };
 
-export interface DispatcherDeps {
-  events: EventStore;
-  readStore: ReadStore;
-  webhooks: WebhookStore;
-  listUsers(workspaceId: string): Promise<User[]>;
-  sender: WebhookSender;
-  logger: Logger;
-  clock: () => Date;
-  retryDelaysMs: readonly number[];
-  timeoutMs: number;
-  limits?: DeliveryLimits;
-}
+/** What the fan-out and the delivery loop need, but the callbacks between them, which the dispatcher wires. */
+export type DispatcherDeps = Omit<FanOutDeps, 'onStored'> & Omit<DeliveryLoopDeps, 'onSwitchedOff'>;
 
 export interface RunningDispatcher {
   stop(): Promise<void>;
