@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { newId } from '../src/ids.js';
 import { Conflict } from '../src/errors.js';
 import type { EventMetadata, EventStore } from '../src/eventstore/port.js';
 
@@ -66,7 +66,7 @@ export class AutoNumbers {
       try {
         await this.events.append(
           stream,
-          [{ id: randomUUID(), type: 'NumbersReserved', data: { schemaVersion: 1, workspaceId, object, first: lastReserved + 1, last: lastReserved + count }, metadata }],
+          [{ id: newId(), type: 'NumbersReserved', data: { schemaVersion: 1, workspaceId, object, first: lastReserved + 1, last: lastReserved + count }, metadata }],
           { expectedRevision: last ? last.revision : 'no_stream' },
         );
         return lastReserved + 1;

@@ -1,6 +1,6 @@
-import { randomUUID } from 'node:crypto';
 import { ValidationFailed } from '../src/errors.js';
 import type { Position } from '../src/eventstore/position.js';
+import { newId } from '../src/ids.js';
 import { filterKey } from '../src/readstore/filterKey.js';
 import type { FieldFilter, Values } from '../src/readstore/port.js';
 import { formatAutoNumber, recordName, uniqueFields } from '../src/schema/catalogue.js';
@@ -94,7 +94,7 @@ export async function upsertRecords(
 }
 
 /**
- * What a create appends against: its id was drawn here (randomUUID), so its stream cannot exist;
+ * What a create appends against: its id was drawn here (newId, 74 random bits), so its stream cannot exist;
  * no need to read it. 'no_stream' still makes the append fail should it exist after all.
  */
 const NEW_RECORD: LoadedRecord = { state: initialState, expectedRevision: 'no_stream', createdAt: null, updatedAt: null };
@@ -153,7 +153,7 @@ async function planRecord(
   if (!asNew.ok) return { message: asNew.message };
   const rules = checkRecordRules(object.key, values);
   if (rules) return { message: rules };
-  const plan: Plan = { kind: 'create', index, recordId: randomUUID(), values };
+  const plan: Plan = { kind: 'create', index, recordId: newId(), values };
   if (matchKey !== null) createdInRequest.set(matchKey, plan);
   return plan;
 }

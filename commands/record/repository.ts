@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { newId } from '../../src/ids.js';
 import { Conflict } from '../../src/errors.js';
 import type { EventMetadata, EventStore, ExpectedRevision } from '../../src/eventstore/port.js';
 import type { Position } from '../../src/eventstore/position.js';
@@ -53,7 +53,7 @@ export async function executeRecordCommand(
     try {
       const result = await events.append(
         recordStream(recordId),
-        decided.map((event) => ({ id: randomUUID(), type: event.type, data: { ...event.data }, metadata })),
+        decided.map((event) => ({ id: newId(), type: event.type, data: { ...event.data }, metadata })),
         { expectedRevision: loaded.expectedRevision },
       );
       return result.position;

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { newId } from '../ids.js';
 import type { Actor, EventStore } from '../eventstore/port.js';
 
 /**
@@ -34,7 +35,7 @@ export async function appendAuditEvent(
   type: SetupEventType,
   data: Record<string, unknown>,
 ): Promise<string> {
-  const id = randomUUID();
+  const id = newId();
   const actionId = randomUUID();
   try {
     await events.append(
