@@ -2,18 +2,41 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 
+export interface SqliteFileOptions {
+  /** `FULL` fsyncs every commit: what cannot be rebuilt from the log must survive a power cut. */
+  synchronous: 'FULL' | 'NORMAL';
+  readonly?: boolean;
+  /** Page cache of this connection; SQLite's default is 2 MiB. */
+  cacheMiB?: number;
+}
+
+/** How long a connection waits for another process's write lock before it gives up. */
+const BUSY_TIMEOUT_MS = 5_000;
+
+/**
+ * WAL pages after which a commit copies the WAL back into the database file (SQLite's default is
+ * 1,000, 4 MiB). A 1,000-record upsert writes about as many pages, so with the default every
+ * such commit also ran a checkpoint: copied its pages again and fsynced the file. At 10,000
+ * (at most about 40 MiB of WAL per file) a checkpoint comes every few commits and copies a page
+ * written by several of them once: 60 1,000-record upserts (to 60k records) went from p50
+ * 138-140 ms to 120-122 ms, and the server's CPU time from 9.4-9.8 s to 9.1 s.
+ */
+const WAL_CHECKPOINT_PAGES = 10_000;
+
 /**
  * Opens an embedded store file the way every embedded adapter needs it: WAL (readers never block
  * the writer, and the `csr` tool can work while the server runs) and a busy timeout for the
- * moments two processes write at once. `FULL` fsyncs every commit: what cannot be rebuilt from
- * the log must survive a power cut.
+ * moments two processes write at once.
  */
-export function openSqliteFile(path: string, synchronous: 'FULL' | 'NORMAL'): Database.Database {
-  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
-  const db = new Database(path);
-  db.pragma('busy_timeout = 5000');
-  db.pragma('journal_mode = WAL');
-  db.pragma(`synchronous = ${synchronous}`);
+export function openSqliteFile(path: string, options: SqliteFileOptions): Database.Database {
+  if (path !== ':memory:' && !options.readonly) mkdirSync(dirname(path), { recursive: true });
+  const db = new Database(path, { readonly: options.readonly ?? false, timeout: BUSY_TIMEOUT_MS });
+  if (options.cacheMiB !== undefined) db.pragma(`cache_size = -${options.cacheMiB * 1024}`);
+  if (!options.readonly) {
+    db.pragma('journal_mode = WAL');
+    db.pragma(`synchronous = ${options.synchronous}`);
+    db.pragma(`wal_autocheckpoint = ${WAL_CHECKPOINT_PAGES}`);
+  }
   db.pragma('foreign_keys = ON');
   return db;
 }

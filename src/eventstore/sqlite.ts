@@ -1,5 +1,3 @@
-import { mkdirSync } from 'node:fs';
-import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { Conflict, Unavailable } from '../errors.js';
 import type {
@@ -17,7 +15,7 @@ import type {
   SubscribeToAllOptions,
   Subscription,
 } from './port.js';
-import { BOUND_COUNT } from '../sqliteFile.js';
+import { BOUND_COUNT, openSqliteFile } from '../sqliteFile.js';
 import { formatPosition, parsePosition, type Position } from './position.js';
 
 /**
@@ -42,7 +40,6 @@ export function openSqliteEventStore(options: { path: string }): EventStore {
   return new SqliteEventStore(openDatabase(options.path));
 }
 
-const BUSY_TIMEOUT_MS = 5_000;
 /**
  * Appends by another process reach live subscribers of this one after one poll of max(seq). That
  * is on the path of every write made by another API process (API_PROCESSES) to the projector, so
@@ -123,11 +120,7 @@ interface Page {
 }
 
 function openDatabase(path: string): Db {
-  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
-  const db = new Database(path, { timeout: BUSY_TIMEOUT_MS });
-  db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
-  db.pragma('journal_mode = WAL');
-  db.pragma('synchronous = FULL');
+  const db = openSqliteFile(path, { synchronous: 'FULL' });
   db.exec(EVENTS_SCHEMA);
   return db;
 }

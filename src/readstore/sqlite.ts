@@ -3,7 +3,7 @@ import { ValidationFailed } from '../errors.js';
 import { hasReached, type Position } from '../eventstore/position.js';
 import { filterKey, filterKeys } from './filterKey.js';
 import type { FieldFilter, FindQuery, FindResult, ReadStore, ReadTransaction, RecordDocument, Values } from './port.js';
-import { BOUND_COUNT } from '../sqliteFile.js';
+import { BOUND_COUNT, openSqliteFile } from '../sqliteFile.js';
 
 /**
  * The embedded read store (better-sqlite3). Read models are rebuildable from the log, so
@@ -144,16 +144,9 @@ function splitKey(fieldKey: string): [string, string] {
 }
 
 function openConnection(path: string, readonly: boolean): Database.Database {
-  const db = new Database(path, { readonly });
-  db.pragma('busy_timeout = 5000');
   // Filter rows land all over their B-tree (one per value): a larger page cache than SQLite's
   // 2 MB default keeps projection batches and list reads off the disk.
-  db.pragma('cache_size = -65536');
-  if (!readonly) {
-    db.pragma('journal_mode = WAL');
-    db.pragma('synchronous = NORMAL');
-  }
-  return db;
+  return openSqliteFile(path, { synchronous: 'NORMAL', readonly, cacheMiB: 64 });
 }
 
 /** Statements of dynamic SQL, prepared once per shape. */

@@ -150,9 +150,9 @@ class KeyCache {
 }
 
 export function openSqliteSetupStore(options: { path: string }): SetupStore {
-  const db = openSqliteFile(options.path, 'FULL');
+  const db = openSqliteFile(options.path, { synchronous: 'FULL' });
   db.exec(SCHEMA);
-  const touchDb = openSqliteFile(options.path, 'NORMAL');
+  const touchDb = openSqliteFile(options.path, { synchronous: 'NORMAL' });
   const keyCache = new KeyCache(db);
   /** Runs a write on the main connection and tells the key cache about it. */
   const written = <T>(write: () => T): T => {

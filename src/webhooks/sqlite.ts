@@ -183,7 +183,7 @@ function toPayload(row: PayloadRow): WebhookPayload {
 }
 
 export function openSqliteWebhookStore(options: { path: string }): WebhookStore {
-  const db = openSqliteFile(options.path, 'FULL');
+  const db = openSqliteFile(options.path, { synchronous: 'FULL' });
   db.exec(SCHEMA);
   const s = prepare(db);
 
