@@ -117,11 +117,13 @@ async function httpBenchmarks(): Promise<void> {
     writeFileSync(idsFile, ids.join('\n'));
   };
 
+  const totalOf = async (url: string, path: string) => ((await (await fetch(`${url}${path}`, { headers })).json()) as { total: number }).total;
+
   // The scenarios on the loaded data, by one process and by two API processes.
   const scenarios = async (withList: boolean) => {
     for (const apiProcesses of [1, 2]) {
       const server = await spawnServer('dist/src/main.js', { DATA_DIR: dataDir, API_PROCESSES: String(apiProcesses) });
-      const { total: stored } = (await (await fetch(`${server.url}/api/v1/clients?limit=1`, { headers })).json()) as { total: number };
+      const stored = await totalOf(server.url, '/api/v1/clients?limit=1');
       const how = `API_PROCESSES=${apiProcesses}, ${Math.round(stored / 1000).toLocaleString('en')}k records`;
       const post = await load(`POST one, ${how}`, {
         url: server.url,
@@ -144,8 +146,8 @@ async function httpBenchmarks(): Promise<void> {
 
       if (withList) {
         const listPath = '/api/v1/clients?industry=retail&limit=100';
-        const { total } = (await (await fetch(`${server.url}${listPath}`, { headers })).json()) as { total: number };
-        const { total: all } = (await (await fetch(`${server.url}/api/v1/clients?limit=1`, { headers })).json()) as { total: number };
+        const total = await totalOf(server.url, listPath);
+        const all = await totalOf(server.url, '/api/v1/clients?limit=1'); // the POST scenario added records
         const list = await load(`list, ${how}`, { url: `${server.url}${listPath}`, headers });
         rows.push({
           scenario: `GET list limit=100, one filter (industry, ${total.toLocaleString('en')} of ${all.toLocaleString('en')} match), API_PROCESSES=${apiProcesses}`,

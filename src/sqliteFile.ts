@@ -3,7 +3,8 @@ import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 
 export interface SqliteFileOptions {
-  /** `FULL` fsyncs every commit: what cannot be rebuilt from the log must survive a power cut. */
+  /** For writers (a read-only connection commits nothing): `FULL` fsyncs every commit, for what
+   *  cannot be rebuilt from the log and must survive a power cut. */
   synchronous: 'FULL' | 'NORMAL';
   readonly?: boolean;
   /** Page cache of this connection; SQLite's default is 2 MiB. */
