@@ -5,13 +5,15 @@ import { hostname } from 'node:os';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { isMainThread } from 'node:worker_threads';
 import { serve, type ServerType } from '@hono/node-server';
 import type { Logger } from 'pino';
 import { recordProjection, RECORDS_PROJECTION } from '../projections/recordProjection.js';
 import { startProjection, type RunningProjection } from '../projections/runner.js';
 import { AutoNumbers } from '../commands/autoNumbers.js';
 import type { CommandDeps } from '../commands/deps.js';
-import { startApiProcesses } from './apiProcesses.js';
+import { startApiProcesses, type Stoppable } from './apiProcesses.js';
+import { startBackgroundRoles } from './backgroundRoles.js';
 import { loadConfig, type Config } from './config.js';
 import { Unavailable } from './errors.js';
 import type { EventStore } from './eventstore/port.js';
@@ -203,13 +205,32 @@ async function waitVisible(readStore: ReadStore, position: Position): Promise<vo
   }
 }
 
+/** The API on this thread and the other roles, if this process has any, in a thread of their own. */
+async function startBesideTheApi(config: Config, logger: Logger): Promise<Stoppable> {
+  const background = config.roles.filter((role) => role !== 'api');
+  if (!config.roles.includes('api') || background.length === 0) return startService(config, logger);
+  const roles = await startBackgroundRoles({ ...config, roles: background }, logger);
+  try {
+    const api = await startService({ ...config, roles: ['api'] }, logger);
+    return {
+      async stop() {
+        await api.stop();
+        await roles.stop();
+      },
+    };
+  } catch (error) {
+    await roles.stop();
+    throw error;
+  }
+}
+
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
   const logger = createLogger(config.logLevel);
   const service =
     cluster.isPrimary && config.apiProcesses > 1 && config.roles.includes('api')
       ? await startApiProcesses(config, logger, (others) => startService(others, logger))
-      : await startService(config, logger);
+      : await startBesideTheApi(config, logger);
   let stopping = false;
   const shutdown = (signal: string) => {
     if (stopping) return;
@@ -229,7 +250,8 @@ async function main(): Promise<void> {
   if (cluster.isWorker) process.once('disconnect', () => shutdown('disconnect'));
 }
 
-if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+// The background roles thread imports this module too: only the process's main thread is `main`.
+if (isMainThread && process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
   main().catch((error: unknown) => {
     console.error(error instanceof Error ? error.message : error);
     process.exit(1);

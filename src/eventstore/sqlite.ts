@@ -16,6 +16,7 @@ import type {
   Subscription,
 } from './port.js';
 import { BOUND_COUNT, openSqliteFile } from '../sqliteFile.js';
+import { fileSignal, type FileSignal } from '../fileSignal.js';
 import { formatPosition, parsePosition, type Position } from './position.js';
 
 /**
@@ -28,8 +29,8 @@ import { formatPosition, parsePosition, type Position } from './position.js';
  * - Positions: the INTEGER autoincrement `seq` of the events table (commit = prepare = seq).
  * - Appending zero events is rejected with a RangeError: there is no position to report for an
  *   append that wrote nothing, and a command that decides nothing should not append.
- * - Live subscriptions are woken at once by this instance's appends and by a poll of max(seq) for
- *   other processes' appends (only while someone waits).
+ * - Live subscriptions are woken at once by appends of this process (any thread) and by a poll of
+ *   max(seq) for other processes' appends (only while someone waits).
  * - Persistent subscription groups live in this process: the group's state (checkpoint, retry
  *   counts, parked events) is stored in the same file, but a group must be served by one process at
  *   a time. Two processes serving one group both deliver every event (still at least once, never
@@ -37,7 +38,7 @@ import { formatPosition, parsePosition, type Position } from './position.js';
  *   bufferSize applies per consumer. A new group starts at the beginning of the log.
  */
 export function openSqliteEventStore(options: { path: string }): EventStore {
-  return new SqliteEventStore(openDatabase(options.path));
+  return new SqliteEventStore(openDatabase(options.path), options.path);
 }
 
 /**
@@ -885,11 +886,20 @@ class SqliteEventStore implements EventStore {
   private readonly subscriptions = new Set<CatchUpSubscription>();
   private readonly groups = new Map<string, PersistentGroup>();
   private groupTables: GroupTables | undefined;
+  /** Commits of this file by other threads of the process wake our subscribers at once. */
+  private readonly commits: FileSignal<number>;
 
-  constructor(private readonly db: Db) {
+  constructor(
+    private readonly db: Db,
+    path: string,
+  ) {
     this.log = new EventLog(db);
     this.watcher = new LogWatcher(() => this.log.headSeq());
-    this.committer = new GroupCommitter(db, this.log, (head) => this.watcher.advance(head));
+    this.commits = fileSignal<number>('log', path, (head) => this.watcher.advance(head));
+    this.committer = new GroupCommitter(db, this.log, (head) => {
+      this.watcher.advance(head);
+      this.commits.post(head);
+    });
   }
 
   async append(stream: string, events: NewEvent[], options: { expectedRevision: ExpectedRevision }): Promise<AppendResult> {
@@ -938,6 +948,7 @@ class SqliteEventStore implements EventStore {
     for (const subscription of [...this.subscriptions]) await subscription.close();
     for (const group of this.groups.values()) group.stop();
     this.watcher.stop();
+    this.commits.close();
     this.db.close();
   }
 

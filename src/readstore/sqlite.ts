@@ -3,6 +3,7 @@ import { ValidationFailed } from '../errors.js';
 import { hasReached, type Position } from '../eventstore/position.js';
 import { filterKey, filterKeys } from './filterKey.js';
 import type { FieldFilter, FindQuery, FindResult, ReadStore, ReadTransaction, RecordDocument, Values } from './port.js';
+import { fileSignal } from '../fileSignal.js';
 import { BOUND_COUNT, openSqliteFile } from '../sqliteFile.js';
 
 /**
@@ -479,7 +480,10 @@ export function openSqliteReadStore(options: { path: string }): ReadStore {
     }
   }
 
-  /** Another process may run the projector on the same file: look at its checkpoints. */
+  /** A projector in another thread of this process says so at once... */
+  const reached = fileSignal<[string, Position]>('checkpoint', options.path, ([projection, position]) => wake(projection, position));
+
+  /** ...one in another process is seen by looking at its checkpoints. */
   function poll(): void {
     const projections = new Set([...waiters].map((waiter) => waiter.projection));
     for (const projection of projections) wake(projection, checkpointOn(readCache, projection));
@@ -550,7 +554,10 @@ export function openSqliteReadStore(options: { path: string }): ReadStore {
     }
     for (const [name, coll] of collsOfTransaction) writeColls.set(name, coll);
     collsOfTransaction.clear();
-    for (const [projection, position] of checkpoints) wake(projection, position);
+    for (const [projection, position] of checkpoints) {
+      wake(projection, position);
+      reached.post([projection, position]);
+    }
     return result;
   }
 
@@ -617,6 +624,7 @@ export function openSqliteReadStore(options: { path: string }): ReadStore {
       closed = true;
       await pending;
       for (const waiter of [...waiters]) settle(waiter, false);
+      reached.close();
       read.close();
       write.close();
     },

@@ -1,0 +1,17 @@
+import { parentPort, workerData } from 'node:worker_threads';
+import type { Config } from './config.js';
+import { createLogger } from './logger.js';
+import { startService } from './main.js';
+
+/** The worker thread of `startBackgroundRoles`: the roles it was given, until it is told to stop. */
+
+const config = workerData as Config;
+const port = parentPort!;
+const service = await startService(config, createLogger(config.logLevel));
+port.once('message', () => {
+  service.stop().then(
+    () => process.exit(0), // ends this thread only
+    () => process.exit(1),
+  );
+});
+port.postMessage('started');

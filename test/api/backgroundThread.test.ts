@@ -1,0 +1,64 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { csrTool } from '../support/cli.js';
+import { spawnServer, type ServerProcess } from '../support/process.js';
+import { client } from '../support/service.js';
+
+/** The default layout of one process: the API on the main thread, projector and dispatcher in a worker thread. */
+
+const dataDir = mkdtempSync(join(tmpdir(), 'csr-background-'));
+let server: ServerProcess;
+let api: ReturnType<typeof client>;
+
+function started(): { roles: string[]; pid: number; url: string | null }[] {
+  return server
+    .output()
+    .split('\n')
+    .flatMap((line) => {
+      try {
+        const entry = JSON.parse(line);
+        return entry.msg === 'service started' ? [entry] : [];
+      } catch {
+        return [];
+      }
+    });
+}
+
+beforeAll(async () => {
+  const csr = csrTool(dataDir);
+  await csr.json('workspaces', 'create', 'threads');
+  const { key } = await csr.json<{ key: string }>('keys', 'create', '--workspace', 'threads', '--name', 'load');
+  server = await spawnServer({ DATA_DIR: dataDir });
+  api = client(server.url, key);
+});
+
+afterAll(async () => {
+  await server?.kill();
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+describe('one process, two threads', () => {
+  it('runs the projector and the dispatcher in a thread of the API process', () => {
+    const services = started();
+    expect(services.map((service) => service.roles)).toEqual([['projector', 'dispatcher'], ['api']]);
+    expect(services.map((service) => service.pid)).toEqual([server.child.pid, server.child.pid]);
+  });
+
+  it('shows every write to the next read, projected in the other thread', async () => {
+    for (let i = 0; i < 30; i++) {
+      const created = await api.post('/api/v1/clients', { name: `Sequential ${i}` });
+      expect(created.status).toBe(201);
+      const read = await api.get(`/api/v1/clients/${created.body.ids[0]}`);
+      expect(read.status).toBe(200);
+      expect(read.body.data).toMatchObject({ name: `Sequential ${i}`, clientNumber: `CL-${String(i + 1).padStart(5, '0')}` });
+    }
+  });
+
+  it('stops both threads on SIGTERM and exits 0', async () => {
+    await server.kill('SIGTERM');
+    expect(server.child.exitCode).toBe(0);
+    expect(server.output()).not.toContain('"level":50');
+  });
+});
