@@ -8,7 +8,7 @@ import type { Config } from './config.js';
  * thread. They need no more than that: they share no memory with the API, only the stores. But
  * a thread of their own gives them the second core, and the API's event loop no longer pays for
  * projecting and fanning out every event it appends: on two cores a single-record POST went from
- * about 400 to 250 µs of main-thread CPU. Each side hears of the other's commits at once through
+ * about 300 to 200 µs of main-thread CPU. Each side hears of the other's commits at once through
  * the stores' file signals, so read-your-writes waits no longer than on one thread.
  *
  * A thread that dies after it started is replaced, as API processes are; one that cannot start
