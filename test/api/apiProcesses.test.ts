@@ -34,16 +34,9 @@ function onNewConnection(method: string, path: string, body?: unknown): Promise<
 /** Pids of the API processes that said they started, in order. */
 function apiPids(): number[] {
   return server
-    .output()
-    .split('\n')
-    .flatMap((line) => {
-      try {
-        const entry = JSON.parse(line);
-        return entry.msg === 'service started' && entry.roles.join() === 'api' ? [entry.pid as number] : [];
-      } catch {
-        return [];
-      }
-    });
+    .started()
+    .filter((service) => service.roles.join() === 'api')
+    .map((service) => service.pid);
 }
 
 const alive = (pid: number) => {

@@ -12,20 +12,6 @@ const dataDir = mkdtempSync(join(tmpdir(), 'csr-background-'));
 let server: ServerProcess;
 let api: ReturnType<typeof client>;
 
-function started(): { roles: string[]; pid: number; url: string | null }[] {
-  return server
-    .output()
-    .split('\n')
-    .flatMap((line) => {
-      try {
-        const entry = JSON.parse(line);
-        return entry.msg === 'service started' ? [entry] : [];
-      } catch {
-        return [];
-      }
-    });
-}
-
 beforeAll(async () => {
   const csr = csrTool(dataDir);
   await csr.json('workspaces', 'create', 'threads');
@@ -41,7 +27,7 @@ afterAll(async () => {
 
 describe('one process, two threads', () => {
   it('runs the projector and the dispatcher in a thread of the API process', () => {
-    const services = started();
+    const services = server.started();
     expect(services.map((service) => service.roles)).toEqual([['projector', 'dispatcher'], ['api']]);
     expect(services.map((service) => service.pid)).toEqual([server.child.pid, server.child.pid]);
   });

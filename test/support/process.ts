@@ -7,11 +7,20 @@ import { fileURLToPath } from 'node:url';
 
 export const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
 
+/** A "service started" log line: one per set of roles started, in any thread or API process. */
+export interface StartedService {
+  roles: string[];
+  pid: number;
+  url: string | null;
+}
+
 export interface ServerProcess {
   url: string;
   child: ChildProcess;
   /** Everything the process wrote so far (its log). */
   output(): string;
+  /** The services it said it started so far, in order. */
+  started(): StartedService[];
   kill(signal?: NodeJS.Signals): Promise<void>;
 }
 
@@ -46,6 +55,15 @@ export async function spawnServer(env: Record<string, string>): Promise<ServerPr
     url,
     child,
     output: () => stdout + stderr,
+    started: () =>
+      stdout.split('\n').flatMap((line) => {
+        try {
+          const entry = JSON.parse(line);
+          return entry.msg === 'service started' ? [{ roles: entry.roles, pid: entry.pid, url: entry.url }] : [];
+        } catch {
+          return []; // not a log line
+        }
+      }),
     async kill(signal = 'SIGKILL') {
       if (child.exitCode !== null || child.signalCode !== null) return;
       const exited = once(child, 'exit');
