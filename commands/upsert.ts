@@ -1,4 +1,5 @@
 import { ValidationFailed } from '../src/errors.js';
+import type { EventMetadata } from '../src/eventstore/port.js';
 import type { Position } from '../src/eventstore/position.js';
 import { newId } from '../src/ids.js';
 import { filterKey } from '../src/readstore/filterKey.js';
@@ -8,8 +9,8 @@ import type { ObjectDef } from '../src/schema/types.js';
 import { checkRecordRules, validateRecord } from '../src/schema/validate.js';
 import { metadataFor, type Action } from './action.js';
 import type { CommandDeps } from './deps.js';
-import { initialState } from './record/decider.js';
-import { loadRecord, executeRecordCommand, type LoadedRecord } from './record/repository.js';
+import { decide, initialState } from './record/decider.js';
+import { executeRecordCommand, loadRecord, recordAppend, type LoadedRecord } from './record/repository.js';
 import { ReferenceResolver } from './references.js';
 
 /** POST /api/v1/{object}: create or update up to 1000 records (spec 4.2, PRODUCT.md section 3). */
@@ -54,27 +55,33 @@ export async function upsertRecords(
     if (planned.index === index) plans.push(planned);
   }
 
-  await assignAutoNumbers(deps, action, object, plans);
-
   const metadata = metadataFor(action, { [object.key]: new Set(plans.map((plan) => plan.recordId)).size });
-  const outcomes = await Promise.allSettled(
-    plans.map((plan) =>
-      executeRecordCommand(
-        deps.events,
-        plan.recordId,
-        () => ({ type: plan.kind === 'create' ? 'CreateRecord' : 'UpdateRecord', workspaceId: action.workspaceId, object: object.key, recordId: plan.recordId, fields: plan.values }),
-        metadata,
-        plan.kind === 'update' ? plan.loaded : NEW_RECORD,
+  const numbering = autoNumbering(object, plans);
+  const numbered = new Set(numbering?.plans);
+  const others = plans.filter((plan) => !numbered.has(plan));
+  const [numberedOutcomes, otherOutcomes] = await Promise.all([
+    numbering ? appendNumbered(deps, action, object, numbering, metadata) : [],
+    Promise.allSettled(
+      others.map((plan) =>
+        executeRecordCommand(
+          deps.events,
+          plan.recordId,
+          () => ({ type: plan.kind === 'create' ? 'CreateRecord' : 'UpdateRecord', workspaceId: action.workspaceId, object: object.key, recordId: plan.recordId, fields: plan.values }),
+          metadata,
+          plan.kind === 'update' ? plan.loaded : NEW_RECORD,
+        ),
       ),
     ),
-  );
+  ]);
 
   const positions: Position[] = [];
   const failedPlans = new Map<Plan, string>();
-  outcomes.forEach((outcome, i) => {
-    if (outcome.status === 'rejected') failedPlans.set(plans[i]!, errorMessage(outcome.reason));
+  const settle = (plan: Plan, outcome: PromiseSettledResult<Position | null>) => {
+    if (outcome.status === 'rejected') failedPlans.set(plan, errorMessage(outcome.reason));
     else if (outcome.value) positions.push(outcome.value);
-  });
+  };
+  numbering?.plans.forEach((plan, i) => settle(plan, numberedOutcomes[i]!));
+  others.forEach((plan, i) => settle(plan, otherOutcomes[i]!));
   if (positions.length > 0) await deps.waitVisible(positions.reduce((a, b) => (a > b ? a : b)));
 
   const result: SaveResult = { created: 0, updated: 0, errors, ids: [] };
@@ -217,16 +224,39 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-async function assignAutoNumbers(deps: CommandDeps, action: Action, object: ObjectDef, plans: Plan[]): Promise<void> {
+/** The creates that take the object's auto number (each object has at most one such field). */
+function autoNumbering(object: ObjectDef, plans: Plan[]): { field: string; prefix: string; plans: Plan[] } | null {
   for (const field of object.fields) {
     if (field.format.type !== 'autoNumber') continue;
-    const prefix = field.format.prefix;
     const needing = plans.filter((plan) => plan.kind === 'create' && (plan.values[field.key] ?? null) === null);
-    if (needing.length === 0) continue;
-    const first = await deps.autoNumbers.reserve(action.workspaceId, object.key, needing.length, metadataFor(action, {}));
-    needing.forEach((plan, i) => {
-      plan.values[field.key] = formatAutoNumber(prefix, first + i);
-    });
+    return needing.length === 0 ? null : { field: field.key, prefix: field.format.prefix, plans: needing };
+  }
+  return null;
+}
+
+/**
+ * Creates that take an auto number are appended with the reservation of their numbers (one
+ * commit on the embedded store); a reservation that cannot be written fails each of them.
+ */
+async function appendNumbered(
+  deps: CommandDeps,
+  action: Action,
+  object: ObjectDef,
+  numbering: { field: string; prefix: string; plans: Plan[] },
+  metadata: EventMetadata,
+): Promise<PromiseSettledResult<Position | null>[]> {
+  const { field, prefix, plans } = numbering;
+  try {
+    const outcomes = await deps.autoNumbers.reserveAndAppend(action.workspaceId, object.key, plans.length, metadataFor(action, {}), (first) =>
+      plans.map((plan, i) => {
+        plan.values[field] = formatAutoNumber(prefix, first + i);
+        const created = decide({ type: 'CreateRecord', workspaceId: action.workspaceId, object: object.key, recordId: plan.recordId, fields: plan.values }, initialState);
+        return recordAppend(plan.recordId, created, metadata, 'no_stream');
+      }),
+    );
+    return outcomes.map((outcome) => (outcome.status === 'fulfilled' ? { status: 'fulfilled', value: outcome.value.position } : outcome));
+  } catch (reason) {
+    return plans.map(() => ({ status: 'rejected', reason }));
   }
 }
 

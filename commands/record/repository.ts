@@ -1,9 +1,9 @@
 import { newId } from '../../src/ids.js';
 import { Conflict } from '../../src/errors.js';
-import type { EventMetadata, EventStore, ExpectedRevision } from '../../src/eventstore/port.js';
+import type { EventMetadata, EventStore, ExpectedRevision, StreamAppend } from '../../src/eventstore/port.js';
 import type { Position } from '../../src/eventstore/position.js';
 import { decide, evolve, initialState, type RecordCommand, type RecordState } from './decider.js';
-import { recordStream, upcast } from './events.js';
+import { recordStream, upcast, type RecordEvent } from './events.js';
 
 /** Loads a record's state by folding its stream, and runs commands against it. */
 
@@ -30,6 +30,15 @@ export async function loadRecord(events: EventStore, recordId: string): Promise<
   };
 }
 
+/** The append that records decided events on the record's own stream. */
+export function recordAppend(recordId: string, decided: RecordEvent[], metadata: EventMetadata, expectedRevision: ExpectedRevision): StreamAppend {
+  return {
+    stream: recordStream(recordId),
+    events: decided.map((event) => ({ id: newId(), type: event.type, data: { ...event.data }, metadata })),
+    expectedRevision,
+  };
+}
+
 /** A conflicting append means someone else changed the record meanwhile: decide again on fresh state. */
 const MAX_ATTEMPTS = 5;
 
@@ -51,11 +60,8 @@ export async function executeRecordCommand(
     const decided = decide(await command(loaded), loaded.state);
     if (decided.length === 0) return null;
     try {
-      const result = await events.append(
-        recordStream(recordId),
-        decided.map((event) => ({ id: newId(), type: event.type, data: { ...event.data }, metadata })),
-        { expectedRevision: loaded.expectedRevision },
-      );
+      const append = recordAppend(recordId, decided, metadata, loaded.expectedRevision);
+      const result = await events.append(append.stream, append.events, { expectedRevision: append.expectedRevision });
       return result.position;
     } catch (error) {
       if (!(error instanceof Conflict) || attempt === MAX_ATTEMPTS) throw error;

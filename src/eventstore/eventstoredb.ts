@@ -21,6 +21,7 @@ import type {
 import { Conflict } from '../errors.js';
 import type {
   AppendResult,
+  ChainResult,
   EventStore,
   ExpectedRevision,
   NewEvent,
@@ -29,6 +30,7 @@ import type {
   PersistentSubscriptionOptions,
   ReadStreamOptions,
   RecordedEvent,
+  StreamAppend,
   SubscribeToAllOptions,
   Subscription,
 } from './port.js';
@@ -126,6 +128,13 @@ export function openEventStoreDb(options: EventStoreDbOptions): EventStore {
     if (position === null && events.length === 1 && isKnownPosition(result.position)) position = fromEsdbPosition(result.position);
     if (position === null) throw new Error(`EventStoreDB gave no log position for the append to ${stream}`);
     return { position, nextRevision: Number(result.nextExpectedRevision) };
+  }
+
+  /** EventStoreDB 24 has no multi-stream transaction: the claim is acknowledged before the rest is sent. */
+  async function appendThen(first: StreamAppend, then: StreamAppend[]): Promise<ChainResult> {
+    const claimed = await append(first.stream, first.events, { expectedRevision: first.expectedRevision });
+    const written = await Promise.allSettled(then.map((next) => append(next.stream, next.events, { expectedRevision: next.expectedRevision })));
+    return { first: claimed, then: written };
   }
 
   async function readStream(stream: string, readOptions: ReadStreamOptions = {}): Promise<RecordedEvent[]> {
@@ -336,7 +345,7 @@ export function openEventStoreDb(options: EventStoreDbOptions): EventStore {
     await client.dispose();
   }
 
-  return { append, readStream, subscribeToAll, persistentSubscription, headPosition, close };
+  return { append, appendThen, readStream, subscribeToAll, persistentSubscription, headPosition, close };
 }
 
 /** Close flag plus an interruptible backoff sleep for one subscription. */

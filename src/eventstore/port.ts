@@ -56,6 +56,19 @@ export interface AppendResult {
   nextRevision: number;
 }
 
+/** One append of `appendThen`. */
+export interface StreamAppend {
+  stream: string;
+  events: NewEvent[];
+  expectedRevision: ExpectedRevision;
+}
+
+/** What `appendThen` wrote: the claim's result and, per dependent append, its result or error. */
+export interface ChainResult {
+  first: AppendResult;
+  then: PromiseSettledResult<AppendResult>[];
+}
+
 export interface ReadStreamOptions {
   direction?: 'forwards' | 'backwards';
   maxCount?: number;
@@ -109,6 +122,14 @@ export interface EventStore {
    * at `expectedRevision`. Resolves only once the events are durable.
    */
   append(stream: string, events: NewEvent[], options: { expectedRevision: ExpectedRevision }): Promise<AppendResult>;
+  /**
+   * Appends `first` (a claim, e.g. a block of auto numbers) and, only if it succeeded, each append
+   * of `then` on its own, as `append` would (each succeeds or fails alone). When `first` fails
+   * nothing is written and the call rejects with its error, so nothing that depends on a claim is
+   * ever written without it. The embedded store commits all of them in one transaction (one fsync
+   * for a claim and the records numbered from it); EventStoreDB appends `first` before the others.
+   */
+  appendThen(first: StreamAppend, then: StreamAppend[]): Promise<ChainResult>;
   /** The stream's events ([] when the stream does not exist). */
   readStream(stream: string, options?: ReadStreamOptions): Promise<RecordedEvent[]>;
   subscribeToAll(options: SubscribeToAllOptions): Subscription;

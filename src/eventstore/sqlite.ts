@@ -2,6 +2,7 @@ import Database from 'better-sqlite3';
 import { Conflict, Unavailable } from '../errors.js';
 import type {
   AppendResult,
+  ChainResult,
   EventFilter,
   EventMetadata,
   EventStore,
@@ -12,6 +13,7 @@ import type {
   PersistentSubscriptionOptions,
   ReadStreamOptions,
   RecordedEvent,
+  StreamAppend,
   SubscribeToAllOptions,
   Subscription,
 } from './port.js';
@@ -275,6 +277,9 @@ interface QueuedAppend {
   stream: string;
   events: NewEvent[];
   expected: ExpectedRevision;
+  /** The claim of appendThen this append depends on; it is queued, and so tried, before this one. */
+  after: QueuedAppend | undefined;
+  written: boolean;
   resolve(result: AppendResult): void;
   reject(error: unknown): void;
 }
@@ -305,16 +310,36 @@ class GroupCommitter {
     });
   }
 
-  enqueue(stream: string, events: NewEvent[], expected: ExpectedRevision): Promise<AppendResult> {
-    return new Promise((resolve, reject) => {
-      this.queue.push({ stream, events, expected, resolve, reject });
-      if (!this.scheduled) {
-        this.scheduled = true;
-        // setImmediate rather than a microtask: appends from every request handled in this turn
-        // of the event loop share the commit.
-        setImmediate(() => this.flush());
-      }
+  enqueue(append: StreamAppend): Promise<AppendResult> {
+    const { promise } = this.push(append, undefined);
+    if (!this.scheduled) {
+      this.scheduled = true;
+      // setImmediate rather than a microtask: appends from every request handled in this turn
+      // of the event loop share the commit.
+      setImmediate(() => this.flush());
+    }
+    return promise;
+  }
+
+  /**
+   * appendThen: the claim and its dependents join the queue in order, and everything queued
+   * commits now. Its callers have gathered their batch already (AutoNumbers gathers a turn's
+   * requests), so waiting for the next turn would only add latency.
+   */
+  enqueueChain(first: StreamAppend, then: StreamAppend[]): Promise<ChainResult> {
+    const claim = this.push(first, undefined);
+    const dependents = Promise.allSettled(then.map((append) => this.push(append, claim.entry).promise));
+    this.flush();
+    return claim.promise.then(async (result) => ({ first: result, then: await dependents }));
+  }
+
+  private push(append: StreamAppend, after: QueuedAppend | undefined): { entry: QueuedAppend; promise: Promise<AppendResult> } {
+    let entry!: QueuedAppend;
+    const promise = new Promise<AppendResult>((resolve, reject) => {
+      entry = { stream: append.stream, events: append.events, expected: append.expectedRevision, after, written: false, resolve, reject };
     });
+    this.queue.push(entry);
+    return { entry, promise };
   }
 
   /** Commits everything queued; promises settle only after COMMIT. */
@@ -350,10 +375,14 @@ class GroupCommitter {
   }
 
   private tryAppend(append: QueuedAppend, created: number): Outcome {
+    if (append.after && !append.after.written) {
+      return { append, error: new Error(`not appended to ${append.stream}: the append to ${append.after.stream} it depends on failed`) };
+    }
     try {
       // One event is one INSERT, which SQLite undoes alone when it fails: only appends of several
       // events need a savepoint, two more statements per append.
       const committed = append.events.length === 1 ? this.write(append, created) : this.appendOne(append, created);
+      append.written = true;
       return { append, committed };
     } catch (error) {
       return { append, error };
@@ -905,7 +934,13 @@ class SqliteEventStore implements EventStore {
   async append(stream: string, events: NewEvent[], options: { expectedRevision: ExpectedRevision }): Promise<AppendResult> {
     this.assertOpen();
     validateAppend(stream, events, options.expectedRevision);
-    return this.committer.enqueue(stream, events, options.expectedRevision);
+    return this.committer.enqueue({ stream, events, expectedRevision: options.expectedRevision });
+  }
+
+  async appendThen(first: StreamAppend, then: StreamAppend[]): Promise<ChainResult> {
+    this.assertOpen();
+    for (const append of [first, ...then]) validateAppend(append.stream, append.events, append.expectedRevision);
+    return this.committer.enqueueChain(first, then);
   }
 
   async readStream(stream: string, options: ReadStreamOptions = {}): Promise<RecordedEvent[]> {

@@ -3,6 +3,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Conflict } from '../../src/errors.js';
 import { until } from '../support/until.js';
 import type {
+  AppendResult,
   EventStore,
   ExpectedRevision,
   NewEvent,
@@ -226,6 +227,54 @@ export function eventStoreContract(
         );
         expect(settled.filter((s) => s.status === 'fulfilled')).toHaveLength(1);
         expect(await store.readStream(stream)).toHaveLength(1);
+      });
+    });
+
+    describe('appendThen', () => {
+      it('writes the claim, then each dependent append, after it in the log', async () => {
+        const [claim, first, second] = [streamName('claim'), streamName(), streamName()];
+        await appendOne(claim, 'no_stream');
+        const events = [newEvent('Claimed'), newEvent(), newEvent(), newEvent()];
+        const result = await store.appendThen({ stream: claim, events: [events[0]!], expectedRevision: 0 }, [
+          { stream: first, events: [events[1]!], expectedRevision: 'no_stream' },
+          { stream: second, events: [events[2]!, events[3]!], expectedRevision: 'no_stream' },
+        ]);
+
+        expect(result.first.nextRevision).toBe(1);
+        expect(result.then.map((outcome) => outcome.status)).toEqual(['fulfilled', 'fulfilled']);
+        const [firstResult, secondResult] = result.then.map((outcome) => (outcome as PromiseFulfilledResult<AppendResult>).value);
+        expect(secondResult!.nextRevision).toBe(1);
+        expect(result.first.position < firstResult!.position).toBe(true);
+        expect(result.first.position < secondResult!.position).toBe(true);
+        expect((await store.readStream(claim)).map((e) => e.id)).toEqual([expect.any(String), events[0]!.id]);
+        expect((await store.readStream(first)).map((e) => e.id)).toEqual([events[1]!.id]);
+        expect((await store.readStream(second)).map((e) => e.id)).toEqual([events[2]!.id, events[3]!.id]);
+      });
+
+      it('writes nothing when the claim conflicts, and rejects with its Conflict', async () => {
+        const [claim, dependent] = [streamName('claim'), streamName()];
+        await appendOne(claim, 'no_stream');
+        await appendOne(claim, 0); // another writer took revision 1 meanwhile
+        await expectConflict(
+          store.appendThen({ stream: claim, events: [newEvent('Claimed')], expectedRevision: 0 }, [{ stream: dependent, events: [newEvent()], expectedRevision: 'no_stream' }]),
+          claim,
+        );
+        expect(await store.readStream(claim)).toHaveLength(2);
+        expect(await store.readStream(dependent)).toEqual([]);
+      });
+
+      it('a failing dependent fails alone: the claim and the other dependents are written', async () => {
+        const [claim, taken, fresh] = [streamName('claim'), streamName(), streamName()];
+        await appendOne(taken, 'no_stream');
+        const result = await store.appendThen({ stream: claim, events: [newEvent('Claimed')], expectedRevision: 'no_stream' }, [
+          { stream: taken, events: [newEvent()], expectedRevision: 'no_stream' },
+          { stream: fresh, events: [newEvent()], expectedRevision: 'no_stream' },
+        ]);
+        expect(result.then.map((outcome) => outcome.status)).toEqual(['rejected', 'fulfilled']);
+        expect((result.then[0] as PromiseRejectedResult).reason).toBeInstanceOf(Conflict);
+        expect(await store.readStream(claim)).toHaveLength(1);
+        expect(await store.readStream(taken)).toHaveLength(1);
+        expect(await store.readStream(fresh)).toHaveLength(1);
       });
     });
 
