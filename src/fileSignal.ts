@@ -4,7 +4,7 @@ import { BroadcastChannel } from 'node:worker_threads';
 /**
  * News about one embedded store file ("the log reached seq N", "projection P reached position X")
  * for every thread of this process that has the file open. The projector and the dispatcher run
- * in a worker thread beside the API (see `backgroundRoles`): without this, each side would learn
+ * in worker threads beside the API (see `backgroundRole`): without this, each side would learn
  * of the other's commits only by polling the file, a millisecond or two on the path of every
  * write. Other processes (the `csr` tool, API_PROCESSES) are still reached by those polls.
  *

@@ -13,7 +13,7 @@ import { startProjection, type RunningProjection } from '../projections/runner.j
 import { AutoNumbers } from '../commands/autoNumbers.js';
 import type { CommandDeps } from '../commands/deps.js';
 import { startApiProcesses, type Stoppable } from './apiProcesses.js';
-import { startBackgroundRoles } from './backgroundRoles.js';
+import { startBackgroundRole } from './backgroundRole.js';
 import { loadConfig, type Config } from './config.js';
 import { Unavailable } from './errors.js';
 import type { EventStore } from './eventstore/port.js';
@@ -205,21 +205,25 @@ async function waitVisible(readStore: ReadStore, position: Position): Promise<vo
   }
 }
 
-/** The API on this thread and the other roles, if this process has any, in a thread of their own. */
+/** The API on this thread and each other role this process has in a thread of its own. */
 async function startBesideTheApi(config: Config, logger: Logger): Promise<Stoppable> {
   const background = config.roles.filter((role) => role !== 'api');
   if (!config.roles.includes('api') || background.length === 0) return startService(config, logger);
-  const roles = await startBackgroundRoles({ ...config, roles: background }, logger);
+  const started = await Promise.allSettled(background.map((role) => startBackgroundRole({ ...config, roles: [role] }, logger)));
+  const threads = started.flatMap((outcome) => (outcome.status === 'fulfilled' ? [outcome.value] : []));
+  const stopThreads = () => Promise.all(threads.map((thread) => thread.stop()));
   try {
+    const failed = started.find((outcome) => outcome.status === 'rejected');
+    if (failed) throw failed.reason;
     const api = await startService({ ...config, roles: ['api'] }, logger);
     return {
       async stop() {
         await api.stop();
-        await roles.stop();
+        await stopThreads();
       },
     };
   } catch (error) {
-    await roles.stop();
+    await stopThreads();
     throw error;
   }
 }

@@ -6,7 +6,7 @@ import { csrTool } from '../support/cli.js';
 import { spawnServer, type ServerProcess } from '../support/process.js';
 import { client } from '../support/service.js';
 
-/** The default layout of one process: the API on the main thread, projector and dispatcher in a worker thread. */
+/** The default layout of one process: the API on the main thread, the projector and the dispatcher each in a worker thread. */
 
 const dataDir = mkdtempSync(join(tmpdir(), 'csr-background-'));
 let server: ServerProcess;
@@ -25,11 +25,12 @@ afterAll(async () => {
   rmSync(dataDir, { recursive: true, force: true });
 });
 
-describe('one process, two threads', () => {
-  it('runs the projector and the dispatcher in a thread of the API process', () => {
+describe('one process, three threads', () => {
+  it('runs the projector and the dispatcher each in a thread of the API process, started before the API', () => {
     const services = server.started();
-    expect(services.map((service) => service.roles)).toEqual([['projector', 'dispatcher'], ['api']]);
-    expect(services.map((service) => service.pid)).toEqual([server.child.pid, server.child.pid]);
+    expect(services.map((service) => service.roles.join()).slice(0, 2).sort()).toEqual(['dispatcher', 'projector']);
+    expect(services[2]!.roles).toEqual(['api']);
+    expect(services.map((service) => service.pid)).toEqual([server.child.pid, server.child.pid, server.child.pid]);
   });
 
   it('shows every write to the next read, projected in the other thread', async () => {
@@ -42,7 +43,7 @@ describe('one process, two threads', () => {
     }
   });
 
-  it('stops both threads on SIGTERM and exits 0', async () => {
+  it('stops every thread on SIGTERM and exits 0', async () => {
     await server.kill('SIGTERM');
     expect(server.child.exitCode).toBe(0);
     expect(server.output()).not.toContain('"level":50');

@@ -3,7 +3,7 @@ import type { Config } from './config.js';
 import { createLogger } from './logger.js';
 import { startService } from './main.js';
 
-/** The worker thread of `startBackgroundRoles`: the roles it was given, until it is told to stop. */
+/** The worker thread of `startBackgroundRole`: the role it was given, until it is told to stop. */
 
 const config = workerData as Config;
 const port = parentPort!;
