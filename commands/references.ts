@@ -1,6 +1,7 @@
 import type { ReadStore, Values } from '../src/readstore/port.js';
 import { filterKey } from '../src/readstore/filterKey.js';
 import type { User } from '../src/setup/port.js';
+import { isUuid } from '../src/ids.js';
 import type { FieldInput, Reference } from '../src/schema/validate.js';
 
 /**
@@ -9,7 +10,6 @@ import type { FieldInput, Reference } from '../src/schema/validate.js';
  * One resolver serves one request and remembers what it resolved.
  */
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export type Resolved = { ok: true; values: Values } | { ok: false; message: string };
 
@@ -56,7 +56,7 @@ export class ReferenceResolver {
 
   private async findLink(object: string, ref: Reference): Promise<Lookup> {
     const text = 'id' in ref ? ref.id : ref.text;
-    if (UUID.test(text)) {
+    if (isUuid(text)) {
       const byId = await this.readStore.get(this.workspaceId, object, text.toLowerCase());
       if (byId) return { ok: true, id: byId.id };
       if ('id' in ref) return { ok: false, message: `no ${object} record with id ${text}` };

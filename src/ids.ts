@@ -1,5 +1,12 @@
 import { randomUUID } from 'node:crypto';
 
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** A UUID in any case: ids sent in a body or a link may be upper case; the stores hold them in lower case. */
+export function isUuid(value: unknown): value is string {
+  return typeof value === 'string' && UUID.test(value);
+}
+
 /**
  * A new record or event id: a UUID of version 7 (RFC 9562), 48 bits of Unix milliseconds and then
  * random bits. The stores index records and events by id (and by `record-<id>` stream); ids made

@@ -7,6 +7,7 @@ import { deleteRecord } from '../../commands/delete.js';
 import { patchRecord } from '../../commands/patch.js';
 import { upsertRecords, type SaveResult } from '../../commands/upsert.js';
 import { MethodNotAllowed, NotFound } from '../errors.js';
+import { isUuid } from '../ids.js';
 import { getObject } from '../schema/catalogue.js';
 import type { ObjectDef } from '../schema/types.js';
 import type { Caller } from './auth.js';
@@ -16,7 +17,6 @@ import { errorBody } from './errors.js';
 
 /** The records endpoints of spec section 4. */
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 export function recordRoutes(app: Hono<AppEnv>, deps: ApiDeps): void {
   const renderContext = (c: Context<AppEnv>): RenderContext => {
@@ -113,6 +113,7 @@ function writable(c: Context<AppEnv>): ObjectDef {
 
 function recordId(c: Context<AppEnv>): string {
   const id = c.req.param('id') ?? '';
-  if (!UUID.test(id)) throw new NotFound(`record '${id}' not found`);
+  // Ids are stored in lower case: another spelling names no record.
+  if (!isUuid(id) || id !== id.toLowerCase()) throw new NotFound(`record '${id}' not found`);
   return id;
 }

@@ -1,5 +1,6 @@
 import * as v from 'valibot';
 import type { StoredValue } from '../readstore/port.js';
+import { isUuid } from '../ids.js';
 import { isCalendarDate, normalizeDateTime } from './dates.js';
 import type { FieldFormat } from './types.js';
 
@@ -21,11 +22,6 @@ export type FormatSchema = v.GenericSchema<unknown, FieldInput>;
 
 export const MAX_LINKS = 1000;
 const MAX_EMAIL_LENGTH = 254;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-export function isUuid(value: unknown): value is string {
-  return typeof value === 'string' && UUID.test(value);
-}
 
 /** A short, safe description of any value for messages: never the whole of a huge string. */
 export function describe(value: unknown): string {
@@ -155,7 +151,7 @@ function referenceSchema(
 function linkReference(object: string): v.GenericSchema<unknown, Reference> {
   return referenceSchema(
     `the linked ${object} record's id, its name, or { "id": "<uuid>" }`,
-    (id) => UUID.test(id),
+    isUuid,
     `the linked ${object} record's uuid`,
     (id) => id.toLowerCase(),
   );

@@ -2,7 +2,8 @@ import { lookups } from '../../projections/calculated.js';
 import { filterKey } from '../readstore/filterKey.js';
 import type { Values } from '../readstore/port.js';
 import { isCalendarDate, normalizeDateTime } from './dates.js';
-import { describe, formatSchema, isUuid, parseFormat, type FieldInput } from './formats.js';
+import { isUuid } from '../ids.js';
+import { describe, formatSchema, parseFormat, type FieldInput } from './formats.js';
 import type { FieldDef, ObjectDef } from './types.js';
 
 export type { FieldInput, Reference } from './formats.js';

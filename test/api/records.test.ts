@@ -51,6 +51,14 @@ describe('create, read, patch, delete', () => {
     expect(cleared.body.data.notes).toBeNull();
   });
 
+  it('an id in the path names a record only in the lower case it is stored in', async () => {
+    const id = (await api.post('/api/v1/clients', { name: 'Case Co' })).body.ids[0] as string;
+    expect((await api.get(`/api/v1/clients/${id}`)).status).toBe(200);
+    const upper = await api.get(`/api/v1/clients/${id.toUpperCase()}`);
+    expect(upper.status).toBe(404);
+    expect(upper.body.error.message).toContain(id.toUpperCase());
+  });
+
   it('DELETE answers { deleted } and the record is gone from get and list', async () => {
     const { body } = await api.post('/api/v1/clients', { name: 'Doomed Ltd' });
     const id = body.ids[0];

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { newId } from '../../src/ids.js';
+import { isUuid, newId } from '../../src/ids.js';
 
 describe('newId', () => {
   it('is a UUID of version 7 with the RFC variant', () => {
@@ -19,5 +19,19 @@ describe('newId', () => {
   it('differs between ids of the same millisecond', () => {
     const ids = new Set(Array.from({ length: 1_000 }, () => newId(1_700_000_000_000)));
     expect(ids.size).toBe(1_000);
+  });
+});
+
+describe('isUuid', () => {
+  it('accepts a UUID in any case, and its own ids', () => {
+    expect(isUuid('0190c0de-7a1b-7c2d-8e3f-0123456789ab')).toBe(true);
+    expect(isUuid('0190C0DE-7A1B-7C2D-8E3F-0123456789AB')).toBe(true);
+    expect(isUuid(newId())).toBe(true);
+  });
+
+  it('refuses anything else', () => {
+    for (const value of ['', '0190c0de-7a1b-7c2d-8e3f-0123456789a', '0190c0de7a1b7c2d8e3f0123456789ab', '0190c0de-7a1b-7c2d-8e3f-0123456789ag', ' 0190c0de-7a1b-7c2d-8e3f-0123456789ab', 42, null, { id: 'x' }]) {
+      expect(isUuid(value)).toBe(false);
+    }
   });
 });
