@@ -16,6 +16,7 @@ import type {
   PersistentSubscriptionToAll,
   PersistentSubscriptionToAllResolvedEvent,
   Position as EsdbPosition,
+  ReadStreamOptions as EsdbReadStreamOptions,
   ResolvedEvent,
 } from '@eventstore/db-client';
 import { Conflict } from '../errors.js';
@@ -90,14 +91,23 @@ export function openEventStoreDb(options: EventStoreDbOptions): EventStore {
     if (closed) throw new Error('event store is closed');
   }
 
+  /** The stream's events as the server resolves them ([] when the stream does not exist). */
+  async function readResolved(stream: string, readOptions: EsdbReadStreamOptions): Promise<ResolvedEvent[]> {
+    const resolved: ResolvedEvent[] = [];
+    try {
+      for await (const event of client.readStream(stream, readOptions) as AsyncIterable<ResolvedEvent>) resolved.push(event);
+    } catch (error) {
+      if (error instanceof StreamNotFoundError) return [];
+      throw error;
+    }
+    return resolved;
+  }
+
   /** The $all position of the event at `revision` of `stream` (null when the server gives none). */
   async function positionOfRevision(stream: string, revision: bigint): Promise<Position | null> {
-    const read = client.readStream(stream, { fromRevision: revision, direction: FORWARDS, maxCount: 1, requiresLeader: true });
-    for await (const resolved of read as AsyncIterable<ResolvedEvent>) {
-      const position = resolved.event?.position;
-      if (isKnownPosition(position)) return fromEsdbPosition(position);
-    }
-    return null;
+    const [resolved] = await readResolved(stream, { fromRevision: revision, direction: FORWARDS, maxCount: 1, requiresLeader: true });
+    const position = resolved?.event?.position;
+    return isKnownPosition(position) ? fromEsdbPosition(position) : null;
   }
 
   async function append(
@@ -141,22 +151,12 @@ export function openEventStoreDb(options: EventStoreDbOptions): EventStore {
     assertOpen();
     if (readOptions.maxCount !== undefined && readOptions.maxCount <= 0) return [];
     const backwards = readOptions.direction === 'backwards';
-    const events: RecordedEvent[] = [];
-    try {
-      const read = client.readStream(stream, {
-        direction: backwards ? BACKWARDS : FORWARDS,
-        fromRevision: backwards ? END : START,
-        ...(readOptions.maxCount !== undefined ? { maxCount: readOptions.maxCount } : {}),
-      });
-      for await (const resolved of read as AsyncIterable<ResolvedEvent>) {
-        const event = toRecordedEvent(resolved);
-        if (event) events.push(event);
-      }
-    } catch (error) {
-      if (error instanceof StreamNotFoundError) return [];
-      throw error;
-    }
-    return events;
+    const resolved = await readResolved(stream, {
+      direction: backwards ? BACKWARDS : FORWARDS,
+      fromRevision: backwards ? END : START,
+      ...(readOptions.maxCount !== undefined ? { maxCount: readOptions.maxCount } : {}),
+    });
+    return resolved.map(toRecordedEvent).filter((event): event is RecordedEvent => event !== null);
   }
 
   function subscribeToAll(subscribeOptions: SubscribeToAllOptions): Subscription {
