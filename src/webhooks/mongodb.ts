@@ -56,6 +56,10 @@ import type { ClaimedDelivery, Delivery, Webhook, WebhookStore } from './port.js
  * - claimDue: each delivery is taken with a findOneAndUpdate whose filter repeats "still due and
  *   unclaimed", so of competing dispatchers exactly one gets it.
  *
+ * Known gap: a process that dies between an enqueue's payload upsert and its delivery inserts
+ * leaves a payload no delivery needs, which purge does not find (it frees the payloads of the
+ * deliveries it deletes). The embedded store writes both in one transaction.
+ *
  * `withTransaction` may run its callback more than once: the callbacks only read and write through
  * their session and compute their result from what they read.
  */

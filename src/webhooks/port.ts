@@ -115,6 +115,7 @@ export interface BulkGroup {
 export interface WebhookStore {
   createWebhook(webhook: Webhook): Promise<void>;
   webhookById(id: string): Promise<Webhook | null>;
+  /** The workspace's webhooks in creation order (createdAt, then id). */
   listWebhooks(workspaceId: string): Promise<Webhook[]>;
   /** Switches on (clearing the reason) or off; off turns waiting and retrying deliveries into skipped. */
   setEnabled(id: string, enabled: boolean, reason: string | null): Promise<Webhook | null>;
@@ -137,7 +138,7 @@ export interface WebhookStore {
    * failure count and last success. Returns the webhooks touched.
    */
   settle(outcomes: AttemptOutcome[]): Promise<Webhook[]>;
-  /** The newest deliveries of a webhook, newest first. */
+  /** The newest deliveries of a webhook, newest first, at most `limit` (whole; below 1 gives none). */
   deliveries(webhookId: string, limit: number): Promise<Delivery[]>;
   deliveryById(id: number): Promise<Delivery | null>;
 

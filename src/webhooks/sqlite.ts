@@ -287,7 +287,10 @@ export function openSqliteWebhookStore(options: { path: string }): WebhookStore 
       return settle.immediate(outcomes);
     },
     async deliveries(webhookId, limit) {
-      return (s.deliveriesOf.all(webhookId, limit) as DeliveryRow[]).map(toDelivery);
+      const count = Math.floor(limit);
+      // SQLite reads a negative LIMIT as "no limit".
+      if (!(count > 0)) return [];
+      return (s.deliveriesOf.all(webhookId, count) as DeliveryRow[]).map(toDelivery);
     },
     async deliveryById(id) {
       const row = s.deliveryById.get(id) as DeliveryRow | undefined;
@@ -349,7 +352,7 @@ function prepare(db: Database.Database) {
        VALUES (@id, @workspaceId, @name, @url, @events, @objects, @enabled, @disabledReason, @secret, @createdAt, @consecutiveFailures, @lastSuccessAt)`,
     ),
     webhookById: db.prepare('SELECT * FROM webhooks WHERE id = ?'),
-    listWebhooks: db.prepare('SELECT * FROM webhooks WHERE workspace_id = ? ORDER BY created_at, rowid'),
+    listWebhooks: db.prepare('SELECT * FROM webhooks WHERE workspace_id = ? ORDER BY created_at, id'),
     enabledWebhooks: db.prepare('SELECT * FROM webhooks WHERE enabled = 1'),
     setEnabled: db.prepare('UPDATE webhooks SET enabled = ?, disabled_reason = ? WHERE id = ?'),
     resetFailures: db.prepare('UPDATE webhooks SET consecutive_failures = 0 WHERE id = ?'),

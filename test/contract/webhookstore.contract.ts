@@ -86,6 +86,14 @@ export function webhookStoreContract(name: string, open: () => Promise<WebhookSt
       expect(await store.webhookById(randomUUID())).toBeNull();
     });
 
+    it('lists webhooks created in the same millisecond by id', async () => {
+      const workspaceId = randomUUID();
+      // Created in the opposite order of their ids.
+      const second = await webhook({ workspaceId, id: `ffffffff${randomUUID().slice(8)}`, createdAt: at(3) });
+      const first = await webhook({ workspaceId, id: `00000000${randomUUID().slice(8)}`, createdAt: at(3) });
+      expect((await store.listWebhooks(workspaceId)).map((hook) => hook.id)).toEqual([first.id, second.id]);
+    });
+
     it('enqueues one delivery per webhook and event, and ignores a repeat of the pair', async () => {
       const a = await webhook();
       const b = await webhook({ workspaceId: a.workspaceId });
@@ -179,6 +187,9 @@ export function webhookStoreContract(name: string, open: () => Promise<WebhookSt
       for (const event of events) await store.enqueue([{ payload: event, webhookIds: [hook.id] }], at(1));
       const listed = await store.deliveries(hook.id, 3);
       expect(listed.map((d) => d.eventId)).toEqual([events[4]!.id, events[3]!.id, events[2]!.id]);
+      expect((await store.deliveries(hook.id, 2.9)).map((d) => d.eventId)).toEqual([events[4]!.id, events[3]!.id]);
+      expect(await store.deliveries(hook.id, 0)).toEqual([]);
+      expect(await store.deliveries(hook.id, -1)).toEqual([]);
     });
 
     it('keeps bulk members once, groups them per action, object and kind in log order, and flushes each member once', async () => {
