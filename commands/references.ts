@@ -10,7 +10,6 @@ import type { FieldInput, Reference } from '../src/schema/validate.js';
  * One resolver serves one request and remembers what it resolved.
  */
 
-
 export type Resolved = { ok: true; values: Values } | { ok: false; message: string };
 
 type Lookup = { ok: true; id: string } | { ok: false; message: string };

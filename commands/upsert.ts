@@ -9,7 +9,7 @@ import type { ObjectDef } from '../src/schema/types.js';
 import { checkRecordRules, validateRecord } from '../src/schema/validate.js';
 import { metadataFor, type Action } from './action.js';
 import type { CommandDeps } from './deps.js';
-import { decide, initialState } from './record/decider.js';
+import { decide, initialState, type RecordCommand } from './record/decider.js';
 import { executeRecordCommand, loadRecord, recordAppend, type LoadedRecord } from './record/repository.js';
 import { ReferenceResolver } from './references.js';
 
@@ -66,7 +66,7 @@ export async function upsertRecords(
         executeRecordCommand(
           deps.events,
           plan.recordId,
-          () => ({ type: plan.kind === 'create' ? 'CreateRecord' : 'UpdateRecord', workspaceId: action.workspaceId, object: object.key, recordId: plan.recordId, fields: plan.values }),
+          () => commandFor(action, object, plan),
           metadata,
           plan.kind === 'update' ? plan.loaded : NEW_RECORD,
         ),
@@ -224,6 +224,10 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
+function commandFor(action: Action, object: ObjectDef, plan: Plan): RecordCommand {
+  return { type: plan.kind === 'create' ? 'CreateRecord' : 'UpdateRecord', workspaceId: action.workspaceId, object: object.key, recordId: plan.recordId, fields: plan.values };
+}
+
 /** The creates that take the object's auto number (each object has at most one such field). */
 function autoNumbering(object: ObjectDef, plans: Plan[]): { field: string; prefix: string; plans: Plan[] } | null {
   for (const field of object.fields) {
@@ -250,8 +254,7 @@ async function appendNumbered(
     const outcomes = await deps.autoNumbers.reserveAndAppend(action.workspaceId, object.key, plans.length, metadataFor(action, {}), (first) =>
       plans.map((plan, i) => {
         plan.values[field] = formatAutoNumber(prefix, first + i);
-        const created = decide({ type: 'CreateRecord', workspaceId: action.workspaceId, object: object.key, recordId: plan.recordId, fields: plan.values }, initialState);
-        return recordAppend(plan.recordId, created, metadata, 'no_stream');
+        return recordAppend(plan.recordId, decide(commandFor(action, object, plan), NEW_RECORD.state), metadata, NEW_RECORD.expectedRevision);
       }),
     );
     return outcomes.map((outcome) => (outcome.status === 'fulfilled' ? { status: 'fulfilled', value: outcome.value.position } : outcome));
