@@ -254,7 +254,7 @@ async function main(): Promise<void> {
   if (cluster.isWorker) process.once('disconnect', () => shutdown('disconnect'));
 }
 
-// The background roles thread imports this module too: only the process's main thread is `main`.
+// The background role threads import this module too: only the process's main thread is `main`.
 if (isMainThread && process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
   main().catch((error: unknown) => {
     console.error(error instanceof Error ? error.message : error);

@@ -116,7 +116,7 @@ export function openEventStoreDb(options: EventStoreDbOptions): EventStore {
     appendOptions: { expectedRevision: ExpectedRevision },
   ): Promise<AppendResult> {
     assertOpen();
-    if (events.length === 0) throw new RangeError('append needs at least one event');
+    assertSomeEvents(stream, events);
     const expectedRevision = toExpectedRevision(appendOptions.expectedRevision);
     let result;
     try {
@@ -142,6 +142,8 @@ export function openEventStoreDb(options: EventStoreDbOptions): EventStore {
 
   /** EventStoreDB 24 has no multi-stream transaction: the claim is acknowledged before the rest is sent. */
   async function appendThen(first: StreamAppend, then: StreamAppend[]): Promise<ChainResult> {
+    // Checked before the claim is sent: an append refused for its shape must not leave the claim written.
+    for (const append of [first, ...then]) assertSomeEvents(append.stream, append.events);
     const claimed = await append(first.stream, first.events, { expectedRevision: first.expectedRevision });
     const written = await Promise.allSettled(then.map((next) => append(next.stream, next.events, { expectedRevision: next.expectedRevision })));
     return { first: claimed, then: written };
@@ -346,6 +348,10 @@ export function openEventStoreDb(options: EventStoreDbOptions): EventStore {
   }
 
   return { append, appendThen, readStream, subscribeToAll, persistentSubscription, headPosition, close };
+}
+
+function assertSomeEvents(stream: string, events: NewEvent[]): void {
+  if (events.length === 0) throw new RangeError(`append to ${stream} needs at least one event`);
 }
 
 /** Close flag plus an interruptible backoff sleep for one subscription. */

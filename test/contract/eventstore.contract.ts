@@ -263,6 +263,14 @@ export function eventStoreContract(
         expect(await store.readStream(dependent)).toEqual([]);
       });
 
+      it('rejects an empty dependent with a RangeError and writes nothing, not even the claim', async () => {
+        const [claim, dependent] = [streamName('claim'), streamName()];
+        await expect(
+          store.appendThen({ stream: claim, events: [newEvent('Claimed')], expectedRevision: 'no_stream' }, [{ stream: dependent, events: [], expectedRevision: 'no_stream' }]),
+        ).rejects.toBeInstanceOf(RangeError);
+        expect(await store.readStream(claim)).toEqual([]);
+      });
+
       it('a failing dependent fails alone: the claim and the other dependents are written', async () => {
         const [claim, taken, fresh] = [streamName('claim'), streamName(), streamName()];
         await appendOne(taken, 'no_stream');
