@@ -143,7 +143,10 @@ export function openEventStoreDb(options: EventStoreDbOptions): EventStore {
   /** EventStoreDB 24 has no multi-stream transaction: the claim is acknowledged before the rest is sent. */
   async function appendThen(first: StreamAppend, then: StreamAppend[]): Promise<ChainResult> {
     // Checked before the claim is sent: an append refused for its shape must not leave the claim written.
-    for (const append of [first, ...then]) assertSomeEvents(append.stream, append.events);
+    for (const append of [first, ...then]) {
+      assertSomeEvents(append.stream, append.events);
+      toExpectedRevision(append.expectedRevision); // throws RangeError for a negative revision
+    }
     const claimed = await append(first.stream, first.events, { expectedRevision: first.expectedRevision });
     const written = await Promise.allSettled(then.map((next) => append(next.stream, next.events, { expectedRevision: next.expectedRevision })));
     return { first: claimed, then: written };

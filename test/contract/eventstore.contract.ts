@@ -263,10 +263,13 @@ export function eventStoreContract(
         expect(await store.readStream(dependent)).toEqual([]);
       });
 
-      it('rejects an empty dependent with a RangeError and writes nothing, not even the claim', async () => {
+      it('rejects an empty dependent or a negative revision with a RangeError and writes nothing, not even the claim', async () => {
         const [claim, dependent] = [streamName('claim'), streamName()];
         await expect(
           store.appendThen({ stream: claim, events: [newEvent('Claimed')], expectedRevision: 'no_stream' }, [{ stream: dependent, events: [], expectedRevision: 'no_stream' }]),
+        ).rejects.toBeInstanceOf(RangeError);
+        await expect(
+          store.appendThen({ stream: claim, events: [newEvent('Claimed')], expectedRevision: 'no_stream' }, [{ stream: dependent, events: [newEvent()], expectedRevision: -2 }]),
         ).rejects.toBeInstanceOf(RangeError);
         expect(await store.readStream(claim)).toEqual([]);
       });
