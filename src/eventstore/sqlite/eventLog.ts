@@ -1,0 +1,160 @@
+import type Database from 'better-sqlite3';
+import type { EventFilter, EventMetadata, NewEvent, RecordedEvent } from '../port.js';
+import { formatPosition } from '../position.js';
+import { BOUND_COUNT, openSqliteFile } from '../../sqliteFile.js';
+
+/**
+ * The events table: one row per event, `seq` (INTEGER autoincrement) is the global position and
+ * `created` the commit time in milliseconds. Everything else in the embedded event store reads and
+ * writes the log through this class.
+ */
+
+// UNIQUE (stream, revision) doubles as the index on stream (its leftmost column); a separate one
+// would only cost writes.
+const EVENTS_SCHEMA = `
+  CREATE TABLE IF NOT EXISTS events (
+    seq      INTEGER PRIMARY KEY AUTOINCREMENT,
+    id       TEXT    NOT NULL UNIQUE,
+    stream   TEXT    NOT NULL,
+    revision INTEGER NOT NULL,
+    type     TEXT    NOT NULL,
+    created  INTEGER NOT NULL,
+    data     TEXT    NOT NULL,
+    metadata TEXT    NOT NULL,
+    UNIQUE (stream, revision)
+  );
+`;
+
+const COLUMNS = 'seq, id, stream, revision, type, created, data, metadata';
+
+export type Db = Database.Database;
+
+interface EventRow {
+  seq: number;
+  id: string;
+  stream: string;
+  revision: number;
+  type: string;
+  created: number;
+  data: string;
+  metadata: string;
+}
+
+export interface LogEntry {
+  seq: number;
+  event: RecordedEvent;
+}
+
+export interface Page {
+  entries: LogEntry[];
+  /** Everything up to this seq has been looked at (matching or not). */
+  cursor: number;
+  /** True when the page reached the head of the log as it was when read. */
+  caughtUp: boolean;
+}
+
+/** Opens the log file: WAL with synchronous=FULL, so an acknowledged append survives kill -9 and power loss. */
+export function openLogFile(path: string): Db {
+  const db = openSqliteFile(path, { synchronous: 'FULL' });
+  db.exec(EVENTS_SCHEMA);
+  return db;
+}
+
+function toRecordedEvent(row: EventRow): RecordedEvent {
+  return {
+    id: row.id,
+    type: row.type,
+    stream: row.stream,
+    revision: row.revision,
+    position: formatPosition(BigInt(row.seq)),
+    created: new Date(row.created),
+    data: JSON.parse(row.data) as Record<string, unknown>,
+    metadata: JSON.parse(row.metadata) as EventMetadata,
+  };
+}
+
+/** Prefix matching in SQL: instr() finds the first occurrence, which is 1 exactly for a prefix. */
+function filterClause(filter: EventFilter | undefined): string {
+  if (!filter) return '';
+  if (filter.streamPrefixes.length === 0) return ' AND 0';
+  return ` AND (${filter.streamPrefixes.map(() => 'instr(stream, ?) = 1').join(' OR ')})`;
+}
+
+export class EventLog {
+  private readonly streamRevisionStmt;
+  private readonly insertStmt;
+  private readonly lastCreatedStmt;
+  private readonly headSeqStmt;
+  private readonly forwardsStmt;
+  private readonly backwardsStmt;
+  /** Page queries by number of filter prefixes (-1: no filter). */
+  private readonly pageStmts = new Map<number, Database.Statement<unknown[], EventRow>>();
+
+  constructor(private readonly db: Db) {
+    this.streamRevisionStmt = db.prepare<[string], { revision: number }>(
+      'SELECT revision FROM events WHERE stream = ? ORDER BY revision DESC LIMIT 1',
+    );
+    this.insertStmt = db.prepare<[string, string, number, string, number, string, string]>(
+      'INSERT INTO events (id, stream, revision, type, created, data, metadata) VALUES (?, ?, ?, ?, ?, ?, ?)',
+    );
+    this.lastCreatedStmt = db.prepare<[], { created: number }>('SELECT created FROM events ORDER BY seq DESC LIMIT 1');
+    this.headSeqStmt = db.prepare<[], { head: number | null }>('SELECT max(seq) AS head FROM events');
+    this.forwardsStmt = db.prepare<[string, number], EventRow>(
+      `SELECT ${COLUMNS} FROM events WHERE stream = ? ORDER BY revision ASC LIMIT ${BOUND_COUNT}`,
+    );
+    this.backwardsStmt = db.prepare<[string, number], EventRow>(
+      `SELECT ${COLUMNS} FROM events WHERE stream = ? ORDER BY revision DESC LIMIT ${BOUND_COUNT}`,
+    );
+  }
+
+  streamRevision(stream: string): number | undefined {
+    return this.streamRevisionStmt.get(stream)?.revision;
+  }
+
+  insert(stream: string, revision: number, event: NewEvent, created: number): number {
+    const data = JSON.stringify(event.data);
+    const metadata = JSON.stringify(event.metadata);
+    return Number(this.insertStmt.run(event.id, stream, revision, event.type, created, data, metadata).lastInsertRowid);
+  }
+
+  /** Read inside the write transaction: commit times never go backwards along the log, even
+   *  when the clock does or another process's clock differs. */
+  commitTime(): number {
+    return Math.max(Date.now(), this.lastCreatedStmt.get()?.created ?? 0);
+  }
+
+  headSeq(): number {
+    return this.headSeqStmt.get()?.head ?? 0;
+  }
+
+  readStream(stream: string, backwards: boolean, maxCount: number): RecordedEvent[] {
+    const stmt = backwards ? this.backwardsStmt : this.forwardsStmt;
+    return stmt.all(stream, maxCount).map(toRecordedEvent);
+  }
+
+  /** Events after `cursor` matching `filter`, bounded by the head read first so that an empty
+   *  page proves nothing matching exists up to that head. */
+  readAfter(cursor: number, filter: EventFilter | undefined, limit: number): Page {
+    const head = this.headSeq();
+    const rows = this.pageStatement(filter).all(cursor, head, ...(filter?.streamPrefixes ?? []), limit);
+    const full = rows.length === limit;
+    const last = rows[rows.length - 1];
+    return {
+      entries: rows.map((row) => ({ seq: row.seq, event: toRecordedEvent(row) })),
+      cursor: full && last ? last.seq : Math.max(cursor, head),
+      caughtUp: !full,
+    };
+  }
+
+  private pageStatement(filter: EventFilter | undefined): Database.Statement<unknown[], EventRow> {
+    const key = filter ? filter.streamPrefixes.length : -1;
+    let stmt = this.pageStmts.get(key);
+    if (!stmt) {
+      stmt = this.db.prepare<unknown[], EventRow>(
+        `SELECT ${COLUMNS} FROM events WHERE seq > ? AND seq <= ?${filterClause(filter)} ORDER BY seq LIMIT ${BOUND_COUNT}`,
+      );
+      this.pageStmts.set(key, stmt);
+    }
+    return stmt;
+  }
+}

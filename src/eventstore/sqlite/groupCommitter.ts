@@ -1,0 +1,153 @@
+import { Conflict, Unavailable } from '../../errors.js';
+import type { AppendResult, ChainResult, ExpectedRevision, NewEvent, StreamAppend } from '../port.js';
+import { formatPosition } from '../position.js';
+import type { Db, EventLog } from './eventLog.js';
+
+/**
+ * Group commit: the fsync that an acknowledged append costs is shared. Appends queued in the same
+ * turn of the event loop commit in one transaction; each append is checked and applied on its own
+ * (a savepoint when it has several events), so one conflicting append fails alone.
+ */
+
+function checkExpected(stream: string, expected: ExpectedRevision, actual: number | undefined): void {
+  const ok =
+    expected === 'any' ||
+    (expected === 'no_stream' && actual === undefined) ||
+    (expected === 'stream_exists' && actual !== undefined) ||
+    expected === actual;
+  if (!ok) throw new Conflict(stream, String(expected), actual === undefined ? 'no_stream' : String(actual));
+}
+
+function isBusy(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && code.startsWith('SQLITE_BUSY');
+}
+
+interface QueuedAppend {
+  stream: string;
+  events: NewEvent[];
+  expected: ExpectedRevision;
+  /** The claim of appendThen this append depends on; it is queued, and so tried, before this one. */
+  after: QueuedAppend | undefined;
+  written: boolean;
+  resolve(result: AppendResult): void;
+  reject(error: unknown): void;
+}
+
+interface Committed {
+  result: AppendResult;
+  lastSeq: number;
+}
+
+type Outcome = { append: QueuedAppend; committed: Committed } | { append: QueuedAppend; error: unknown };
+
+export class GroupCommitter {
+  private queue: QueuedAppend[] = [];
+  private scheduled = false;
+  private readonly commitBatch;
+  private readonly appendOne;
+
+  constructor(
+    db: Db,
+    private readonly log: EventLog,
+    private readonly onCommitted: (headSeq: number) => void,
+  ) {
+    // Nested transaction functions run as savepoints: a failing append of several events rolls back alone.
+    this.appendOne = db.transaction((append: QueuedAppend, created: number) => this.write(append, created));
+    this.commitBatch = db.transaction((batch: QueuedAppend[]) => {
+      const created = this.log.commitTime();
+      return batch.map((append) => this.tryAppend(append, created));
+    });
+  }
+
+  enqueue(append: StreamAppend): Promise<AppendResult> {
+    const { promise } = this.push(append, undefined);
+    if (!this.scheduled) {
+      this.scheduled = true;
+      // setImmediate rather than a microtask: appends from every request handled in this turn
+      // of the event loop share the commit.
+      setImmediate(() => this.flush());
+    }
+    return promise;
+  }
+
+  /**
+   * appendThen: the claim and its dependents join the queue in order, and everything queued
+   * commits now. Its callers have gathered their batch already (AutoNumbers gathers a turn's
+   * requests), so waiting for the next turn would only add latency.
+   */
+  enqueueChain(first: StreamAppend, then: StreamAppend[]): Promise<ChainResult> {
+    const claim = this.push(first, undefined);
+    const dependents = Promise.allSettled(then.map((append) => this.push(append, claim.entry).promise));
+    this.flush();
+    return claim.promise.then(async (result) => ({ first: result, then: await dependents }));
+  }
+
+  private push(append: StreamAppend, after: QueuedAppend | undefined): { entry: QueuedAppend; promise: Promise<AppendResult> } {
+    let entry!: QueuedAppend;
+    const promise = new Promise<AppendResult>((resolve, reject) => {
+      entry = { stream: append.stream, events: append.events, expected: append.expectedRevision, after, written: false, resolve, reject };
+    });
+    this.queue.push(entry);
+    return { entry, promise };
+  }
+
+  /** Commits everything queued; promises settle only after COMMIT. */
+  flush(): void {
+    this.scheduled = false;
+    const batch = this.queue;
+    this.queue = [];
+    if (batch.length === 0) return;
+    let outcomes: Outcome[];
+    try {
+      // IMMEDIATE takes the write lock up front, so a concurrent writer process makes us wait
+      // (busy_timeout) instead of failing a read-to-write upgrade.
+      outcomes = this.commitBatch.immediate(batch);
+    } catch (error) {
+      const failure = isBusy(error) ? new Unavailable('the event store is busy, try again', { cause: error }) : error;
+      for (const append of batch) append.reject(failure);
+      return;
+    }
+    this.settle(outcomes);
+  }
+
+  private settle(outcomes: Outcome[]): void {
+    let head = 0;
+    for (const outcome of outcomes) {
+      if ('committed' in outcome) {
+        head = Math.max(head, outcome.committed.lastSeq);
+        outcome.append.resolve(outcome.committed.result);
+      } else {
+        outcome.append.reject(outcome.error);
+      }
+    }
+    if (head > 0) this.onCommitted(head);
+  }
+
+  private tryAppend(append: QueuedAppend, created: number): Outcome {
+    if (append.after && !append.after.written) {
+      return { append, error: new Error(`not appended to ${append.stream}: the append to ${append.after.stream} it depends on failed`) };
+    }
+    try {
+      // One event is one INSERT, which SQLite undoes alone when it fails: only appends of several
+      // events need a savepoint, two more statements per append.
+      const committed = append.events.length === 1 ? this.write(append, created) : this.appendOne(append, created);
+      append.written = true;
+      return { append, committed };
+    } catch (error) {
+      return { append, error };
+    }
+  }
+
+  private write(append: QueuedAppend, created: number): Committed {
+    const current = this.log.streamRevision(append.stream);
+    checkExpected(append.stream, append.expected, current);
+    let revision = current ?? -1;
+    let lastSeq = 0;
+    for (const event of append.events) {
+      revision += 1;
+      lastSeq = this.log.insert(append.stream, revision, event, created);
+    }
+    return { result: { position: formatPosition(BigInt(lastSeq)), nextRevision: revision }, lastSeq };
+  }
+}
