@@ -1,0 +1,187 @@
+import type Database from 'better-sqlite3';
+import { filterKey, filterKeys } from '../filterKey.js';
+import type { RecordDocument, Values } from '../port.js';
+import { collOn, epochMs, type StatementCache, type StoredRow } from './connection.js';
+
+/** "field\0key" for every filter key of a document's fields and calculated values. */
+function keysOf(fields: Values, calculated: Values): Set<string> {
+  const keys = new Set<string>();
+  for (const values of [fields, calculated]) {
+    for (const [field, value] of Object.entries(values)) {
+      for (const key of filterKeys(value)) keys.add(`${field}\u0000${key}`);
+    }
+  }
+  return keys;
+}
+
+function splitKey(fieldKey: string): [string, string] {
+  const at = fieldKey.indexOf('\u0000');
+  return [fieldKey.slice(0, at), fieldKey.slice(at + 1)];
+}
+
+/**
+ * The write side of a projection transaction: documents, their filter rows and the counts kept of
+ * both. The caller runs it between BEGIN and COMMIT, and tells it how the transaction ended.
+ */
+export class DocumentWriter {
+  private readonly insertCollection;
+  private readonly countDocuments;
+  private readonly storedRow;
+  private readonly insertDocument;
+  private readonly updateDocument;
+  private readonly deleteDocument;
+  private readonly insertFilter;
+  private readonly deleteFilter;
+  private readonly countUp;
+  private readonly dropEmptyCount;
+  private readonly countDown;
+
+  /**
+   * Collection ids of the write side, remembered only once committed: an id created in a
+   * transaction that rolls back must not outlive it (see rolledBack).
+   */
+  private readonly writeColls = new Map<string, number>();
+  private readonly collsOfTransaction = new Map<string, number>();
+
+  /**
+   * filter_counts and collection document count changes of the open transaction, summed per
+   * "coll\0field\0key" (per coll) and written by writeCounts: a batch of 500 new records then
+   * updates each count once, not 500 times.
+   */
+  private readonly countChanges = new Map<string, { coll: number; field: string; key: string; delta: number }>();
+  private readonly documentCountChanges = new Map<number, number>();
+
+  constructor(
+    write: Database.Database,
+    private readonly cache: StatementCache,
+  ) {
+    this.insertCollection = write.prepare('INSERT INTO collections (workspace_id, object) VALUES (?, ?) ON CONFLICT DO NOTHING');
+    this.countDocuments = write.prepare('UPDATE collections SET documents = documents + ? WHERE coll = ?');
+    this.storedRow = write.prepare('SELECT doc_id, fields, calculated, created_position FROM documents WHERE coll = ? AND id = ?');
+    this.insertDocument = write.prepare(`
+    INSERT INTO documents (coll, id, name, name_key, fields, calculated, created_at, updated_at, updated_ms, created_position, revision)
+    VALUES (@coll, @id, @name, @nameKey, @fields, @calculated, @createdAt, @updatedAt, @updatedMs, @createdPosition, @revision)`);
+    this.updateDocument = write.prepare(`
+    UPDATE documents SET name = @name, name_key = @nameKey, fields = @fields, calculated = @calculated, created_at = @createdAt,
+      updated_at = @updatedAt, updated_ms = @updatedMs, created_position = @createdPosition, revision = @revision
+    WHERE doc_id = @docId`);
+    this.deleteDocument = write.prepare('DELETE FROM documents WHERE doc_id = ?');
+    this.insertFilter = write.prepare('INSERT INTO filters (coll, field, key, created_position, doc_id) VALUES (?, ?, ?, ?, ?)');
+    this.deleteFilter = write.prepare(
+      'DELETE FROM filters WHERE coll = ? AND field = ? AND key = ? AND created_position = ? AND doc_id = ?',
+    );
+    this.countUp = write.prepare(
+      'INSERT INTO filter_counts (coll, field, key, n) VALUES (?, ?, ?, ?) ON CONFLICT DO UPDATE SET n = n + excluded.n',
+    );
+    this.dropEmptyCount = write.prepare('DELETE FROM filter_counts WHERE coll = ? AND field = ? AND key = ? AND n <= ?');
+    this.countDown = write.prepare('UPDATE filter_counts SET n = n - ? WHERE coll = ? AND field = ? AND key = ?');
+  }
+
+  coll(workspaceId: string, object: string, create: boolean): number | null {
+    const name = `${workspaceId}\u0000${object}`;
+    const known = this.writeColls.get(name) ?? this.collsOfTransaction.get(name);
+    if (known !== undefined) return known;
+    if (create) this.insertCollection.run(workspaceId, object);
+    const coll = collOn(this.cache, workspaceId, object);
+    if (coll === null) return null;
+    this.collsOfTransaction.set(name, coll);
+    return coll;
+  }
+
+  /** Before anything reads the counts, and before COMMIT. */
+  writeCounts(): void {
+    for (const { coll, field, key, delta } of this.countChanges.values()) {
+      if (delta > 0) this.countUp.run(coll, field, key, delta);
+      else if (delta < 0 && this.dropEmptyCount.run(coll, field, key, -delta).changes === 0) this.countDown.run(-delta, coll, field, key);
+    }
+    this.countChanges.clear();
+    for (const [coll, delta] of this.documentCountChanges) if (delta !== 0) this.countDocuments.run(delta, coll);
+    this.documentCountChanges.clear();
+  }
+
+  /** After COMMIT: the transaction's collection ids now exist for good. */
+  committed(): void {
+    for (const [name, coll] of this.collsOfTransaction) this.writeColls.set(name, coll);
+    this.collsOfTransaction.clear();
+  }
+
+  /** Before ROLLBACK: nothing of the transaction may be written or remembered later. */
+  rolledBack(): void {
+    this.countChanges.clear();
+    this.documentCountChanges.clear();
+    this.collsOfTransaction.clear();
+  }
+
+  /** Replaces the document; only the filter rows of values that changed are rewritten. */
+  put(document: RecordDocument): void {
+    const coll = this.coll(document.workspaceId, document.object, true)!;
+    const row = {
+      coll,
+      id: document.id,
+      name: document.name,
+      nameKey: document.name === null ? null : filterKey(document.name),
+      fields: JSON.stringify(document.fields),
+      calculated: JSON.stringify(document.calculated),
+      createdAt: document.createdAt,
+      updatedAt: document.updatedAt,
+      updatedMs: epochMs(document.updatedAt, 'updatedAt'),
+      createdPosition: document.createdPosition,
+      revision: document.revision,
+    };
+    const keys = keysOf(document.fields, document.calculated);
+    const stored = this.storedRow.get(coll, document.id) as StoredRow | undefined;
+    if (!stored) {
+      const docId = Number(this.insertDocument.run(row).lastInsertRowid);
+      this.addFilters(coll, keys, document.createdPosition, docId);
+      this.changeDocumentCount(coll, 1);
+      return;
+    }
+    this.updateDocument.run({ ...row, docId: stored.doc_id });
+    const storedKeys = keysOf(JSON.parse(stored.fields) as Values, JSON.parse(stored.calculated) as Values);
+    if (stored.created_position !== document.createdPosition) {
+      this.removeFilters(coll, storedKeys, stored.created_position, stored.doc_id);
+      this.addFilters(coll, keys, document.createdPosition, stored.doc_id);
+      return;
+    }
+    this.removeFilters(coll, [...storedKeys].filter((key) => !keys.has(key)), stored.created_position, stored.doc_id);
+    this.addFilters(coll, [...keys].filter((key) => !storedKeys.has(key)), stored.created_position, stored.doc_id);
+  }
+
+  remove(workspaceId: string, object: string, id: string): void {
+    const coll = this.coll(workspaceId, object, false);
+    if (coll === null) return;
+    const stored = this.storedRow.get(coll, id) as StoredRow | undefined;
+    if (!stored) return;
+    const storedKeys = keysOf(JSON.parse(stored.fields) as Values, JSON.parse(stored.calculated) as Values);
+    this.removeFilters(coll, storedKeys, stored.created_position, stored.doc_id);
+    this.deleteDocument.run(stored.doc_id);
+    this.changeDocumentCount(coll, -1);
+  }
+
+  private changeDocumentCount(coll: number, delta: number): void {
+    this.documentCountChanges.set(coll, (this.documentCountChanges.get(coll) ?? 0) + delta);
+  }
+
+  private changeCount(coll: number, field: string, key: string, delta: number): void {
+    const name = `${coll}\u0000${field}\u0000${key}`;
+    const change = this.countChanges.get(name);
+    if (change) change.delta += delta;
+    else this.countChanges.set(name, { coll, field, key, delta });
+  }
+
+  private removeFilters(coll: number, keys: Iterable<string>, createdPosition: string, docId: number): void {
+    for (const fieldKey of keys) {
+      const [field, key] = splitKey(fieldKey);
+      this.deleteFilter.run(coll, field, key, createdPosition, docId);
+      this.changeCount(coll, field, key, -1);
+    }
+  }
+
+  private addFilters(coll: number, keys: Iterable<string>, createdPosition: string, docId: number): void {
+    for (const fieldKey of keys) {
+      const [field, key] = splitKey(fieldKey);
+      this.insertFilter.run(coll, field, key, createdPosition, docId);
+      this.changeCount(coll, field, key, 1);
+    }
+  }
+}
