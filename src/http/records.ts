@@ -16,8 +16,6 @@ import type { ApiDeps, AppEnv } from './app.js';
 import { errorBody } from './errors.js';
 
 /** The records endpoints of spec section 4. */
-
-
 export function recordRoutes(app: Hono<AppEnv>, deps: ApiDeps): void {
   const renderContext = (c: Context<AppEnv>): RenderContext => {
     const caller = c.get('caller');
