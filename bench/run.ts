@@ -79,7 +79,7 @@ function csr(dataDir: string, ...args: string[]): any {
 /** The bench receiver is on loopback with a self-signed certificate. */
 const WEBHOOK_ENV = { WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true', WEBHOOK_CA_FILE: BENCH_CA_FILE };
 
-async function load(title: string, options: Omit<LoadOptions, 'connections' | 'durationS'>): Promise<LoadResult> {
+async function load(title: string, options: Omit<LoadOptions, 'connections' | 'durationS'> & { durationS?: number }): Promise<LoadResult> {
   const result = await wrk({ connections: CONNECTIONS, durationS: DURATION_S, ...options });
   if (result.failures > 0) console.error(`  ! ${title}: ${result.failures} failed requests`);
   return result;
@@ -96,9 +96,8 @@ async function startBare(): Promise<{ measure(method: BareMethod, durationS: num
   const url = `${bare.url}/json`;
   return {
     measure: (method, durationS) =>
-      wrk({
+      load(`bare ${method}`, {
         url,
-        connections: CONNECTIONS,
         durationS,
         ...(method === 'POST'
           ? { headers: { 'content-type': 'application/json' }, request: `request = function() return wrk.format("POST", "/json", nil, '{"name":"Acme"}') end` }
@@ -110,7 +109,7 @@ async function startBare(): Promise<{ measure(method: BareMethod, durationS: num
 
 /**
  * The mean time of one fsync'd SQLite commit (WAL, synchronous=FULL) in the bench's temp folder.
- * Every acknowledged write waits for one; the disk's latency drifts as the CPU's speed does (0.55
+ * Every acknowledged write waits for one; the disk's latency drifts as the CPU's speed does (0.26
  * to 1.5 ms on the same VM within an hour), and the bare endpoint does not show it.
  */
 function commitMs(): number {
