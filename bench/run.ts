@@ -11,6 +11,7 @@ import { recordStream } from '../commands/record/events.js';
 import { RECORDS_PROJECTION } from '../projections/recordProjection.js';
 import { loadConfig } from '../src/config.js';
 import { startService } from '../src/main.js';
+import { cpuPerRequest } from './cpu.js';
 import { wrk, type LoadOptions, type LoadResult } from './wrk.js';
 import { BENCH_CA_FILE, startBenchReceiver, webhookLatency, webhookThroughput, type BenchReceiver, type WebhookBenchDeps } from './webhooks.js';
 
@@ -79,24 +80,28 @@ function csr(dataDir: string, ...args: string[]): any {
 /** The bench receiver is on loopback with a self-signed certificate. */
 const WEBHOOK_ENV = { WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true', WEBHOOK_CA_FILE: BENCH_CA_FILE };
 
-async function load(title: string, options: Omit<LoadOptions, 'connections' | 'durationS'> & { durationS?: number }): Promise<LoadResult> {
-  const result = await wrk({ connections: CONNECTIONS, durationS: DURATION_S, ...options });
+type Measured = LoadResult & { cpuUs: number | null };
+
+/** wrk against `server`, with the CPU time the server's processes spent per request meanwhile. */
+async function load(title: string, server: ChildProcess, options: Omit<LoadOptions, 'connections' | 'durationS'> & { durationS?: number }): Promise<Measured> {
+  const result = await cpuPerRequest(server.pid!, () => wrk({ connections: CONNECTIONS, durationS: DURATION_S, ...options }));
   if (result.failures > 0) console.error(`  ! ${title}: ${result.failures} failed requests`);
   return result;
 }
 
 const rate = (requestsPerSecond: number) => `${Math.round(requestsPerSecond).toLocaleString('en')} req/s`;
-const perSecond = (result: LoadResult) => `${rate(result.requestsPerSecond)}, p99 ${result.p99Ms.toFixed(1)} ms`;
+const cpu = (result: Measured) => (result.cpuUs === null ? '' : `, ${Math.round(result.cpuUs)} µs CPU/req`);
+const perSecond = (result: Measured) => `${rate(result.requestsPerSecond)}, p99 ${result.p99Ms.toFixed(1)} ms${cpu(result)}`;
 
 type BareMethod = 'GET' | 'POST';
 
 /** The bare Hono endpoint, kept running beside the scenarios (idle between its runs). */
-async function startBare(): Promise<{ measure(method: BareMethod, durationS: number): Promise<LoadResult>; stop(): Promise<void> }> {
+async function startBare(): Promise<{ measure(method: BareMethod, durationS: number): Promise<Measured>; stop(): Promise<void> }> {
   const bare = await spawnServer('dist/bench/bareHono.js', {});
   const url = `${bare.url}/json`;
   return {
     measure: (method, durationS) =>
-      load(`bare ${method}`, {
+      load(`bare ${method}`, bare.child, {
         url,
         durationS,
         ...(method === 'POST'
@@ -128,11 +133,11 @@ function commitMs(): number {
   return ms;
 }
 
-/** "2,615 req/s, p99 58.2 ms; 26% of bare POST (10,184 req/s, one commit 0.6 ms, just before)" */
-function againstBare(result: LoadResult, method: BareMethod, bare: LoadResult, commit: number | null): string {
+/** "2,615 req/s, p99 58.2 ms, 310 µs CPU/req; 26% of bare POST (10,184 req/s, 95 µs CPU/req, one commit 0.60 ms, just before)" */
+function againstBare(result: Measured, method: BareMethod, bare: Measured, commit: number | null): string {
   const share = Math.round((100 * result.requestsPerSecond) / bare.requestsPerSecond);
   const disk = commit === null ? '' : `, one commit ${commit.toFixed(2)} ms`;
-  return `${perSecond(result)}; ${share}% of bare ${method} (${rate(bare.requestsPerSecond)}${disk}, just before)`;
+  return `${perSecond(result)}; ${share}% of bare ${method} (${rate(bare.requestsPerSecond)}${cpu(bare)}${disk}, just before)`;
 }
 
 function percentile(samples: number[], p: number): number {
@@ -145,10 +150,10 @@ async function httpBenchmarks(): Promise<void> {
   rows.push({ scenario: 'bare Hono GET (baseline)', result: perSecond(await bare.measure('GET', DURATION_S)), target: '' });
   rows.push({ scenario: 'bare Hono POST (baseline)', result: perSecond(await bare.measure('POST', DURATION_S)), target: '' });
   /** A scenario's load, right after the bare endpoint's. */
-  const loadBeside = async (method: BareMethod, title: string, options: Omit<LoadOptions, 'connections' | 'durationS'>) => {
+  const loadBeside = async (method: BareMethod, title: string, server: ChildProcess, options: Omit<LoadOptions, 'connections' | 'durationS'>) => {
     const baseline = await bare.measure(method, BASELINE_S);
     const commit = method === 'POST' ? commitMs() : null;
-    return againstBare(await load(title, options), method, baseline, commit);
+    return againstBare(await load(title, server, options), method, baseline, commit);
   };
 
   const dataDir = mkdtempSync(join(tmpdir(), 'csr-bench-'));
@@ -185,7 +190,7 @@ async function httpBenchmarks(): Promise<void> {
       const server = await spawnServer('dist/src/main.js', { DATA_DIR: dataDir, API_PROCESSES: String(apiProcesses) });
       const stored = await totalOf(server.url, '/api/v1/clients?limit=1');
       const how = `API_PROCESSES=${apiProcesses}, ${Math.round(stored / 1000).toLocaleString('en')}k records`;
-      const post = await loadBeside('POST', `POST one, ${how}`, {
+      const post = await loadBeside('POST', `POST one, ${how}`, server.child, {
         url: server.url,
         headers,
         prelude: 'counter = 0',
@@ -196,7 +201,7 @@ async function httpBenchmarks(): Promise<void> {
       });
       rows.push({ scenario: `POST one record (clients), ${how}`, result: post, target: '>= 4,000 req/s (42% of bare)' });
 
-      const getOne = await loadBeside('GET', `GET one, ${how}`, {
+      const getOne = await loadBeside('GET', `GET one, ${how}`, server.child, {
         url: server.url,
         headers,
         prelude: `ids = {} for line in io.lines(${JSON.stringify(idsFile)}) do ids[#ids + 1] = line end`,
@@ -208,7 +213,7 @@ async function httpBenchmarks(): Promise<void> {
         const listPath = '/api/v1/clients?industry=retail&limit=100';
         const total = await totalOf(server.url, listPath);
         const all = await totalOf(server.url, '/api/v1/clients?limit=1'); // the POST scenario added records
-        const list = await loadBeside('GET', `list, ${how}`, { url: `${server.url}${listPath}`, headers });
+        const list = await loadBeside('GET', `list, ${how}`, server.child, { url: `${server.url}${listPath}`, headers });
         rows.push({
           scenario: `GET list limit=100, one filter (industry, ${total.toLocaleString('en')} of ${all.toLocaleString('en')} match), API_PROCESSES=${apiProcesses}`,
           result: list,

@@ -23,6 +23,7 @@ export interface LoadOptions {
 }
 
 export interface LoadResult {
+  requests: number;
   requestsPerSecond: number;
   p99Ms: number;
   /** Non-2xx/3xx answers, timeouts and socket errors. */
@@ -55,7 +56,7 @@ export async function wrk(options: LoadOptions): Promise<LoadResult> {
     const line = stdout.split('\n').find((candidate) => candidate.startsWith('RESULT '));
     if (!line) throw new Error(`wrk printed no result:\n${stdout}`);
     const result = JSON.parse(line.slice('RESULT '.length)) as { requests: number; us: number; p99: number; failures: number };
-    return { requestsPerSecond: result.requests / (result.us / 1e6), p99Ms: result.p99 / 1000, failures: result.failures };
+    return { requests: result.requests, requestsPerSecond: result.requests / (result.us / 1e6), p99Ms: result.p99 / 1000, failures: result.failures };
   } catch (error) {
     if ((error as { code?: unknown }).code === 'ENOENT') throw new Error('npm run bench needs wrk on the PATH (Debian/Ubuntu: apt-get install wrk; macOS: brew install wrk)');
     throw error;

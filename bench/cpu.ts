@@ -1,0 +1,72 @@
+import { execFileSync } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+
+/**
+ * CPU time used by a server: the process, its threads and every process it started (the forked
+ * API processes of API_PROCESSES). A rate says how the server did with the CPU the host gave it;
+ * CPU time per request says what a request cost, whatever else the host was doing, and time
+ * stolen by other guests is not in it. It still drifts with the machine (bare GET took 56 to 100
+ * µs per request within one run), so it too is best read beside the bare figure measured just
+ * before. Linux only (it reads /proc); elsewhere every reading is null.
+ */
+
+const TICKS_PER_SECOND = clockTicks();
+
+function clockTicks(): number | null {
+  if (process.platform !== 'linux') return null;
+  try {
+    return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || null;
+  } catch {
+    return null;
+  }
+}
+
+export interface ProcessStat {
+  ppid: number;
+  ticks: number;
+}
+
+/** A /proc/<pid>/stat line: the parent and the utime + stime (in clock ticks) of all its threads. */
+export function parseStat(text: string): ProcessStat {
+  // The command name (field 2) may hold spaces and parentheses: count fields after its last ')'.
+  const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
+  // fields[0] is field 3 (state): ppid is field 4, utime 14, stime 15.
+  return { ppid: Number(fields[1]), ticks: Number(fields[11]) + Number(fields[12]) };
+}
+
+/** null once the process is gone (it may exit between listing /proc and reading it). */
+function readStat(pid: number): ProcessStat | null {
+  try {
+    return parseStat(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return null;
+  }
+}
+
+/** CPU milliseconds used so far by `pid` and all its descendants; null off Linux. */
+export function treeCpuMs(pid: number): number | null {
+  if (TICKS_PER_SECOND === null) return null;
+  const stats = new Map<number, ProcessStat>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const stat = readStat(Number(entry));
+    if (stat) stats.set(Number(entry), stat);
+  }
+  let ticks = 0;
+  const pending = [pid];
+  for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
+    const current = next;
+    ticks += stats.get(current)?.ticks ?? 0;
+    for (const [child, stat] of stats) if (stat.ppid === current) pending.push(child);
+  }
+  return (ticks * 1000) / TICKS_PER_SECOND;
+}
+
+/** Runs `work` and returns its result with the CPU µs that `pid`'s tree spent per request meanwhile. */
+export async function cpuPerRequest<T extends { requests: number }>(pid: number, work: () => Promise<T>): Promise<T & { cpuUs: number | null }> {
+  const before = treeCpuMs(pid);
+  const result = await work();
+  const after = treeCpuMs(pid);
+  const cpuUs = before === null || after === null || result.requests === 0 ? null : ((after - before) * 1000) / result.requests;
+  return { ...result, cpuUs };
+}
