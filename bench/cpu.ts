@@ -46,18 +46,24 @@ function readStat(pid: number): ProcessStat | null {
 /** CPU milliseconds used so far by `pid` and all its descendants; null off Linux. */
 export function treeCpuMs(pid: number): number | null {
   if (TICKS_PER_SECOND === null) return null;
-  const stats = new Map<number, ProcessStat>();
+  const ticksOf = new Map<number, number>();
+  const childrenOf = new Map<number, number[]>();
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
-    const stat = readStat(Number(entry));
-    if (stat) stats.set(Number(entry), stat);
+    const id = Number(entry);
+    const stat = readStat(id);
+    if (!stat) continue;
+    ticksOf.set(id, stat.ticks);
+    const siblings = childrenOf.get(stat.ppid);
+    if (siblings) siblings.push(id);
+    else childrenOf.set(stat.ppid, [id]);
   }
   let ticks = 0;
   const pending = [pid];
-  for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
-    const current = next;
-    ticks += stats.get(current)?.ticks ?? 0;
-    for (const [child, stat] of stats) if (stat.ppid === current) pending.push(child);
+  while (pending.length > 0) {
+    const current = pending.pop()!;
+    ticks += ticksOf.get(current) ?? 0;
+    pending.push(...(childrenOf.get(current) ?? []));
   }
   return (ticks * 1000) / TICKS_PER_SECOND;
 }
