@@ -23,15 +23,14 @@ export interface RenderContext {
 type LinkRef = { id: string; name: string | null } | { id: string };
 
 export async function renderRecords(object: ObjectDef, documents: RecordDocument[], ctx: RenderContext): Promise<ApiRecord[]> {
-  const [linked, userNames] = await Promise.all([loadLinked(object, documents, ctx), loadUserNames(object, documents, ctx)]);
+  const plan = renderPlanOf(object);
+  const [linked, userNames] = await Promise.all([loadLinked(plan, documents, ctx), loadUserNames(plan, documents, ctx)]);
   const link = (target: string, id: string): LinkRef =>
     ctx.canAccess(target) ? { id, name: linked.get(`${target}/${id}`)?.name ?? null } : { id };
-  const objectLookups = lookupsOf(object);
-  const hasTimed = object.fields.some((field) => field.format.type === 'calculated' && field.format.timeDependent);
 
   return documents.map((document) => {
     // Only objects with date-relative values pay for recomputing them.
-    const timed = hasTimed ? timeDependentCalculations(object.key, { ...document.fields, ...document.calculated }, ctx.today) : {};
+    const timed = plan.hasTimed ? timeDependentCalculations(object.key, { ...document.fields, ...document.calculated }, ctx.today) : {};
     // Built in the order of the answer (id, fields, lookups, createdAt, updatedAt): no copy at the end.
     const record: Record<string, unknown> = { id: document.id };
     for (const field of object.fields) {
@@ -57,7 +56,7 @@ export async function renderRecords(object: ObjectDef, documents: RecordDocument
           record[field.key] = value;
       }
     }
-    for (const lookup of objectLookups) {
+    for (const lookup of plan.lookups) {
       const linkedId = document.fields[lookup.via];
       const source = lookup.target !== null && typeof linkedId === 'string' ? linked.get(`${lookup.target}/${linkedId}`) : undefined;
       record[lookup.field] = (source?.fields[lookup.take] as StoredValue | undefined) ?? null;
@@ -69,41 +68,70 @@ export async function renderRecords(object: ObjectDef, documents: RecordDocument
   });
 }
 
-/** The object's lookups, each with the object its link field points at (null: not a link). */
-function lookupsOf(object: ObjectDef): { field: string; via: string; take: string; target: string | null }[] {
-  return lookups
-    .filter((lookup) => lookup.object === object.key)
-    .map((lookup) => {
-      const format = object.fields.find((field) => field.key === lookup.via)?.format;
-      return { field: lookup.field, via: lookup.via, take: lookup.take, target: format?.type === 'link' ? format.object : null };
-    });
+/**
+ * What rendering needs to know of an object's definition, worked out once per object: finding
+ * it again on every call cost a GET of one record about 7% of its instructions.
+ */
+interface RenderPlan {
+  /** Link and link list fields, with the object each points at. */
+  links: { field: string; target: string }[];
+  persons: string[];
+  /** The object's lookups, each with the object its link field points at (null: not a link). */
+  lookups: { field: string; via: string; take: string; target: string | null }[];
+  hasTimed: boolean;
 }
 
+const renderPlans = new WeakMap<ObjectDef, RenderPlan>();
+
+function renderPlanOf(object: ObjectDef): RenderPlan {
+  let plan = renderPlans.get(object);
+  if (plan) return plan;
+  const links: RenderPlan['links'] = [];
+  const persons: string[] = [];
+  for (const { key, format } of object.fields) {
+    if (format.type === 'link' || format.type === 'linkList') links.push({ field: key, target: format.object });
+    else if (format.type === 'person') persons.push(key);
+  }
+  plan = {
+    links,
+    persons,
+    lookups: lookups
+      .filter((lookup) => lookup.object === object.key)
+      .map((lookup) => {
+        const format = object.fields.find((field) => field.key === lookup.via)?.format;
+        return { field: lookup.field, via: lookup.via, take: lookup.take, target: format?.type === 'link' ? format.object : null };
+      }),
+    hasTimed: object.fields.some((field) => field.format.type === 'calculated' && field.format.timeDependent),
+  };
+  renderPlans.set(object, plan);
+  return plan;
+}
+
+const NO_USER_NAMES: ReadonlyMap<string, string> = new Map();
+
 /** User names by id, read only when a document names a person (the list is a setup store query). */
-async function loadUserNames(object: ObjectDef, documents: RecordDocument[], ctx: RenderContext): Promise<Map<string, string>> {
-  const personFields = object.fields.filter((field) => field.format.type === 'person').map((field) => field.key);
-  const named = documents.some((document) => personFields.some((key) => typeof document.fields[key] === 'string'));
-  if (!named) return new Map();
+async function loadUserNames(plan: RenderPlan, documents: RecordDocument[], ctx: RenderContext): Promise<ReadonlyMap<string, string>> {
+  const named = documents.some((document) => plan.persons.some((key) => typeof document.fields[key] === 'string'));
+  if (!named) return NO_USER_NAMES;
   return new Map((await ctx.listUsers(ctx.workspaceId)).map((user) => [user.id, user.name]));
 }
 
 /** Every record the documents link to, fetched with one query per linked object. */
-async function loadLinked(object: ObjectDef, documents: RecordDocument[], ctx: RenderContext): Promise<Map<string, RecordDocument>> {
+async function loadLinked(plan: RenderPlan, documents: RecordDocument[], ctx: RenderContext): Promise<Map<string, RecordDocument>> {
   const idsByObject = new Map<string, Set<string>>();
-  for (const field of object.fields) {
-    const format = field.format;
-    if (format.type !== 'link' && format.type !== 'linkList') continue;
-    const ids = idsByObject.get(format.object) ?? new Set<string>();
+  for (const { field, target } of plan.links) {
     for (const document of documents) {
-      const value = document.fields[field.key];
-      for (const id of Array.isArray(value) ? value : typeof value === 'string' ? [value] : []) ids.add(id);
+      const value = document.fields[field];
+      for (const id of Array.isArray(value) ? value : typeof value === 'string' ? [value] : []) {
+        let ids = idsByObject.get(target);
+        if (!ids) idsByObject.set(target, (ids = new Set()));
+        ids.add(id);
+      }
     }
-    idsByObject.set(format.object, ids);
   }
   const linked = new Map<string, RecordDocument>();
   await Promise.all(
     [...idsByObject].map(async ([target, ids]) => {
-      if (ids.size === 0) return;
       for (const document of await ctx.readStore.getMany(ctx.workspaceId, target, [...ids])) linked.set(`${target}/${document.id}`, document);
     }),
   );
