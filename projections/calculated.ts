@@ -223,18 +223,20 @@ function goalProgress(baseline: number | null, target: number | null, current: n
 
 /**
  * The values that depend on today's date (`YYYY-MM-DD`, UTC), computed when a record is read.
- * `values` are the record's fields merged with its stored calculated values; own calculations
- * are recomputed from them, so the result is consistent even if those are missing.
+ * `values` are the record's fields merged with its stored calculated values. Billing's own
+ * calculations are recomputed from them, so the result is consistent even if those are missing;
+ * the other objects' date-relative values read only fields, and every record of a list page
+ * comes through here.
  */
 export function timeDependentCalculations(object: string, values: Values, today: string): Values {
-  const all = { ...values, ...ownCalculations(object, values) };
   switch (object) {
     case 'clients':
     case 'renewals': {
-      const renewalDate = all['renewalDate'];
+      const renewalDate = values['renewalDate'];
       return { daysToRenewal: typeof renewalDate === 'string' ? daysBetween(today, renewalDate) : null };
     }
     case 'billing': {
+      const all = { ...values, ...ownCalculations(object, values) };
       const balanceDue = num(all['balanceDue']) ?? 0;
       const dueDate = all['dueDate'];
       const late = all['status'] === 'Sent' && balanceDue > 0 && typeof dueDate === 'string' ? daysBetween(dueDate, today) : null;
@@ -242,7 +244,7 @@ export function timeDependentCalculations(object: string, values: Values, today:
       return { daysOverdue, paymentStatus: paymentStatus(all['status'], balanceDue, daysOverdue, num(all['amountPaid']) ?? 0) };
     }
     case 'tasks':
-      return { dueStatus: dueStatus(all['status'], all['dueDate'], today) };
+      return { dueStatus: dueStatus(values['status'], values['dueDate'], today) };
     default:
       return {};
   }
