@@ -2,21 +2,19 @@
 # Built by docker-compose.yml; also usable on its own:
 #   docker build -t csr . && docker run -e EVENTSTORE_URL=... -e MONGODB_URL=... -e ROLES=api -p 8080:8080 csr
 
-FROM node:20-slim AS build
+# Node 24: better-sqlite3 13 ships a Node-API binary for it, so the image needs no compilers
+# (see src/sqliteDriver.ts for why Node 20 gets 12.x instead).
+FROM node:24-slim AS build
 WORKDIR /app
-# Compilers only as a fallback for native modules without a prebuilt binary (better-sqlite3).
-RUN apt-get update \
-    && apt-get install -y --no-install-recommends python3 make g++ \
-    && rm -rf /var/lib/apt/lists/*
 COPY package.json package-lock.json ./
-# --ignore-scripts: the package's own `prepare` (a build) needs the sources, copied below;
-# the native dependency's install script is run explicitly instead.
-RUN npm ci --ignore-scripts && npm rebuild better-sqlite3
+# --ignore-scripts: the package's own `prepare` (a build) needs the sources, copied below, and the
+# optional better-sqlite3 12 (Node 20 only) need not compile here.
+RUN npm ci --ignore-scripts
 # Sources (see .dockerignore for what stays out), then compile to dist/ and drop dev dependencies.
 COPY . .
-RUN mkdir -p bin && npm run build && npm prune --omit=dev
+RUN mkdir -p bin && npm run build && npm prune --omit=dev --omit=optional
 
-FROM node:20-slim
+FROM node:24-slim
 ENV NODE_ENV=production \
     HOST=0.0.0.0 \
     PORT=8080 \

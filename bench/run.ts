@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createServer, type AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
-import Database from 'better-sqlite3';
+import { Sqlite } from '../src/sqliteDriver.js';
 import pino from 'pino';
 import { recordStream } from '../commands/record/events.js';
 import { RECORDS_PROJECTION } from '../projections/recordProjection.js';
@@ -126,7 +126,7 @@ async function startBare(): Promise<{ measure(method: BareMethod, durationS: num
  */
 function commitMs(): number {
   const dir = mkdtempSync(join(tmpdir(), 'csr-bench-fsync-'));
-  const db = new Database(join(dir, 'probe.sqlite'));
+  const db = new Sqlite(join(dir, 'probe.sqlite'));
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = FULL');
   db.exec('CREATE TABLE probe (n INTEGER)');

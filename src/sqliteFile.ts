@@ -1,6 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
+import { Sqlite } from './sqliteDriver.js';
 
 export interface SqliteFileOptions {
   /** For writers (a read-only connection commits nothing): `FULL` fsyncs every commit, for what
@@ -31,7 +32,7 @@ const WAL_CHECKPOINT_PAGES = 10_000;
  */
 export function openSqliteFile(path: string, options: SqliteFileOptions): Database.Database {
   if (path !== ':memory:' && !options.readonly) mkdirSync(dirname(path), { recursive: true });
-  const db = new Database(path, { readonly: options.readonly ?? false, timeout: BUSY_TIMEOUT_MS });
+  const db = new Sqlite(path, { readonly: options.readonly ?? false, timeout: BUSY_TIMEOUT_MS });
   if (options.cacheMiB !== undefined) db.pragma(`cache_size = -${options.cacheMiB * 1024}`);
   if (!options.readonly) {
     db.pragma('journal_mode = WAL');

@@ -1,6 +1,7 @@
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
 import { ValidationFailed } from '../errors.js';
 import { openSqliteFile } from '../sqliteFile.js';
+import { Sqlite } from '../sqliteDriver.js';
 import type { ApiKey, KeyAccess, SetupStore, User, Workspace } from './port.js';
 
 /**
@@ -102,7 +103,7 @@ function toUser(row: UserRow): User {
  * taken value per "table.column" that SQLite reports.
  */
 function constraintError(error: unknown, workspaceId: string, unique: Record<string, string>): unknown {
-  if (!(error instanceof Database.SqliteError)) return error;
+  if (!(error instanceof Sqlite.SqliteError)) return error;
   if (error.code === 'SQLITE_CONSTRAINT_FOREIGNKEY') return new ValidationFailed(`workspace ${workspaceId} does not exist`);
   if (error.code === 'SQLITE_CONSTRAINT_UNIQUE' || error.code === 'SQLITE_CONSTRAINT_PRIMARYKEY') {
     const column = Object.keys(unique).find((name) => error.message.includes(name));

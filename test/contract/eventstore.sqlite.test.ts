@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
+import { Sqlite } from '../../src/sqliteDriver.js';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { Conflict } from '../../src/errors.js';
 import type { EventStore } from '../../src/eventstore/port.js';
@@ -99,7 +99,7 @@ describe('SQLite event store', () => {
     expect(again[1]!.retryCount).toBeGreaterThanOrEqual(1);
     await second.close();
 
-    const db = new Database(path, { readonly: true });
+    const db = new Sqlite(path, { readonly: true });
     try {
       const parked = db.prepare('SELECT grp, reason FROM persistent_parked').all();
       expect(parked).toEqual([{ grp: 'webhooks', reason: 'receiver rejects it' }]);
