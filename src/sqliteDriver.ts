@@ -10,9 +10,9 @@ import type BetterSqlite3 from 'better-sqlite3';
  *   41 files on Node 24.21.
  * - 13.x is built on Node-API 10, which Node 20 lacks: there it crashes on the first query.
  *
- * So Node-API 10 (Node 22.14 and later, 24) gets 13.x, and Node 20 gets 12.x, which is installed
- * as the optional dependency `better-sqlite3-node20` (it compiles from source where no prebuilt
- * binary can be downloaded).
+ * So Node-API 10 (Node 22.14 and later, 24) gets 13.x, and Node 20 (and 22 before 22.14) gets
+ * 12.x, installed as the optional dependency `better-sqlite3-node20` (it compiles from source where
+ * no prebuilt binary can be downloaded).
  */
 
 export type SqliteDriver = typeof BetterSqlite3;
