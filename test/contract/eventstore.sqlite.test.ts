@@ -2,11 +2,11 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Sqlite } from '../../src/sqliteDriver.js';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { Conflict } from '../../src/errors.js';
 import type { EventStore } from '../../src/eventstore/port.js';
 import { openSqliteEventStore } from '../../src/eventstore/sqlite.js';
+import { Sqlite } from '../../src/sqliteDriver.js';
 import { eventStoreContract, newEvent, nextWithin, take, takeAcking } from './eventstore.contract.js';
 
 const root = mkdtempSync(join(tmpdir(), 'csr-eventstore-'));
