@@ -19,11 +19,11 @@ export type SqliteDriver = typeof BetterSqlite3;
 
 const NODE_API_OF_13 = 10;
 
-function load(): SqliteDriver {
-  const require = createRequire(import.meta.url);
-  if (Number(process.versions.napi) >= NODE_API_OF_13) return require('better-sqlite3') as SqliteDriver;
+/** Loads the driver for a Node.js with this Node-API version; `load` is `require`. */
+export function loadSqliteDriver(nodeApi: number, load: (name: string) => unknown): SqliteDriver {
+  if (nodeApi >= NODE_API_OF_13) return load('better-sqlite3') as SqliteDriver;
   try {
-    return require('better-sqlite3-node20') as SqliteDriver;
+    return load('better-sqlite3-node20') as SqliteDriver;
   } catch (error) {
     throw new Error(
       `Node.js ${process.version} needs better-sqlite3 12, installed as the optional dependency better-sqlite3-node20, ` +
@@ -33,4 +33,4 @@ function load(): SqliteDriver {
   }
 }
 
-export const Sqlite: SqliteDriver = load();
+export const Sqlite: SqliteDriver = loadSqliteDriver(Number(process.versions.napi), createRequire(import.meta.url));
