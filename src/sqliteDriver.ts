@@ -27,7 +27,7 @@ export function loadSqliteDriver(nodeApi: number, load: (name: string) => unknow
   } catch (error) {
     throw new Error(
       `Node.js ${process.version} needs better-sqlite3 12, installed as the optional dependency better-sqlite3-node20, ` +
-        'and it could not be loaded: run `npm install` where python3, make and a C++ compiler exist, or use Node.js 22 or 24',
+        'and it could not be loaded: run `npm install` where python3, make and a C++ compiler exist, or use Node.js 22.14 or later',
       { cause: error },
     );
   }

@@ -28,7 +28,7 @@ describe('loadSqliteDriver', () => {
 
   it('says what to do when 12.x did not install, and never falls back to 13.x there', () => {
     const { asked, load } = loader({ 'better-sqlite3': 'thirteen' });
-    expect(() => loadSqliteDriver(9, load)).toThrow(/needs better-sqlite3 12.*better-sqlite3-node20.*C\+\+ compiler.*Node\.js 22 or 24/);
+    expect(() => loadSqliteDriver(9, load)).toThrow(/needs better-sqlite3 12.*better-sqlite3-node20.*C\+\+ compiler.*Node\.js 22\.14 or later/);
     expect(asked).toEqual(['better-sqlite3-node20']);
   });
 });
