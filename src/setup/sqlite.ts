@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import { ValidationFailed } from '../errors.js';
-import { openSqliteFile } from '../sqliteFile.js';
+import { BOUND_VALUE, openSqliteFile } from '../sqliteFile.js';
 import { Sqlite } from '../sqliteDriver.js';
 import type { ApiKey, KeyAccess, SetupStore, User, Workspace } from './port.js';
 
@@ -173,14 +173,14 @@ export function openSqliteSetupStore(options: { path: string }): SetupStore {
   );
   const keyByFingerprint = db.prepare('SELECT * FROM api_keys WHERE fingerprint = ?');
   const keyById = db.prepare('SELECT * FROM api_keys WHERE id = ?');
-  const listKeys = db.prepare('SELECT * FROM api_keys WHERE workspace_id = ? ORDER BY created_at, rowid');
+  const listKeys = db.prepare(`SELECT * FROM api_keys WHERE workspace_id = ${BOUND_VALUE} ORDER BY created_at, rowid`);
   const revokeKey = db.prepare('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL');
   // Only ever moves lastUsedAt forward, and writes nothing when it would not change.
   const touchKey = touchDb.prepare('UPDATE api_keys SET last_used_at = @at WHERE id = @id AND (last_used_at IS NULL OR last_used_at < @at)');
   const insertUser = db.prepare(
     'INSERT INTO users (id, workspace_id, name, email, email_key, created_at) VALUES (?, ?, ?, ?, ?, ?)',
   );
-  const listUsers = db.prepare('SELECT * FROM users WHERE workspace_id = ? ORDER BY created_at, rowid');
+  const listUsers = db.prepare(`SELECT * FROM users WHERE workspace_id = ${BOUND_VALUE} ORDER BY created_at, rowid`);
 
   const revoke = db.transaction((id: string, at: string): ApiKey | null => {
     revokeKey.run(at, id);

@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import { BOUND_COUNT, openSqliteFile } from '../sqliteFile.js';
+import { BOUND_COUNT, BOUND_VALUE, openSqliteFile } from '../sqliteFile.js';
 import type {
   AttemptOutcome,
   BulkGroup,
@@ -352,7 +352,7 @@ function prepare(db: Database.Database) {
        VALUES (@id, @workspaceId, @name, @url, @events, @objects, @enabled, @disabledReason, @secret, @createdAt, @consecutiveFailures, @lastSuccessAt)`,
     ),
     webhookById: db.prepare('SELECT * FROM webhooks WHERE id = ?'),
-    listWebhooks: db.prepare('SELECT * FROM webhooks WHERE workspace_id = ? ORDER BY created_at, id'),
+    listWebhooks: db.prepare(`SELECT * FROM webhooks WHERE workspace_id = ${BOUND_VALUE} ORDER BY created_at, id`),
     enabledWebhooks: db.prepare('SELECT * FROM webhooks WHERE enabled = 1'),
     setEnabled: db.prepare('UPDATE webhooks SET enabled = ?, disabled_reason = ? WHERE id = ?'),
     resetFailures: db.prepare('UPDATE webhooks SET consecutive_failures = 0 WHERE id = ?'),
@@ -373,8 +373,8 @@ function prepare(db: Database.Database) {
        VALUES (@webhookId, @eventId, @event, 'waiting', @at, @at, @claimedUntil) ON CONFLICT (webhook_id, event_id) DO NOTHING RETURNING *`,
     ),
     dueOf: db.prepare(
-      `SELECT * FROM deliveries WHERE webhook_id = ? AND status IN ('waiting', 'retrying') AND next_attempt_at <= ?
-         AND (claimed_until IS NULL OR claimed_until <= ?) ORDER BY next_attempt_at, id LIMIT ${BOUND_COUNT}`,
+      `SELECT * FROM deliveries WHERE webhook_id = ${BOUND_VALUE} AND status IN ('waiting', 'retrying') AND next_attempt_at <= ${BOUND_VALUE}
+         AND (claimed_until IS NULL OR claimed_until <= ${BOUND_VALUE}) ORDER BY next_attempt_at, id LIMIT ${BOUND_COUNT}`,
     ),
     claimDelivery: db.prepare('UPDATE deliveries SET claimed_until = ? WHERE id = ?'),
     settleDelivery: db.prepare(
@@ -382,7 +382,7 @@ function prepare(db: Database.Database) {
          last_attempt_at = @lastAttemptAt, next_attempt_at = @nextAttemptAt, claimed_until = NULL
        WHERE id = @deliveryId AND status IN ('waiting', 'retrying')`,
     ),
-    deliveriesOf: db.prepare(`SELECT * FROM deliveries WHERE webhook_id = ? ORDER BY id DESC LIMIT ${BOUND_COUNT}`),
+    deliveriesOf: db.prepare(`SELECT * FROM deliveries WHERE webhook_id = ${BOUND_VALUE} ORDER BY id DESC LIMIT ${BOUND_COUNT}`),
     deliveryById: db.prepare('SELECT * FROM deliveries WHERE id = ?'),
 
     insertMember: db.prepare(

@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 import type { EventFilter, EventMetadata, NewEvent, RecordedEvent } from '../port.js';
 import { formatPosition } from '../position.js';
-import { BOUND_COUNT, openSqliteFile } from '../../sqliteFile.js';
+import { BOUND_COUNT, BOUND_VALUE, openSqliteFile } from '../../sqliteFile.js';
 
 /**
  * The events table: one row per event, `seq` (INTEGER autoincrement) is the global position and
@@ -92,7 +92,7 @@ export class EventLog {
 
   constructor(private readonly db: Db) {
     this.streamRevisionStmt = db.prepare<[string], { revision: number }>(
-      'SELECT revision FROM events WHERE stream = ? ORDER BY revision DESC LIMIT 1',
+      `SELECT revision FROM events WHERE stream = ${BOUND_VALUE} ORDER BY revision DESC LIMIT 1`,
     );
     this.insertStmt = db.prepare<[string, string, number, string, number, string, string]>(
       'INSERT INTO events (id, stream, revision, type, created, data, metadata) VALUES (?, ?, ?, ?, ?, ?, ?)',
@@ -100,10 +100,10 @@ export class EventLog {
     this.lastCreatedStmt = db.prepare<[], { created: number }>('SELECT created FROM events ORDER BY seq DESC LIMIT 1');
     this.headSeqStmt = db.prepare<[], { head: number | null }>('SELECT max(seq) AS head FROM events');
     this.forwardsStmt = db.prepare<[string, number], EventRow>(
-      `SELECT ${COLUMNS} FROM events WHERE stream = ? ORDER BY revision ASC LIMIT ${BOUND_COUNT}`,
+      `SELECT ${COLUMNS} FROM events WHERE stream = ${BOUND_VALUE} ORDER BY revision ASC LIMIT ${BOUND_COUNT}`,
     );
     this.backwardsStmt = db.prepare<[string, number], EventRow>(
-      `SELECT ${COLUMNS} FROM events WHERE stream = ? ORDER BY revision DESC LIMIT ${BOUND_COUNT}`,
+      `SELECT ${COLUMNS} FROM events WHERE stream = ${BOUND_VALUE} ORDER BY revision DESC LIMIT ${BOUND_COUNT}`,
     );
   }
 

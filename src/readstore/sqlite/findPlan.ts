@@ -1,6 +1,6 @@
 import { filterKey } from '../filterKey.js';
 import type { FieldFilter } from '../port.js';
-import { BOUND_COUNT } from '../../sqliteFile.js';
+import { BOUND_COUNT, BOUND_VALUE } from '../../sqliteFile.js';
 import { DOCUMENT_COLUMNS, epochMs, toDocument, type DocumentRow, type StatementCache } from './connection.js';
 
 /** Find queries over one collection, planned on `filters` and `filter_counts` (see the layout in ../sqlite.ts). */
@@ -11,7 +11,7 @@ export function filterCount(db: StatementCache, coll: number, field: string, key
 }
 
 const PROBE = (alias: string) =>
-  `EXISTS (SELECT 1 FROM filters f WHERE f.coll = ? AND f.field = ? AND f.key = ? AND f.created_position = ${alias}.created_position AND f.doc_id = ${alias}.doc_id)`;
+  `EXISTS (SELECT 1 FROM filters f WHERE f.coll = ${BOUND_VALUE} AND f.field = ${BOUND_VALUE} AND f.key = ${BOUND_VALUE} AND f.created_position = ${alias}.created_position AND f.doc_id = ${alias}.doc_id)`;
 
 export interface Criteria {
   filters: FieldFilter[];
@@ -51,15 +51,15 @@ function planFind(db: StatementCache, coll: number, criteria: Criteria): FindPla
     probes = filters.filter((_, index) => index !== driver);
     alias = 'f0';
     from = onDocument ? 'filters f0 JOIN documents d ON d.doc_id = f0.doc_id' : 'filters f0';
-    conditions.push('f0.coll = ? AND f0.field = ? AND f0.key = ?');
+    conditions.push(`f0.coll = ${BOUND_VALUE} AND f0.field = ${BOUND_VALUE} AND f0.key = ${BOUND_VALUE}`);
     params.push(coll, first.field, first.key);
   } else {
     alias = 'd';
     from = 'documents d';
-    conditions.push('d.coll = ?');
+    conditions.push(`d.coll = ${BOUND_VALUE}`);
     params.push(coll);
     if (criteria.name !== undefined) {
-      conditions.push('d.name_key = ?');
+      conditions.push(`d.name_key = ${BOUND_VALUE}`);
       params.push(filterKey(criteria.name));
     }
   }
@@ -68,7 +68,7 @@ function planFind(db: StatementCache, coll: number, criteria: Criteria): FindPla
     params.push(coll, probe.field, probe.key);
   }
   if (criteria.updatedSince !== undefined) {
-    conditions.push('d.updated_ms > ?');
+    conditions.push(`d.updated_ms > ${BOUND_VALUE}`);
     params.push(epochMs(criteria.updatedSince, 'updatedSince'));
   }
   return { from, where: conditions.join(' AND '), alias, params };
