@@ -1,6 +1,7 @@
-import cluster, { type Worker } from 'node:cluster';
+import cluster from 'node:cluster';
 import type { Logger } from 'pino';
 import type { Config } from './config.js';
+import { supervise, type Child, type Supervised } from './supervisor.js';
 
 /**
  * API_PROCESSES > 1: the API in that many processes on one port (node:cluster hands each new
@@ -9,13 +10,15 @@ import type { Config } from './config.js';
  * stores as they do for separate deployments (ROLES), and read-your-writes waits on the shared
  * projection checkpoint.
  *
- * An API process that dies after it started is replaced; one that cannot start stops the whole.
- * When this process goes, the API processes follow (see `main`).
+ * Each API process is supervised (`supervisor`): one that cannot start stops the whole, one that
+ * dies later is replaced. When this process goes, the API processes follow (see `main`).
  */
 
 export interface Stoppable {
   stop(): Promise<void>;
 }
+
+type ApiProcess = Child & { url: string };
 
 export async function startApiProcesses(
   config: Config,
@@ -24,52 +27,41 @@ export async function startApiProcesses(
 ): Promise<Stoppable & { url: string }> {
   const otherRoles = config.roles.filter((role) => role !== 'api');
   const others = otherRoles.length > 0 ? await startOtherRoles({ ...config, roles: otherRoles }) : null;
-  let stopping = false;
 
-  const fork = (): Promise<{ worker: Worker; url: string }> =>
+  const fork = (): Promise<ApiProcess> =>
     new Promise((resolve, reject) => {
       const worker = cluster.fork({ ROLES: 'api' });
       let listening = false;
+      const exited = new Promise<string>((settle) => worker.once('exit', (code, signal) => settle(signal ? `signal ${signal}` : `exit code ${code}`)));
       worker.once('listening', (address) => {
         listening = true;
         const host = address.addressType === 6 ? `[${address.address}]` : address.address;
-        resolve({ worker, url: `http://${host}:${address.port}` });
+        resolve({
+          url: `http://${host}:${address.port}`,
+          exited,
+          async stop() {
+            worker.process.kill('SIGTERM'); // the process's own graceful shutdown
+            await exited;
+          },
+        });
       });
-      worker.once('exit', (code, signal) => {
-        if (stopping) return;
-        if (!listening) return reject(new Error(`an API process could not start (exit code ${code ?? signal})`));
-        logger.error({ pid: worker.process.pid, code, signal }, 'an API process died; starting another');
-        void fork().catch((error: unknown) => logger.error({ err: error }, 'could not replace the API process'));
+      void exited.then((how) => {
+        if (!listening) reject(new Error(`an API process could not start (${how})`));
       });
     });
 
-  const stopWorkers = async () => {
-    stopping = true;
-    await Promise.all(
-      Object.values(cluster.workers ?? {}).map(async (worker) => {
-        if (!worker || worker.isDead()) return;
-        const exited = new Promise((resolve) => worker.once('exit', resolve));
-        worker.process.kill('SIGTERM'); // the worker's own graceful shutdown
-        await exited;
-      }),
-    );
-  };
-
-  let started: { url: string }[];
-  try {
-    started = await Promise.all(Array.from({ length: config.apiProcesses }, fork));
-  } catch (error) {
-    await stopWorkers();
+  const started = await Promise.allSettled(Array.from({ length: config.apiProcesses }, () => supervise('an API process', fork, logger)));
+  const running: Supervised<ApiProcess>[] = started.flatMap((outcome) => (outcome.status === 'fulfilled' ? [outcome.value] : []));
+  const stopAll = async () => {
+    await Promise.all(running.map((each) => each.stop()));
     await others?.stop();
-    throw error;
-  }
-  const url = started[0]!.url;
-  logger.info({ apiProcesses: config.apiProcesses, url }, 'API processes started');
-  return {
-    url,
-    async stop() {
-      await stopWorkers();
-      await others?.stop();
-    },
   };
+  const failed = started.find((outcome) => outcome.status === 'rejected');
+  if (failed) {
+    await stopAll();
+    throw failed.reason;
+  }
+  const url = running[0]!.first.url;
+  logger.info({ apiProcesses: config.apiProcesses, url }, 'API processes started');
+  return { url, stop: stopAll };
 }

@@ -2,6 +2,7 @@ import { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
 import type { Stoppable } from './apiProcesses.js';
 import type { Config } from './config.js';
+import { supervise, type Child } from './supervisor.js';
 
 /**
  * A background role (the projector, the dispatcher) in a worker thread of this process, the API
@@ -14,44 +15,33 @@ import type { Config } from './config.js';
  * dispatcher apart 121-122 ms (alternating runs). Each side hears of the others' commits at
  * once through the stores' file signals.
  *
- * A thread that dies after it started is replaced, as API processes are; one that cannot start
- * stops the whole.
+ * The thread is supervised (`supervisor`): one that cannot start stops the whole, one that dies
+ * later is replaced.
  */
-export async function startBackgroundRole(config: Config, logger: Logger): Promise<Stoppable> {
-  let stopping = false;
-  let current: Worker;
-  const roles = config.roles;
-
-  const spawn = (): Promise<Worker> =>
+export function startBackgroundRole(config: Config, logger: Logger): Promise<Stoppable> {
+  const roles = config.roles.join();
+  const spawn = (): Promise<Child> =>
     new Promise((resolve, reject) => {
       const worker = new Worker(new URL('./backgroundRoleThread.js', import.meta.url), { workerData: config });
       let started = false;
+      const exited = new Promise<string>((settle) => worker.once('exit', (code) => settle(`exit code ${code}`)));
       worker.once('message', () => {
         started = true;
-        resolve(worker);
+        resolve({
+          exited,
+          async stop() {
+            worker.postMessage('stop'); // the thread's own graceful stop
+            await exited;
+          },
+        });
       });
       worker.once('error', (error) => {
         if (!started) reject(error);
         else logger.error({ err: error, roles }, 'a background role thread failed');
       });
-      worker.once('exit', (code) => {
-        if (!started) return reject(new Error(`the ${roles.join()} thread could not start (exit code ${code})`));
-        if (stopping) return;
-        logger.error({ code, roles }, 'a background role thread stopped; starting another');
-        spawn().then(
-          (replacement) => (current = replacement),
-          (error: unknown) => logger.error({ err: error, roles }, 'could not replace a background role thread'),
-        );
+      void exited.then((how) => {
+        if (!started) reject(new Error(`the ${roles} thread could not start (${how})`));
       });
     });
-
-  current = await spawn();
-  return {
-    async stop() {
-      stopping = true;
-      const exited = new Promise((resolve) => current.once('exit', resolve));
-      current.postMessage('stop'); // the thread's own graceful stop
-      await exited;
-    },
-  };
+  return supervise(`the ${roles} thread`, spawn, logger);
 }
