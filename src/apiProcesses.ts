@@ -32,7 +32,9 @@ export async function startApiProcesses(
     new Promise((resolve, reject) => {
       const worker = cluster.fork({ ROLES: 'api' });
       let listening = false;
-      const exited = new Promise<string>((settle) => worker.once('exit', (code, signal) => settle(signal ? `signal ${signal}` : `exit code ${code}`)));
+      const exited = new Promise<string>((settle) =>
+        worker.once('exit', (code, signal) => settle(`pid ${worker.process.pid}, ${signal ? `signal ${signal}` : `exit code ${code}`}`)),
+      );
       worker.once('listening', (address) => {
         listening = true;
         const host = address.addressType === 6 ? `[${address.address}]` : address.address;

@@ -94,6 +94,7 @@ describe('API_PROCESSES=2', () => {
     process.kill(victim!, 'SIGKILL');
     await until(() => apiPids().length === 3, 10_000, 'a replacement API process');
     expect(server.output()).toContain('an API process died; starting another');
+    expect(server.output()).toContain(`"exit":"pid ${victim}, signal SIGKILL"`);
     const listed = await Promise.all(Array.from({ length: 10 }, () => api.get('/api/v1/clients?limit=1')));
     expect(listed.map((response) => response.status)).toEqual(Array(10).fill(200));
   });
