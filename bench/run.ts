@@ -339,7 +339,9 @@ if (!only || only === 'http') await httpBenchmarks();
 if (!only || only === 'lag') await projectionLag();
 if (!only || only === 'webhooks') await webhookBench();
 
-console.log(`\nnode ${process.version}, ${CONNECTIONS} connections, ${DURATION_S} s per HTTP scenario, embedded store (SQLite, synchronous=FULL)\n`);
+/** Node 20 and Node 22.14+/24 load different better-sqlite3 majors, with different SQLite releases and planners. */
+const sqliteVersion = (new Sqlite(':memory:').prepare('SELECT sqlite_version() AS version').get() as { version: string }).version;
+console.log(`\nnode ${process.version}, ${CONNECTIONS} connections, ${DURATION_S} s per HTTP scenario, embedded store (SQLite ${sqliteVersion}, synchronous=FULL)\n`);
 console.log('| scenario | result | target |\n|---|---|---|');
 for (const row of rows) console.log(`| ${row.scenario} | ${row.result} | ${row.target} |`);
 process.exit(0);
