@@ -1,7 +1,7 @@
 import cluster from 'node:cluster';
 import type { Logger } from 'pino';
 import type { Config } from './config.js';
-import { supervise, type Child, type Supervised } from './supervisor.js';
+import { supervise, type Child, type Stoppable, type Supervised } from './supervisor.js';
 
 /**
  * API_PROCESSES > 1: the API in that many processes on one port (node:cluster hands each new
@@ -13,10 +13,6 @@ import { supervise, type Child, type Supervised } from './supervisor.js';
  * Each API process is supervised (`supervisor`): one that cannot start stops the whole, one that
  * dies later is replaced. When this process goes, the API processes follow (see `main`).
  */
-
-export interface Stoppable {
-  stop(): Promise<void>;
-}
 
 type ApiProcess = Child & { url: string };
 

@@ -1,8 +1,7 @@
 import { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
-import type { Stoppable } from './apiProcesses.js';
 import type { Config } from './config.js';
-import { supervise, type Child } from './supervisor.js';
+import { supervise, type Child, type Stoppable } from './supervisor.js';
 
 /**
  * A background role (the projector, the dispatcher) in a worker thread of this process, the API

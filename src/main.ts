@@ -12,7 +12,7 @@ import { recordProjection, RECORDS_PROJECTION } from '../projections/recordProje
 import { startProjection, type RunningProjection } from '../projections/runner.js';
 import { AutoNumbers } from '../commands/autoNumbers.js';
 import type { CommandDeps } from '../commands/deps.js';
-import { startApiProcesses, type Stoppable } from './apiProcesses.js';
+import { startApiProcesses } from './apiProcesses.js';
 import { startBackgroundRole } from './backgroundRole.js';
 import { loadConfig, type Config } from './config.js';
 import { Unavailable } from './errors.js';
@@ -25,6 +25,7 @@ import type { ReadStore } from './readstore/port.js';
 import { openSqliteReadStore } from './readstore/sqlite.js';
 import type { SetupStore } from './setup/port.js';
 import { openSqliteSetupStore } from './setup/sqlite.js';
+import type { Stoppable } from './supervisor.js';
 import { startDispatcher, type RunningDispatcher } from './webhooks/dispatcher.js';
 import { createHttpsSender, type WebhookSender } from './webhooks/httpsSender.js';
 import type { WebhookStore } from './webhooks/port.js';

@@ -16,9 +16,12 @@ export interface Child {
   stop(): Promise<void>;
 }
 
-export interface Supervised<C extends Child> {
-  first: C;
+export interface Stoppable {
   stop(): Promise<void>;
+}
+
+export interface Supervised<C extends Child> extends Stoppable {
+  first: C;
 }
 
 /** A child that ran this long was healthy: its replacement starts at once. */
