@@ -55,9 +55,9 @@ export function startFanOut(deps: FanOutDeps): RunningFanOut {
   const run = async () => {
     for await (const batch of readyBatches(subscription, MAX_BATCH)) {
       try {
-        await fanOut(deps, batch, () => stopped);
+        const stored = await fanOut(deps, batch, () => stopped);
         await Promise.all(batch.map((item) => item.ack()));
-        deps.onStored();
+        if (stored) deps.onStored();
       } catch (error) {
         if (stopped) return;
         logger.error({ err: error, events: batch.length }, 'fan-out failed; the events will be handed out again');
@@ -76,13 +76,14 @@ export function startFanOut(deps: FanOutDeps): RunningFanOut {
   };
 }
 
-async function fanOut(deps: FanOutDeps, batch: PersistentEvent[], stopped: () => boolean): Promise<void> {
+/** Returns whether it stored anything: most events of most workspaces go to no webhook. */
+async function fanOut(deps: FanOutDeps, batch: PersistentEvent[], stopped: () => boolean): Promise<boolean> {
   const changes: Change[] = [];
   for (const { event } of batch) {
     const change = recordChange(event);
     if (change) changes.push({ event, change });
   }
-  if (changes.length === 0) return;
+  if (changes.length === 0) return false;
 
   const webhooksOf = await webhooksByWorkspace(deps.webhooks, changes);
   const webhookIdsFor = ({ workspaceId, object }: RecordChange, kinds: readonly EventKind[]) =>
@@ -103,6 +104,7 @@ async function fanOut(deps: FanOutDeps, batch: PersistentEvent[], stopped: () =>
   });
   if (members.length > 0) await deps.webhooks.addBulkMembers(members);
   if (items.length > 0) await deps.webhooks.enqueue(items, deps.clock().toISOString());
+  return members.length > 0 || items.length > 0;
 }
 
 function bulkMember({ event, change }: Change): BulkMember {
