@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { HttpBindings } from '@hono/node-server';
 import { Hono } from 'hono';
 import type { Logger } from 'pino';
 import type { CommandDeps } from '../../commands/deps.js';
@@ -18,7 +19,7 @@ export interface ApiDeps {
   clock: () => Date;
 }
 
-export type AppEnv = { Variables: { requestId: string; log: RequestLog; caller: Caller } };
+export type AppEnv = { Bindings: HttpBindings; Variables: { requestId: string; log: RequestLog; caller: Caller } };
 
 const REQUEST_ID = /^[\w.-]{1,128}$/;
 
@@ -31,7 +32,9 @@ export function createApp(deps: ApiDeps): Hono<AppEnv> {
     c.set('requestId', requestId);
     const log = new RequestLog(deps.logger, { requestId });
     c.set('log', log);
-    c.header('X-Request-Id', requestId);
+    // On Node's response itself, which merges it with the response's own headers: c.header()
+    // would give every response a Headers object, 3% of the instructions of a GET of one record.
+    c.env.outgoing.setHeader('X-Request-Id', requestId);
     const started = performance.now();
     await next();
     if (!deps.logger.isLevelEnabled('info')) return;

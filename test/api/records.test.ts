@@ -147,3 +147,30 @@ describe('list', () => {
     expect((await own.get(`/api/v1/clients?updated_since=${encodeURIComponent(before)}`)).body.total).toBe(2);
   });
 });
+
+describe('request ids', () => {
+  const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+  it('every answer, errors included, carries X-Request-Id: the one sent when it is well formed, else a new one', async () => {
+    const anonymous = client(svc.url, null);
+    const answers = [
+      await api.get('/api/v1/clients'),
+      await api.post('/api/v1/clients', { name: 'Request Id Co' }),
+      await api.get('/api/v1/nothing'),
+      await anonymous.get('/api/v1/clients'),
+      await api.request('PUT', '/api/v1/clients'),
+    ];
+    expect(answers.map((answer) => answer.status)).toEqual([200, 201, 404, 401, 405]);
+    const ids = answers.map((answer) => answer.headers.get('x-request-id'));
+    for (const id of ids) expect(id).toMatch(UUID);
+    expect(new Set(ids).size).toBe(ids.length);
+
+    for (const sent of ['trace-1.2_3', 'Abc-000']) {
+      expect((await api.request('GET', '/api/v1/clients', undefined, { 'X-Request-Id': sent })).headers.get('x-request-id')).toBe(sent);
+    }
+    for (const bad of ['has space', 'x'.repeat(129), 'semi;colon']) {
+      const answer = await api.request('GET', '/api/v1/clients', undefined, { 'X-Request-Id': bad });
+      expect(answer.headers.get('x-request-id')).toMatch(UUID);
+    }
+  });
+});
