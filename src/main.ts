@@ -237,27 +237,27 @@ async function startBesideTheApi(config: Config, logger: Logger): Promise<Stoppa
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
   const logger = createLogger(config.logLevel);
+  // Listened for before anything starts: a signal that comes while the roles are starting stops
+  // them once they have started, where it used to kill the process halfway through starting.
+  const stopSignal = new Promise<string>((resolve) => {
+    process.once('SIGTERM', () => resolve('SIGTERM'));
+    process.once('SIGINT', () => resolve('SIGINT'));
+    // An API process of API_PROCESSES: its primary is gone (even by SIGKILL), so it goes too.
+    if (cluster.isWorker) process.once('disconnect', () => resolve('disconnect'));
+  });
   const service =
     cluster.isPrimary && config.apiProcesses > 1 && config.roles.includes('api')
       ? await startApiProcesses(config, logger, (others) => startService(others, logger))
       : await startBesideTheApi(config, logger);
-  let stopping = false;
-  const shutdown = (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    logger.info({ signal }, 'shutting down');
-    service.stop().then(
-      () => process.exit(0),
-      (error: unknown) => {
-        logger.error({ err: error }, 'shutdown failed');
-        process.exit(1);
-      },
-    );
-  };
-  process.once('SIGTERM', shutdown);
-  process.once('SIGINT', shutdown);
-  // An API process of API_PROCESSES: its primary is gone (even by SIGKILL), so it goes too.
-  if (cluster.isWorker) process.once('disconnect', () => shutdown('disconnect'));
+  const signal = await stopSignal;
+  logger.info({ signal }, 'shutting down');
+  try {
+    await service.stop();
+  } catch (error) {
+    logger.error({ err: error }, 'shutdown failed');
+    process.exit(1);
+  }
+  process.exit(0);
 }
 
 // The background role threads import this module too: only the process's main thread is `main`.

@@ -112,4 +112,14 @@ describe('API_PROCESSES=2', () => {
     expect(server.child.exitCode).toBe(0);
     await until(() => pids.every((pid) => !alive(pid)), 10_000, 'the API processes to exit');
   });
+
+  it('a SIGTERM that comes while the roles are still starting stops them once started, with exit code 0', async () => {
+    // spawnServer returns at the first API process's start line: the primary is still starting the rest.
+    const starting = await spawnServer({ DATA_DIR: dataDir, API_PROCESSES: '2' });
+    await starting.kill('SIGTERM');
+    expect(starting.child.exitCode).toBe(0);
+    expect(starting.output()).toContain('"signal":"SIGTERM"');
+    const pids = starting.started().map((service) => service.pid);
+    await until(() => pids.every((pid) => !alive(pid)), 10_000, 'every process it started to exit');
+  });
 });
