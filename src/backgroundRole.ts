@@ -1,7 +1,7 @@
-import { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
 import type { Config } from './config.js';
-import { supervise, type Child, type Stoppable } from './supervisor.js';
+import { superviseThread } from './supervisedThread.js';
+import type { Stoppable } from './supervisor.js';
 
 /**
  * A background role (the projector, the dispatcher) in a worker thread of this process, the API
@@ -14,33 +14,9 @@ import { supervise, type Child, type Stoppable } from './supervisor.js';
  * dispatcher apart 121-122 ms (alternating runs). Each side hears of the others' commits at
  * once through the stores' file signals.
  *
- * The thread is supervised (`supervisor`): one that cannot start stops the whole, one that dies
- * later is replaced.
+ * The thread is supervised (`superviseThread`): one that cannot start stops the whole, one that
+ * dies later is replaced.
  */
 export function startBackgroundRole(config: Config, logger: Logger): Promise<Stoppable> {
-  const roles = config.roles.join();
-  const spawn = (): Promise<Child> =>
-    new Promise((resolve, reject) => {
-      const worker = new Worker(new URL('./backgroundRoleThread.js', import.meta.url), { workerData: config });
-      let started = false;
-      const exited = new Promise<string>((settle) => worker.once('exit', (code) => settle(`exit code ${code}`)));
-      worker.once('message', () => {
-        started = true;
-        resolve({
-          exited,
-          async stop() {
-            worker.postMessage('stop'); // the thread's own graceful stop
-            await exited;
-          },
-        });
-      });
-      worker.once('error', (error) => {
-        if (!started) reject(error);
-        else logger.error({ err: error, roles }, 'a background role thread failed');
-      });
-      void exited.then((how) => {
-        if (!started) reject(new Error(`the ${roles} thread could not start (${how})`));
-      });
-    });
-  return supervise(`the ${roles} thread`, spawn, logger);
+  return superviseThread(`the ${config.roles.join()} thread`, new URL('./backgroundRoleThread.js', import.meta.url), config, logger);
 }
