@@ -25,6 +25,7 @@ import type { ReadStore } from './readstore/port.js';
 import { openSqliteReadStore } from './readstore/sqlite.js';
 import type { SetupStore } from './setup/port.js';
 import { openSqliteSetupStore } from './setup/sqlite.js';
+import { startWalCheckpointer } from './sqliteCheckpointer.js';
 import type { Stoppable } from './supervisor.js';
 import { startDispatcher, type RunningDispatcher } from './webhooks/dispatcher.js';
 import { createHttpsSender, type WebhookSender } from './webhooks/httpsSender.js';
@@ -50,13 +51,25 @@ export interface Backends {
   close(): Promise<void>;
 }
 
+/** EVENTSTORE_URL and MONGODB_URL (config.ts lets them come only together); null: the embedded store runs. */
+function productionUrls(config: Config): { eventStore: string; mongoDb: string } | null {
+  return config.eventStoreUrl && config.mongoDbUrl ? { eventStore: config.eventStoreUrl, mongoDb: config.mongoDbUrl } : null;
+}
+
+/** The embedded store's files in DATA_DIR, one per port. */
+function embeddedFiles(dataDir: string): Record<'events' | 'readStore' | 'setup' | 'webhooks', string> {
+  return { events: join(dataDir, 'events.db'), readStore: join(dataDir, 'read.db'), setup: join(dataDir, 'setup.db'), webhooks: join(dataDir, 'webhooks.db') };
+}
+
 export async function openBackends(config: Config, logger?: Logger): Promise<Backends> {
-  if (config.eventStoreUrl && config.mongoDbUrl) return openProductionBackends(config.eventStoreUrl, config.mongoDbUrl, logger);
+  const urls = productionUrls(config);
+  if (urls) return openProductionBackends(urls.eventStore, urls.mongoDb, logger);
+  const files = embeddedFiles(config.dataDir);
   mkdirSync(config.dataDir, { recursive: true });
-  const events = openSqliteEventStore({ path: join(config.dataDir, 'events.db') });
-  const readStore = openSqliteReadStore({ path: join(config.dataDir, 'read.db') });
-  const setup = openSqliteSetupStore({ path: join(config.dataDir, 'setup.db') });
-  const webhooks = openSqliteWebhookStore({ path: join(config.dataDir, 'webhooks.db') });
+  const events = openSqliteEventStore({ path: files.events });
+  const readStore = openSqliteReadStore({ path: files.readStore });
+  const setup = openSqliteSetupStore({ path: files.setup });
+  const webhooks = openSqliteWebhookStore({ path: files.webhooks });
   return {
     events,
     readStore,
@@ -249,10 +262,19 @@ async function main(): Promise<void> {
     cluster.isPrimary && config.apiProcesses > 1 && config.roles.includes('api')
       ? await startApiProcesses(config, logger, (others) => startService(others, logger))
       : await startBesideTheApi(config, logger);
+  // One per server: the API processes of API_PROCESSES leave their files to their primary's.
+  const checkpointer =
+    cluster.isPrimary && !productionUrls(config)
+      ? await startWalCheckpointer(Object.values(embeddedFiles(config.dataDir)), logger).catch(async (error: unknown) => {
+          await service.stop();
+          throw error;
+        })
+      : null;
   const signal = await stopSignal;
   logger.info({ signal }, 'shutting down');
   try {
     await service.stop();
+    await checkpointer?.stop();
   } catch (error) {
     logger.error({ err: error }, 'shutdown failed');
     process.exit(1);
