@@ -13,7 +13,7 @@ export interface SqliteFileOptions {
 }
 
 /** How long a connection waits for another process's write lock before it gives up. */
-const BUSY_TIMEOUT_MS = 5_000;
+export const BUSY_TIMEOUT_MS = 5_000;
 
 /**
  * WAL pages after which a commit copies the WAL back into the database file (SQLite's default is

@@ -148,7 +148,7 @@ class SqliteEventStore implements EventStore {
     if (this.closed) return;
     this.closed = true;
     // Callers of queued appends were promised durability or an error, not silence.
-    this.committer.flush();
+    this.committer.flush(true);
     for (const subscription of [...this.subscriptions]) await subscription.close();
     for (const group of this.groups.values()) group.stop();
     this.watcher.stop();

@@ -54,6 +54,44 @@ describe('SQLite event store', () => {
     expect(new Set(created.map(([e]) => e!.created.getTime())).size).toBe(1);
   });
 
+  it("waits for another process's write lock without holding up the event loop, then commits", async () => {
+    const path = freshPath();
+    const store = open(path);
+    await store.append('warm-up', [newEvent()], { expectedRevision: 'no_stream' }); // the file and its tables exist
+    const otherProcess = new Sqlite(path);
+    otherProcess.exec('BEGIN IMMEDIATE');
+    let settled = false;
+    const appended = store.append('record-1', [newEvent()], { expectedRevision: 'no_stream' });
+    void appended.then(
+      () => (settled = true),
+      () => (settled = true),
+    );
+    // Timers still fire while the append waits: SQLite's busy wait would have stopped them.
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(settled).toBe(false);
+    otherProcess.exec('COMMIT');
+    otherProcess.close();
+    expect((await appended).nextRevision).toBe(0);
+    expect(await store.readStream('record-1')).toHaveLength(1);
+  });
+
+  it('commits an append still waiting for the write lock when the store closes', async () => {
+    const path = freshPath();
+    const store = openSqliteEventStore({ path });
+    await store.append('warm-up', [newEvent()], { expectedRevision: 'no_stream' });
+    const otherProcess = new Sqlite(path);
+    otherProcess.exec('BEGIN IMMEDIATE');
+    const appended = store.append('record-1', [newEvent()], { expectedRevision: 'no_stream' });
+    await new Promise((resolve) => setTimeout(resolve, 20)); // it has found the lock taken, and waits
+    otherProcess.exec('COMMIT');
+    await store.close(); // before its next try
+
+    expect((await appended).nextRevision).toBe(0);
+    const reopened = open(path);
+    expect(await reopened.readStream('record-1')).toHaveLength(1);
+    otherProcess.close();
+  });
+
   it('fails a conflicting append of a batch alone, taking earlier appends of the batch into account', async () => {
     const store = open(freshPath());
     const duplicate = newEvent();

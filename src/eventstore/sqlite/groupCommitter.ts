@@ -1,6 +1,7 @@
 import { Conflict, Unavailable } from '../../errors.js';
 import type { AppendResult, ChainResult, ExpectedRevision, NewEvent, StreamAppend } from '../port.js';
 import { formatPosition } from '../position.js';
+import { BUSY_TIMEOUT_MS } from '../../sqliteFile.js';
 import type { Db, EventLog } from './eventLog.js';
 
 /**
@@ -46,6 +47,11 @@ export class GroupCommitter {
   private scheduled = false;
   private readonly commitBatch;
   private readonly appendOne;
+  private readonly waitForLock;
+  private readonly failOnLock;
+  /** When BEGIN first found another process holding the write lock; null while it has not. */
+  private busySince: number | null = null;
+  private retry: NodeJS.Timeout | null = null;
 
   constructor(
     db: Db,
@@ -54,6 +60,8 @@ export class GroupCommitter {
   ) {
     // Nested transaction functions run as savepoints: a failing append of several events rolls back alone.
     this.appendOne = db.transaction((append: QueuedAppend, created: number) => this.write(append, created));
+    this.waitForLock = db.prepare(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
+    this.failOnLock = db.prepare('PRAGMA busy_timeout = 0');
     this.commitBatch = db.transaction((batch: QueuedAppend[]) => {
       const created = this.log.commitTime();
       return batch.map((append) => this.tryAppend(append, created));
@@ -92,23 +100,63 @@ export class GroupCommitter {
     return { entry, promise };
   }
 
-  /** Commits everything queued; promises settle only after COMMIT. */
-  flush(): void {
+  /**
+   * Commits everything queued; promises settle only after COMMIT. `waitForLock`, when the store
+   * closes: this is the last chance, so it waits for another process's write lock (busy_timeout).
+   */
+  flush(waitForLock = false): void {
     this.scheduled = false;
+    if (this.retry) {
+      if (!waitForLock) return; // the queue waits for the write lock, and commits with the retry
+      clearTimeout(this.retry);
+      this.retry = null;
+    }
     const batch = this.queue;
     this.queue = [];
     if (batch.length === 0) return;
     let outcomes: Outcome[];
     try {
-      // IMMEDIATE takes the write lock up front, so a concurrent writer process makes us wait
-      // (busy_timeout) instead of failing a read-to-write upgrade.
-      outcomes = this.commitBatch.immediate(batch);
+      outcomes = waitForLock ? this.commitBatch.immediate(batch) : this.commitWithoutWaiting(batch);
     } catch (error) {
+      if (!waitForLock && isBusy(error) && this.waitAgain()) {
+        this.queue = batch;
+        return;
+      }
+      this.busySince = null;
       const failure = isBusy(error) ? new Unavailable('the event store is busy, try again', { cause: error }) : error;
       for (const append of batch) append.reject(failure);
       return;
     }
+    this.busySince = null;
     this.settle(outcomes);
+  }
+
+  /**
+   * IMMEDIATE takes the write lock up front, so that another writer process makes the commit fail
+   * at BEGIN rather than halfway. With busy_timeout SQLite would sleep there, and an API process
+   * of API_PROCESSES would serve nothing meanwhile: 1, 2, 5, 10 ms and longer, as the two
+   * processes' commits kept meeting. So the lock is only tried here, and `flush` tries again
+   * after a moment, with what the event loop has queued meanwhile in the same commit.
+   */
+  private commitWithoutWaiting(batch: QueuedAppend[]): Outcome[] {
+    this.failOnLock.run();
+    try {
+      return this.commitBatch.immediate(batch);
+    } finally {
+      this.waitForLock.run();
+    }
+  }
+
+  /** Schedules the next try, unless the lock has been out of reach for as long as busy_timeout allows. */
+  private waitAgain(): boolean {
+    const now = Date.now();
+    this.busySince ??= now;
+    if (now - this.busySince >= BUSY_TIMEOUT_MS) return false;
+    this.retry = setTimeout(() => {
+      this.retry = null;
+      this.flush();
+    }, 0);
+    return true;
   }
 
   private settle(outcomes: Outcome[]): void {
