@@ -1,5 +1,7 @@
+import { execFileSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { fileSignal } from '../../src/fileSignal.js';
+import { repoRoot } from '../support/process.js';
 
 /** Messages are delivered asynchronously: a round trip on a third signal marks "everything sent before has arrived". */
 async function settled(): Promise<void> {
@@ -42,5 +44,12 @@ describe('fileSignal', () => {
     expect(heard).toEqual([]);
     a.close();
     b.close();
+  });
+});
+
+describe('fileSignal across the processes of a node:cluster (API_PROCESSES)', () => {
+  it("tells the primary and the other workers of a worker's news, and every worker of the primary's", () => {
+    const output = execFileSync(process.execPath, ['test/fixtures/clusterFileSignal.mjs', '/data/events.db'], { cwd: repoRoot, encoding: 'utf8' });
+    expect(JSON.parse(output)).toEqual({ primary: [42], poster: [7], listener: [42, 7] });
   });
 });
