@@ -37,12 +37,42 @@ export function openSqliteFile(path: string, options: SqliteFileOptions): Databa
   const db = new Sqlite(path, { readonly: options.readonly ?? false, timeout: BUSY_TIMEOUT_MS });
   if (options.cacheMiB !== undefined) db.pragma(`cache_size = -${options.cacheMiB * 1024}`);
   if (!options.readonly) {
-    db.pragma('journal_mode = WAL');
+    switchToWal(db);
     db.pragma(`synchronous = ${options.synchronous}`);
     db.pragma(`wal_autocheckpoint = ${WAL_CHECKPOINT_PAGES}`);
   }
   db.pragma('foreign_keys = ON');
   return db;
+}
+
+/** SQLITE_BUSY and its extended codes: another connection holds a lock this one needs. */
+export function isBusy(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && code.startsWith('SQLITE_BUSY');
+}
+
+const WAL_SWITCH_RETRY_MS = 5;
+
+/**
+ * Switching a file to WAL rewrites its header in a write transaction that begins as a read one.
+ * When another connection is writing the file at that moment (the role threads of a server
+ * starting on a new DATA_DIR each create the same files), SQLite refuses the upgrade at once with
+ * SQLITE_BUSY instead of waiting, lest the two deadlock: 3 of 420 servers started three at a time
+ * on new DATA_DIRs stopped so. A new try begins without the read lock, so it waits or succeeds;
+ * it is tried again for as long as busy_timeout.
+ */
+function switchToWal(db: Database.Database): void {
+  const deadline = Date.now() + BUSY_TIMEOUT_MS;
+  for (;;) {
+    try {
+      db.pragma('journal_mode = WAL');
+      return;
+    } catch (error) {
+      if (!isBusy(error) || Date.now() >= deadline) throw error;
+      // Files are opened as a process or thread starts, before it serves anything: pausing holds up nothing.
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, WAL_SWITCH_RETRY_MS);
+    }
+  }
 }
 
 /*

@@ -1,7 +1,7 @@
 import { Conflict, Unavailable } from '../../errors.js';
 import type { AppendResult, ChainResult, ExpectedRevision, NewEvent, StreamAppend } from '../port.js';
 import { formatPosition } from '../position.js';
-import { BUSY_TIMEOUT_MS } from '../../sqliteFile.js';
+import { BUSY_TIMEOUT_MS, isBusy } from '../../sqliteFile.js';
 import type { Db, EventLog } from './eventLog.js';
 
 /**
@@ -17,11 +17,6 @@ function checkExpected(stream: string, expected: ExpectedRevision, actual: numbe
     (expected === 'stream_exists' && actual !== undefined) ||
     expected === actual;
   if (!ok) throw new Conflict(stream, String(expected), actual === undefined ? 'no_stream' : String(actual));
-}
-
-function isBusy(error: unknown): boolean {
-  const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && code.startsWith('SQLITE_BUSY');
 }
 
 interface QueuedAppend {
