@@ -42,8 +42,8 @@ export class GroupCommitter {
   private scheduled = false;
   private readonly commitBatch;
   private readonly appendOne;
-  private readonly waitForLock;
-  private readonly failOnLock;
+  private readonly restoreBusyTimeout;
+  private readonly noBusyTimeout;
   /** When BEGIN first found another process holding the write lock; null while it has not. */
   private busySince: number | null = null;
   private retry: NodeJS.Timeout | null = null;
@@ -55,8 +55,8 @@ export class GroupCommitter {
   ) {
     // Nested transaction functions run as savepoints: a failing append of several events rolls back alone.
     this.appendOne = db.transaction((append: QueuedAppend, created: number) => this.write(append, created));
-    this.waitForLock = db.prepare(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
-    this.failOnLock = db.prepare('PRAGMA busy_timeout = 0');
+    this.restoreBusyTimeout = db.prepare(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
+    this.noBusyTimeout = db.prepare('PRAGMA busy_timeout = 0');
     this.commitBatch = db.transaction((batch: QueuedAppend[]) => {
       const created = this.log.commitTime();
       return batch.map((append) => this.tryAppend(append, created));
@@ -134,11 +134,11 @@ export class GroupCommitter {
    * after a moment, with what the event loop has queued meanwhile in the same commit.
    */
   private commitWithoutWaiting(batch: QueuedAppend[]): Outcome[] {
-    this.failOnLock.run();
+    this.noBusyTimeout.run();
     try {
       return this.commitBatch.immediate(batch);
     } finally {
-      this.waitForLock.run();
+      this.restoreBusyTimeout.run();
     }
   }
 
