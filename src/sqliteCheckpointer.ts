@@ -18,7 +18,7 @@ import type { Stoppable } from './supervisor.js';
  * thread being replaced).
  */
 
-export const CHECKPOINT_INTERVAL_MS = 100;
+const CHECKPOINT_INTERVAL_MS = 100;
 
 export interface CheckpointerData {
   paths: string[];
@@ -26,7 +26,7 @@ export interface CheckpointerData {
 }
 
 /** A thread that fails (a file it cannot open or checkpoint) is replaced, after a growing delay. */
-export function startWalCheckpointer(paths: string[], logger: Logger, intervalMs = CHECKPOINT_INTERVAL_MS): Promise<Stoppable> {
-  const data: CheckpointerData = { paths, intervalMs };
+export function startWalCheckpointer(paths: string[], logger: Logger): Promise<Stoppable> {
+  const data: CheckpointerData = { paths, intervalMs: CHECKPOINT_INTERVAL_MS };
   return superviseThread('the WAL checkpointer thread', new URL('./sqliteCheckpointerThread.js', import.meta.url), data, logger);
 }
