@@ -1,4 +1,4 @@
-import { ValidationFailed } from '../src/errors.js';
+import { AppError, ValidationFailed } from '../src/errors.js';
 import type { EventMetadata } from '../src/eventstore/port.js';
 import type { Position } from '../src/eventstore/position.js';
 import { newId } from '../src/ids.js';
@@ -263,6 +263,7 @@ async function appendNumbered(
   }
 }
 
+/** A record's failure as its client reads it: typed errors say what to do; anything else is internal and never shown. */
 function errorMessage(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
+  return error instanceof AppError ? error.message : 'internal error; this record was not saved';
 }

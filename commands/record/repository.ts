@@ -4,6 +4,7 @@ import type { EventMetadata, EventStore, ExpectedRevision, StreamAppend } from '
 import type { Position } from '../../src/eventstore/position.js';
 import { decide, evolve, initialState, type RecordCommand, type RecordState } from './decider.js';
 import { recordStream, upcast, type RecordEvent } from './events.js';
+import { KeyedLock } from './keyedLock.js';
 
 /** Loads a record's state by folding its stream, and runs commands against it. */
 
@@ -39,20 +40,41 @@ export function recordAppend(recordId: string, decided: RecordEvent[], metadata:
   };
 }
 
-/** A conflicting append means someone else changed the record meanwhile: decide again on fresh state. */
-const MAX_ATTEMPTS = 5;
+/**
+ * A conflicting append means someone else changed the record meanwhile: decide again on fresh
+ * state. Bounded, with a random pause ("full jitter") so that writers that met once spread out
+ * instead of meeting again at the next commit.
+ */
+export const MAX_ATTEMPTS = 8;
+
+export function retryPause(attempt: number): Promise<void> {
+  const ceiling = Math.min(100, 2 ** (attempt + 1));
+  return new Promise((resolve) => setTimeout(resolve, Math.random() * ceiling));
+}
 
 /**
  * load -> decide -> append, retried as a whole on a concurrency conflict. `command` may depend on
  * the loaded record (e.g. a delete snapshots it). Resolves with the position of the appended events,
  * or null when the decision produced none (nothing changed).
  */
-export async function executeRecordCommand(
+const writers = new KeyedLock();
+
+export function executeRecordCommand(
   events: EventStore,
   recordId: string,
   command: (loaded: LoadedRecord) => RecordCommand | Promise<RecordCommand>,
   metadata: EventMetadata,
   preloaded?: LoadedRecord,
+): Promise<Position | null> {
+  return writers.run(recordId, (waited) => attemptCommand(events, recordId, command, metadata, waited ? undefined : preloaded));
+}
+
+async function attemptCommand(
+  events: EventStore,
+  recordId: string,
+  command: (loaded: LoadedRecord) => RecordCommand | Promise<RecordCommand>,
+  metadata: EventMetadata,
+  preloaded: LoadedRecord | undefined,
 ): Promise<Position | null> {
   let loaded = preloaded;
   for (let attempt = 1; ; attempt++) {
@@ -66,6 +88,7 @@ export async function executeRecordCommand(
     } catch (error) {
       if (!(error instanceof Conflict) || attempt === MAX_ATTEMPTS) throw error;
       loaded = undefined;
+      await retryPause(attempt);
     }
   }
 }

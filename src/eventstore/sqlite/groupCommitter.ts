@@ -169,7 +169,7 @@ export class GroupCommitter {
 
   private tryAppend(append: QueuedAppend, created: number): Outcome {
     if (append.after && !append.after.written) {
-      return { append, error: new Error(`not appended to ${append.stream}: the append to ${append.after.stream} it depends on failed`) };
+      return { append, error: new Error('not appended: the claim it depends on failed') };
     }
     try {
       // One event is one INSERT, which SQLite undoes alone when it fails: only appends of several
