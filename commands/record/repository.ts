@@ -5,6 +5,8 @@ import type { Position } from '../../src/eventstore/position.js';
 import { decide, evolve, initialState, type RecordCommand, type RecordState } from './decider.js';
 import { recordStream, upcast, type RecordEvent } from './events.js';
 import { KeyedLock } from './keyedLock.js';
+import { getObject } from '../../src/schema/catalogue.js';
+import { PENDING, reservationChanges } from '../reservations/changes.js';
 
 /** Loads a record's state by folding its stream, and runs commands against it. */
 
@@ -82,13 +84,27 @@ async function attemptCommand(
     const decided = decide(await command(loaded), loaded.state);
     if (decided.length === 0) return null;
     try {
-      const append = recordAppend(recordId, decided, metadata, loaded.expectedRevision);
-      const result = await events.append(append.stream, append.events, { expectedRevision: append.expectedRevision });
-      return result.position;
+      return await appendDecided(events, recordId, loaded, decided, metadata);
     } catch (error) {
       if (!(error instanceof Conflict) || attempt === MAX_ATTEMPTS) throw error;
       loaded = undefined;
       await retryPause(attempt);
     }
   }
+}
+
+/** The record's events, with the reservations it gains before them and the releases of those it loses after. */
+async function appendDecided(events: EventStore, recordId: string, loaded: LoadedRecord, decided: RecordEvent[], metadata: EventMetadata): Promise<Position> {
+  const append = recordAppend(recordId, decided, metadata, loaded.expectedRevision);
+  const { state } = loaded;
+  const object = state.status === 'live' ? getObject(state.workspaceId, state.object) : undefined;
+  if (state.status !== 'live' || !object) return (await events.append(append.stream, append.events, { expectedRevision: append.expectedRevision })).position;
+  const scope = { events, workspaceId: state.workspaceId, object, loadState: async (id: string) => (await loadRecord(events, id)).state };
+  const changes = await reservationChanges(scope, state, decided, recordId, metadata);
+  if (changes === PENDING) throw new Conflict('reservation', 'free', 'pending'); // another create holds it for a moment: decide again
+  if (changes.claims.length === 0 && changes.releases.length === 0) {
+    return (await events.append(append.stream, append.events, { expectedRevision: append.expectedRevision })).position;
+  }
+  // A release that fails (someone took the value over meanwhile) changes nothing that matters.
+  return (await events.appendThen([...changes.claims, append], changes.releases)).first.position;
 }

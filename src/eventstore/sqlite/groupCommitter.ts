@@ -64,25 +64,28 @@ export class GroupCommitter {
 
   enqueue(append: StreamAppend): Promise<AppendResult> {
     const { promise } = this.push([append], undefined);
-    if (!this.scheduled) {
-      this.scheduled = true;
-      // setImmediate rather than a microtask: appends from every request handled in this turn
-      // of the event loop share the commit.
-      setImmediate(() => this.flush());
-    }
+    this.schedule();
     return promise;
   }
 
   /**
-   * appendThen: the claim and its dependents join the queue in order, and everything queued
-   * commits now. Its callers have gathered their batch already (AutoNumbers gathers a turn's
-   * requests), so waiting for the next turn would only add latency.
+   * appendThen: the claim and its dependents join the queue in order, and commit with the rest of
+   * this turn of the event loop: the creates of one request, each with its reservations, share one
+   * commit as plain appends do.
    */
   enqueueChain(first: StreamAppend[], then: StreamAppend[][]): Promise<ChainResult> {
     const claim = this.push(first, undefined);
     const dependents = Promise.allSettled(then.map((group) => this.push(group, claim.entry).promise));
-    this.flush();
+    this.schedule();
     return claim.promise.then(async (result) => ({ first: result, then: await dependents }));
+  }
+
+  private schedule(): void {
+    if (this.scheduled) return;
+    this.scheduled = true;
+    // setImmediate rather than a microtask: appends from every request handled in this turn
+    // of the event loop share the commit.
+    setImmediate(() => this.flush());
   }
 
   private push(parts: StreamAppend[], after: QueuedAppend | undefined): { entry: QueuedAppend; promise: Promise<AppendResult> } {
