@@ -1,25 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import type { HttpBindings } from '@hono/node-server';
 import { Hono } from 'hono';
-import type { Logger } from 'pino';
-import type { CommandDeps } from '../../commands/deps.js';
-import type { ReadStore } from '../readstore/port.js';
-import type { SetupStore } from '../setup/port.js';
-import { bearerAuth, type Caller } from './auth.js';
+import { bearerAuth } from './auth.js';
 import { bodySizeLimit } from './body.js';
 import { errorResponse, handleError } from './errors.js';
 import { recordRoutes } from './records.js';
 import { RequestLog } from './requestLog.js';
-
-export interface ApiDeps {
-  commands: CommandDeps;
-  readStore: ReadStore;
-  setup: SetupStore;
-  logger: Logger;
-  clock: () => Date;
-}
-
-export type AppEnv = { Bindings: HttpBindings; Variables: { requestId: string; log: RequestLog; caller: Caller } };
+import type { ApiDeps, AppEnv } from './types.js';
 
 const REQUEST_ID = /^[\w.-]{1,128}$/;
 

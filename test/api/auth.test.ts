@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openSqliteSetupStore } from '../../src/setup/sqlite.js';
+import { openSqliteSetupStore } from '../../src/setup/sqlite/index.js';
 import { client, startTestService, type TestService } from '../support/service.js';
 
 /** Spec section 5: bearer keys, read only vs read & write, chosen objects, revocation, isolation. */

@@ -4,10 +4,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import { loadConfig, type Config } from '../../src/config.js';
-import { createWebhookSender, startService, type RunningService } from '../../src/main.js';
+import { createWebhookSender } from '../../src/backends.js';
+import { startService, type RunningService } from '../../src/service.js';
 import { fingerprint, generateApiKey } from '../../src/setup/apiKeys.js';
 import type { ApiKey } from '../../src/setup/port.js';
-import { WebhookSetup } from '../../src/webhooks/setup.js';
+import { WebhookSetup } from '../../src/setup/webhooks.js';
 
 /**
  * A real service (HTTP server, projector, embedded store) in this process, on a free loopback
