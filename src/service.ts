@@ -10,7 +10,9 @@ import type { Config } from './config.js';
 import { Unavailable } from './core/errors.js';
 import { createLogger } from './core/logger.js';
 import type { Position } from './eventstore/position.js';
+import type { Hono } from 'hono';
 import { createApp } from './http/app.js';
+import type { AppEnv } from './http/types.js';
 import { RECORDS_PROJECTION, type ReadStore } from './readstore/port.js';
 import { startBackgroundRole } from './runtime/backgroundRole.js';
 import { closeGracefully, listen, SHUTDOWN_DEADLINE_MS } from './runtime/httpServer.js';
@@ -29,6 +31,8 @@ const VISIBILITY_TIMEOUT_MS = 10_000;
 export interface RunningService {
   /** Base URL of the API when this process runs the api role. */
   url: string | null;
+  /** The API itself, for requests in process (`app.request`, as the route tests make them). */
+  app: Hono<AppEnv> | null;
   backends: Backends;
   stop(): Promise<void>;
 }
@@ -44,6 +48,7 @@ export async function startService(
   let sender: WebhookSender | null = null;
   let server: ServerType | null = null;
   let url: string | null = null;
+  let app: Hono<AppEnv> | null = null;
 
   if (config.roles.includes('projector')) {
     let running: RunningProjection | null = null;
@@ -85,7 +90,7 @@ export async function startService(
       listUsers: (workspaceId) => backends.setup.listUsers(workspaceId),
       waitVisible: (position: Position) => waitVisible(backends.readStore, position),
     };
-    const app = createApp({ commands, readStore: backends.readStore, setup: backends.setup, logger, clock });
+    app = createApp({ commands, readStore: backends.readStore, setup: backends.setup, logger, clock });
     server = await listen(app.fetch, config);
     const address = server.address() as AddressInfo;
     url = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
@@ -94,6 +99,7 @@ export async function startService(
 
   return {
     url,
+    app,
     backends,
     async stop() {
       if (server) await closeGracefully(server, SHUTDOWN_DEADLINE_MS);
