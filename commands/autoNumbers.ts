@@ -1,5 +1,5 @@
-import { newId } from '../src/ids.js';
-import { Conflict } from '../src/errors.js';
+import { newId } from '../src/core/ids.js';
+import { Conflict } from '../src/core/errors.js';
 import type { AppendGroup, AppendResult, EventMetadata, EventStore, StreamAppend } from '../src/eventstore/port.js';
 import { formatAutoNumber } from '../src/schema/catalogue.js';
 import type { ObjectDef } from '../src/schema/types.js';

@@ -1,4 +1,4 @@
-import { Conflict } from '../src/errors.js';
+import { Conflict } from '../src/core/errors.js';
 import type { AppendResult, EventMetadata, StreamAppend } from '../src/eventstore/port.js';
 import type { Position } from '../src/eventstore/position.js';
 import type { Values } from '../src/readstore/port.js';
@@ -6,7 +6,7 @@ import type { ObjectDef } from '../src/schema/types.js';
 import type { NumberedField } from './autoNumbers.js';
 import type { CommandDeps } from './deps.js';
 import { decide, initialState } from './record/decider.js';
-import type { RecordEvent } from './record/events.js';
+import type { RecordEvent } from '../src/events/records.js';
 import { loadRecord, MAX_ATTEMPTS, recordAppend, retryPause } from './record/repository.js';
 import { takenError } from './reservations/changes.js';
 import { heldKeys, isUniqueKey, sameKey, type ReservationKey } from './reservations/keys.js';

@@ -1,7 +1,7 @@
-import { NotFound, ValidationFailed } from '../../src/errors.js';
+import { NotFound, ValidationFailed } from '../../src/core/errors.js';
 import type { StoredValue, Values } from '../../src/readstore/port.js';
 import { checkRecordRules } from '../../src/schema/validate.js';
-import type { FieldChange, RecordEvent } from './events.js';
+import type { FieldChange, RecordEvent } from '../../src/events/records.js';
 
 /**
  * The record aggregate as pure functions: decide(command, state) -> events and

@@ -1,8 +1,8 @@
-import { ValidationFailed } from '../../src/errors.js';
+import { ValidationFailed } from '../../src/core/errors.js';
 import type { EventMetadata, StreamAppend } from '../../src/eventstore/port.js';
 import type { Values } from '../../src/readstore/port.js';
 import { evolve, type RecordState } from '../record/decider.js';
-import type { RecordEvent } from '../record/events.js';
+import type { RecordEvent } from '../../src/events/records.js';
 import { heldKeys, isUniqueKey, sameKey, type ReservationKey } from './keys.js';
 import { claimAppend, judgeKey, releaseAppends, type ReservationScope } from './store.js';
 

@@ -1,5 +1,5 @@
 import type { EventMetadata, EventStore, StreamAppend } from '../../src/eventstore/port.js';
-import { newId } from '../../src/ids.js';
+import { newId } from '../../src/core/ids.js';
 import type { ObjectDef } from '../../src/schema/types.js';
 import type { RecordState } from '../record/decider.js';
 import { reservationStream, type ReservationKey } from './keys.js';
