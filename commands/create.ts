@@ -36,6 +36,9 @@ export type CreateOutcome = { kind: 'created'; position: Position } | { kind: 'm
 
 type Role = 'match' | 'unique' | 'name';
 
+/** How long a create waits for the record of a claim that another create holds. */
+const PENDING_PATIENCE_MS = 5_000;
+
 export async function createRecord(deps: CommandDeps, request: CreateRequest, metadata: EventMetadata, numbersMetadata: EventMetadata): Promise<CreateOutcome> {
   const { workspaceId, object, recordId, values } = request;
   const scope: ReservationScope = { events: deps.events, workspaceId, object, loadState: async (id) => (await loadRecord(deps.events, id)).state };
@@ -43,6 +46,7 @@ export async function createRecord(deps: CommandDeps, request: CreateRequest, me
   const decided = decide({ type: 'CreateRecord', workspaceId, object: object.key, recordId, fields: values }, initialState);
   const keys = keysToClaim(object, values, request.matchKey);
 
+  const patience = Date.now() + PENDING_PATIENCE_MS;
   for (let attempt = 1; ; attempt++) {
     const claims: StreamAppend[] = [];
     let pending = false;
@@ -53,8 +57,14 @@ export async function createRecord(deps: CommandDeps, request: CreateRequest, me
       else if (judgement.kind === 'held' && role === 'unique') throw takenError(object.key, key, values, judgement.holder);
       else if (judgement.kind === 'pending' && role !== 'name') pending = true;
     }
+    if (pending && Date.now() < patience) {
+      // The holder's create is under way (its claim is written, its record not yet): wait for it, not counting an attempt.
+      attempt--;
+      await retryPause(2);
+      continue;
+    }
     try {
-      if (pending) throw new Conflict('reservation', 'free', 'pending'); // its holder's create is under way
+      if (pending) throw new Conflict('reservation', 'free', 'pending');
       const position = request.numbered
         ? await appendNumbered(deps, scope, request, decided, claims, metadata, numbersMetadata)
         : await appendWithClaims(deps, claims, recordAppend(recordId, decided, metadata, 'no_stream'));
