@@ -47,7 +47,7 @@ export function recordAppend(recordId: string, decided: RecordEvent[], metadata:
  * state. Bounded, with a random pause ("full jitter") so that writers that met once spread out
  * instead of meeting again at the next commit.
  */
-export const MAX_ATTEMPTS = 8;
+export const MAX_ATTEMPTS = 10;
 
 export function retryPause(attempt: number): Promise<void> {
   const ceiling = Math.min(100, 2 ** (attempt + 1));
