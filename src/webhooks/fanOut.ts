@@ -8,14 +8,18 @@ import { readyBatches } from '../eventstore/readyBatches.js';
 import type { ReadStore, RecordDocument } from '../readstore/port.js';
 import { getObject } from '../schema/catalogue.js';
 import type { User } from '../setup/port.js';
-import { eventName, isBulk, recordChange, wants, type RecordChange } from './policy.js';
-import { EVENT_KINDS, type BulkMember, type EventKind, type Webhook, type WebhookPayload, type WebhookStore } from './port.js';
+import { createWebhookLogView, type WebhookLogView } from './logView.js';
+import { eventName, isBulk, recordChange, type RecordChange } from './policy.js';
+import { EVENT_KINDS, type BulkMember, type EventKind, type WebhookPayload, type WebhookStore } from './port.js';
+import { recipientsAt, type TimelineEntry } from './timeline.js';
 
 /**
  * Fan-out: the persistent subscription group `webhooks` -> one delivery per matching webhook and
  * record event, or a bulk member when the event's action changed many records of its object.
  * A batch's deliveries are committed before any of its events is acknowledged, so a crash
  * between the two redelivers events whose deliveries exist, and the store ignores those.
+ * Who receives a change is decided by log order (timeline.ts): the group also carries the
+ * workspace streams, whose webhook events finish a switch the store missed (logView.ts).
  */
 
 export const WEBHOOKS_GROUP = 'webhooks';
@@ -45,8 +49,9 @@ interface Change {
 
 export function startFanOut(deps: FanOutDeps): RunningFanOut {
   const logger = deps.logger.child({ component: 'webhook fan-out' });
+  const view = createWebhookLogView({ events: deps.events, webhooks: deps.webhooks, logger });
   const subscription = deps.events.persistentSubscription(WEBHOOKS_GROUP, {
-    filter: { streamPrefixes: ['record-'] },
+    filter: { streamPrefixes: ['record-', 'workspace-'] },
     maxRetryCount: 10,
     bufferSize: 1000,
   });
@@ -55,7 +60,7 @@ export function startFanOut(deps: FanOutDeps): RunningFanOut {
   const run = async () => {
     for await (const batch of readyBatches(subscription, MAX_BATCH)) {
       try {
-        const stored = await fanOut(deps, batch, () => stopped);
+        const stored = await fanOut(deps, view, batch, () => stopped);
         await Promise.all(batch.map((item) => item.ack()));
         if (stored) deps.onStored();
       } catch (error) {
@@ -77,7 +82,8 @@ export function startFanOut(deps: FanOutDeps): RunningFanOut {
 }
 
 /** Returns whether it stored anything: most events of most workspaces go to no webhook. */
-async function fanOut(deps: FanOutDeps, batch: PersistentEvent[], stopped: () => boolean): Promise<boolean> {
+async function fanOut(deps: FanOutDeps, view: WebhookLogView, batch: PersistentEvent[], stopped: () => boolean): Promise<boolean> {
+  await view.reconcile(batch.map(({ event }) => event));
   const changes: Change[] = [];
   for (const { event } of batch) {
     const change = recordChange(event);
@@ -85,15 +91,17 @@ async function fanOut(deps: FanOutDeps, batch: PersistentEvent[], stopped: () =>
   }
   if (changes.length === 0) return false;
 
-  const webhooksOf = await webhooksByWorkspace(deps.webhooks, changes);
-  const webhookIdsFor = ({ workspaceId, object }: RecordChange, kinds: readonly EventKind[]) =>
-    (webhooksOf.get(workspaceId) ?? []).filter((w) => kinds.some((kind) => wants(w, object, kind))).map((w) => w.id);
+  const timelines = await timelinesOf(deps, view, changes);
+  const webhookIdsFor = ({ event, change }: Change, kinds: readonly EventKind[]) => {
+    const { timeline, stored } = timelines.get(change.workspaceId) ?? { timeline: [], stored: new Set<string>() };
+    return [...new Set(kinds.flatMap((kind) => recipientsAt(timeline, event.position, change.object, kind)))].filter((id) => stored.has(id));
+  };
   // A bulk member is kept while any webhook wants its object, whatever the kind: the members of
   // all kinds together tell when the action is complete.
-  const members: BulkMember[] = changes.filter(({ change }) => isBulk(change) && webhookIdsFor(change, EVENT_KINDS).length > 0).map(bulkMember);
+  const members: BulkMember[] = changes.filter((item) => isBulk(item.change) && webhookIdsFor(item, EVENT_KINDS).length > 0).map(bulkMember);
   const wanted = changes
     .filter(({ change }) => !isBulk(change))
-    .map((single) => ({ ...single, webhookIds: webhookIdsFor(single.change, [single.change.kind]) }))
+    .map((single) => ({ ...single, webhookIds: webhookIdsFor(single, [single.change.kind]) }))
     .filter((single) => single.webhookIds.length > 0);
 
   if (wanted.some(({ change }) => change.kind !== 'deleted')) await waitForRecords(deps, wanted.map(({ event }) => event), stopped);
@@ -134,9 +142,19 @@ function singlePayload(event: RecordedEvent, change: RecordChange, data: unknown
   };
 }
 
-async function webhooksByWorkspace(store: WebhookStore, changes: Change[]): Promise<Map<string, Webhook[]>> {
+/**
+ * Read after the batch was handed out, so each timeline holds every configuration change before
+ * its events. Only webhooks the store has are sent to (a creation whose store write failed after
+ * its event was logged has no webhook to send to).
+ */
+async function timelinesOf(deps: FanOutDeps, view: WebhookLogView, changes: Change[]): Promise<Map<string, { timeline: TimelineEntry[]; stored: Set<string> }>> {
   const workspaces = new Set(changes.map(({ change }) => change.workspaceId));
-  const entries = await Promise.all([...workspaces].map(async (id) => [id, await store.listWebhooks(id)] as const));
+  const entries = await Promise.all(
+    [...workspaces].map(async (id) => {
+      const [timeline, stored] = await Promise.all([view.timeline(id), deps.webhooks.listWebhooks(id)]);
+      return [id, { timeline, stored: new Set(stored.map((webhook) => webhook.id)) }] as const;
+    }),
+  );
   return new Map(entries);
 }
 

@@ -117,7 +117,10 @@ export interface WebhookStore {
   webhookById(id: string): Promise<Webhook | null>;
   /** The workspace's webhooks in creation order (createdAt, then id). */
   listWebhooks(workspaceId: string): Promise<Webhook[]>;
-  /** Switches on (clearing the reason) or off; off turns waiting and retrying deliveries into skipped. */
+  /**
+   * Switches on (clearing the reason) or off. Either way waiting and retrying deliveries become
+   * skipped: off skips what was waiting; on skips what a fan-out enqueued while the webhook was off.
+   */
   setEnabled(id: string, enabled: boolean, reason: string | null): Promise<Webhook | null>;
   setSecret(id: string, secret: string): Promise<Webhook | null>;
 
