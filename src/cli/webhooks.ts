@@ -96,6 +96,13 @@ export const webhooks: CliResource = {
         return shownDelivery(await context.webhooks.test(positionals[0]!));
       },
     },
+    'replay-parked': {
+      usage: '',
+      description: 'send again the webhook events set aside after repeated fan-out failures (once the cause is fixed)',
+      async run(_input, context) {
+        return context.webhooks.replayParked();
+      },
+    },
     deliveries: {
       usage: '<id>',
       description: 'the last 50 deliveries of a webhook, newest first',

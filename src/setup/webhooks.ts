@@ -9,7 +9,7 @@ import type { SetupStore } from './port.js';
 import { checkWebhookUrl, resolveTarget } from '../webhooks/addressPolicy.js';
 import { attemptDelivery } from '../webhooks/attempt.js';
 import type { WebhookSender } from '../webhooks/httpsSender.js';
-import { EVENT_KINDS, type Delivery, type EventKind, type Webhook, type WebhookStore } from '../webhooks/port.js';
+import { EVENT_KINDS, WEBHOOKS_GROUP, type Delivery, type EventKind, type Webhook, type WebhookStore } from '../webhooks/port.js';
 import { ADMIN_SWITCH_OFF_REASON } from '../webhooks/timeline.js';
 
 /**
@@ -156,6 +156,14 @@ export class WebhookSetup {
     const outcome = await attemptDelivery({ delivery: delivery!, webhook, payload }, this.options.sender, this.clock, this.options.retryDelaysMs);
     await this.options.webhooks.settle([outcome]);
     return (await this.options.webhooks.deliveryById(delivery!.id))!;
+  }
+
+  /**
+   * Hands the webhook events parked after repeated fan-out failures to the dispatchers again
+   * (an operator's command, once the cause is fixed); returns how many there were.
+   */
+  async replayParked(): Promise<{ replayed: number }> {
+    return { replayed: await this.options.events.replayParked(WEBHOOKS_GROUP) };
   }
 
   async deliveries(id: string): Promise<Delivery[]> {

@@ -3,13 +3,13 @@ import { recordStream, upcast, type RecordDeletedData } from '../events/records.
 import { renderRecords, todayUtc } from '../../queries/recordFormat.js';
 import type { EventStore, PersistentEvent, RecordedEvent } from '../eventstore/port.js';
 import { comparePositions } from '../eventstore/position.js';
-import { readyBatches } from '../eventstore/readyBatches.js';
 import { RECORDS_PROJECTION, type ReadStore, type RecordDocument } from '../readstore/port.js';
 import { getObject } from '../schema/catalogue.js';
 import type { User } from '../setup/port.js';
+import { runGroup } from './groupRunner.js';
 import { createWebhookLogView, type WebhookLogView } from './logView.js';
 import { eventName, isBulk, recordChange, type RecordChange } from './policy.js';
-import { EVENT_KINDS, type BulkMember, type EventKind, type WebhookPayload, type WebhookStore } from './port.js';
+import { EVENT_KINDS, WEBHOOKS_GROUP, type BulkMember, type EventKind, type WebhookPayload, type WebhookStore } from './port.js';
 import { recipientsAt, type TimelineEntry } from './timeline.js';
 
 /**
@@ -21,10 +21,14 @@ import { recipientsAt, type TimelineEntry } from './timeline.js';
  * workspace streams, whose webhook events finish a switch the store missed (logView.ts).
  */
 
-export const WEBHOOKS_GROUP = 'webhooks';
-const MAX_BATCH = 500;
+export { WEBHOOKS_GROUP };
+/** Events held at once: all of them are settled well within the server's message timeout. */
+const MAX_BATCH = 200;
+const MAX_RETRY_COUNT = 10;
 /** How long to wait for the records projection before looking again (the data comes from it). */
 const PROJECTION_WAIT_MS = 5_000;
+/** Held events are given back (nack, retried later) rather than held past this. */
+const HOLD_LIMIT_MS = 25_000;
 
 export interface FanOutDeps {
   events: EventStore;
@@ -38,6 +42,8 @@ export interface FanOutDeps {
 }
 
 export interface RunningFanOut {
+  /** Joined to the consumer group (false while a dropped subscription is being re-made). */
+  ready(): boolean;
   stop(): Promise<void>;
 }
 
@@ -49,33 +55,42 @@ interface Change {
 export function startFanOut(deps: FanOutDeps): RunningFanOut {
   const logger = deps.logger.child({ component: 'webhook fan-out' });
   const view = createWebhookLogView({ events: deps.events, webhooks: deps.webhooks, logger });
-  const subscription = deps.events.persistentSubscription(WEBHOOKS_GROUP, {
-    filter: { streamPrefixes: ['record-', 'workspace-'] },
-    maxRetryCount: 10,
-    bufferSize: 1000,
-  });
   let stopped = false;
+  let parked = 0;
 
-  const run = async () => {
-    for await (const batch of readyBatches(subscription, MAX_BATCH)) {
-      try {
-        const stored = await fanOut(deps, view, batch, () => stopped);
-        await Promise.all(batch.map((item) => item.ack()));
-        if (stored) deps.onStored();
-      } catch (error) {
-        if (stopped) return;
-        logger.error({ err: error, events: batch.length }, 'fan-out failed; the events will be handed out again');
-        await Promise.all(batch.map((item) => item.nack('retry', error instanceof Error ? error.message : String(error))));
-      }
+  const handle = async (batch: PersistentEvent[]) => {
+    try {
+      const stored = await fanOut(deps, view, batch, () => stopped);
+      await Promise.all(batch.map((item) => item.ack()));
+      if (stored) deps.onStored();
+    } catch (error) {
+      if (stopped) return;
+      const reason = error instanceof Error ? error.message : String(error);
+      // The store parks an event after MAX_RETRY_COUNT retries; say so, with the running count.
+      const parking = batch.filter((item) => item.retryCount >= MAX_RETRY_COUNT).length;
+      parked += parking;
+      logger.error({ err: error, events: batch.length }, 'fan-out failed; the events will be handed out again after a wait');
+      if (parking > 0) logger.error({ parking, parkedSinceStart: parked }, 'webhook events parked after repeated failures; replay them with `csr webhooks replay-parked`');
+      await Promise.all(batch.map((item) => item.nack('retry', reason)));
     }
   };
-  const running = run().catch((error: unknown) => logger.error({ err: error }, 'fan-out stopped'));
+  const runner = runGroup({
+    open: () =>
+      deps.events.persistentSubscription(WEBHOOKS_GROUP, {
+        filter: { streamPrefixes: ['record-', 'workspace-'] },
+        maxRetryCount: MAX_RETRY_COUNT,
+        bufferSize: MAX_BATCH,
+      }),
+    handle,
+    maxBatch: MAX_BATCH,
+    logger,
+  });
 
   return {
+    ready: runner.ready,
     async stop() {
       stopped = true;
-      await subscription.close();
-      await running;
+      await runner.stop();
     },
   };
 }
@@ -160,8 +175,10 @@ async function timelinesOf(deps: FanOutDeps, view: WebhookLogView, changes: Chan
 /** Created and updated events carry the record as the read model shows it, so it must have caught up. */
 async function waitForRecords(deps: FanOutDeps, events: RecordedEvent[], stopped: () => boolean): Promise<void> {
   const newest = events.map((event) => event.position).reduce((a, b) => (comparePositions(a, b) >= 0 ? a : b));
+  const giveUpAt = Date.now() + HOLD_LIMIT_MS;
   while (!(await deps.readStore.waitForCheckpoint(RECORDS_PROJECTION, newest, PROJECTION_WAIT_MS))) {
     if (stopped()) throw new Error('stopped while waiting for the records projection');
+    if (Date.now() >= giveUpAt) throw new Error('the records projection is behind; the events are given back and retried');
     deps.logger.warn({ position: newest }, 'webhooks wait for the records projection to catch up (is a projector running?)');
   }
 }

@@ -6,6 +6,9 @@
  * waiting deliveries commit together. Every adapter passes test/contract/webhookstore.contract.ts.
  */
 
+/** The event store's persistent consumer group the dispatchers share. */
+export const WEBHOOKS_GROUP = 'webhooks';
+
 export type EventKind = 'created' | 'updated' | 'deleted';
 export const EVENT_KINDS: readonly EventKind[] = ['created', 'updated', 'deleted'];
 
