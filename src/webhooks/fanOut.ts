@@ -22,8 +22,12 @@ import { recipientsAt, type TimelineEntry } from './timeline.js';
  */
 
 export { WEBHOOKS_GROUP };
-/** Events held at once: all of them are settled well within the server's message timeout. */
-const MAX_BATCH = 200;
+/**
+ * Events per batch and held at once. The EventStoreDB adapter holds fewer (inFlightLimit), so
+ * that what it holds is settled within the server's message timeout; the embedded group has none.
+ */
+const MAX_BATCH = 500;
+const BUFFER_SIZE = 1_000;
 const MAX_RETRY_COUNT = 10;
 /** How long to wait for the records projection before looking again (the data comes from it). */
 const PROJECTION_WAIT_MS = 5_000;
@@ -79,7 +83,7 @@ export function startFanOut(deps: FanOutDeps): RunningFanOut {
       deps.events.persistentSubscription(WEBHOOKS_GROUP, {
         filter: { streamPrefixes: ['record-', 'workspace-'] },
         maxRetryCount: MAX_RETRY_COUNT,
-        bufferSize: MAX_BATCH,
+        bufferSize: BUFFER_SIZE,
       }),
     handle,
     maxBatch: MAX_BATCH,
