@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { verifyWebhook } from '../../src/webhooks/signature.js';
+import { checkWebhook } from '../../src/webhooks/signature.js';
 import { csrTool } from '../support/cli.js';
 import { spawnServer, type ServerProcess } from '../support/process.js';
 import { startReceiver, RECEIVER_CA_FILE, type Receiver } from '../support/receiver.js';
@@ -59,7 +59,7 @@ describe('csr webhooks', () => {
 
     expect((await api.post('/api/v1/clients', { name: 'Acme' })).status).toBe(201);
     const [request] = await receiver.waitFor('/crm', (requests) => requests.length === 1);
-    expect(verifyWebhook(request!.rawBody, request!.headers, created.secret).ok).toBe(true);
+    expect(checkWebhook(request!.rawBody, request!.headers, created.secret).ok).toBe(true);
   });
 
   it('create with chosen events and objects; refused addresses, unknown objects and kinds fail with exit 1', async () => {
@@ -79,6 +79,20 @@ describe('csr webhooks', () => {
     expect(delivery).toMatchObject({ event: 'webhook.test', status: 'delivered', responseCode: 204, attempts: 1, error: null, nextAttemptAt: null });
     expect(receiver.received('/tested')[0]!.body).toMatchObject({ event: 'webhook.test', object: null, source: 'app', data: { webhook: { id: created.id, name: 'Tested' } } });
     expect(await csr.json('webhooks', 'deliveries', created.id)).toEqual([delivery]);
+  });
+
+  it('delete removes a webhook: gone from the list, nothing more sent to it, an unknown id fails', async () => {
+    const kept = await csr.json<Created>('webhooks', 'create', '--workspace', slug, '--name', 'Kept', '--url', `${receiver.origin}/kept`, '--objects', 'goals');
+    const gone = await csr.json<Created>('webhooks', 'create', '--workspace', slug, '--name', 'Gone', '--url', `${receiver.origin}/gone`, '--objects', 'goals');
+    expect(await csr.json('webhooks', 'delete', gone.id)).toEqual({ id: gone.id, deleted: true });
+    const listed = await csr.json<{ id: string }[]>('webhooks', 'list', '--workspace', slug);
+    expect(listed.map((webhook) => webhook.id)).toContain(kept.id);
+    expect(listed.map((webhook) => webhook.id)).not.toContain(gone.id);
+    await api.post('/api/v1/clients', { name: 'Deleted Hooks Inc' });
+    expect((await api.post('/api/v1/goals', { name: 'After the deletion', client: 'Deleted Hooks Inc', status: 'On track' })).status).toBe(201);
+    await receiver.waitFor('/kept', (requests) => requests.length === 1);
+    expect(receiver.received('/gone')).toEqual([]);
+    expect(await csr.fails(1, 'webhooks', 'delete', gone.id)).toBe(`csr: webhook ${gone.id} not found\n`);
   });
 
   it('test exits 1 and still prints the delivery when the receiver refuses it', async () => {
@@ -103,14 +117,21 @@ describe('csr webhooks', () => {
     await api.post('/api/v1/tasks', { subject: 'After rotation', status: 'Done' });
     const [request] = await receiver.waitFor('/switch', (requests) => requests.length === 1);
     expect(request!.body.data.subject).toBe('After rotation');
-    expect(verifyWebhook(request!.rawBody, request!.headers, rotated.secret).ok).toBe(true);
-    expect(verifyWebhook(request!.rawBody, request!.headers, created.secret).ok).toBe(false);
+    expect(checkWebhook(request!.rawBody, request!.headers, rotated.secret).ok).toBe(true);
+    expect(checkWebhook(request!.rawBody, request!.headers, created.secret).ok).toBe(false);
   });
 
   it('unknown webhook ids fail with exit 1', async () => {
     for (const command of ['on', 'off', 'rotate-secret', 'test', 'deliveries']) {
       expect(await csr.fails(1, 'webhooks', command, '00000000-0000-4000-8000-000000000000')).toMatch(/webhook 00000000-0000-4000-8000-000000000000 not found/);
     }
+  });
+
+  it('replay-parked hands parked webhook events back to the running dispatcher and says how many', async () => {
+    expect(await csr.json('webhooks', 'replay-parked')).toEqual({ replayed: 0 });
+    const text = await csr.run('webhooks', 'replay-parked');
+    expect(text.code).toBe(0);
+    expect(text.stdout).toMatch(/replayed/);
   });
 
   it('the secret is never written to the server log', async () => {
