@@ -89,6 +89,7 @@ export async function startService(
       autoNumbers: new AutoNumbers(backends.events),
       listUsers: (workspaceId) => backends.setup.listUsers(workspaceId),
       waitVisible: (position: Position) => waitVisible(backends.readStore, position),
+      reportInternal: (err) => logger.error({ err }, 'a record of an upsert failed unexpectedly'),
     };
     app = createApp({ commands, readStore: backends.readStore, setup: backends.setup, logger, clock });
     server = await listen(app.fetch, config);
