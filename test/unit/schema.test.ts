@@ -253,6 +253,7 @@ function specFormat(object: string, key: string, text: string): FieldFormat {
   if (text === 'Calculated, RO' || text.startsWith('Calculated, RO (')) return { type: 'calculated', timeDependent: TIME_DEPENDENT.has(`${object}.${key}`) };
   if (text === 'Files, RO') return { type: 'files' };
   if (text.startsWith('Number (read only')) return { type: 'readOnlyNumber' };
+  if (text.startsWith('Number (USD)')) return { type: 'number', currency: 'USD' };
   if (text.startsWith('Number')) return { type: 'number' };
   if (text.startsWith('Text')) return { type: 'text' };
   if (text === 'Date and time') return { type: 'dateTime' };
