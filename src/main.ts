@@ -20,6 +20,7 @@ import type { EventStore } from './eventstore/port.js';
 import type { Position } from './eventstore/position.js';
 import { openSqliteEventStore } from './eventstore/sqlite.js';
 import { createApp } from './http/app.js';
+import { Catalogues } from './schema/catalogues.js';
 import { createLogger } from './logger.js';
 import type { ReadStore } from './readstore/port.js';
 import { openSqliteReadStore } from './readstore/sqlite.js';
@@ -149,6 +150,8 @@ export async function startService(
   clock: () => Date = () => new Date(),
 ): Promise<RunningService> {
   const backends = await openBackends(config, logger);
+  const catalogues = new Catalogues(backends.events);
+  await catalogues.watch();
   const projections: RunningProjection[] = [];
   let dispatcher: RunningDispatcher | null = null;
   let sender: WebhookSender | null = null;
@@ -161,7 +164,7 @@ export async function startService(
       backends.whileSoleProjector(
         () => {
           logger.info('this process runs the projections');
-          running = startProjection({ events: backends.events, readStore: backends.readStore, logger }, recordProjection);
+          running = startProjection({ events: backends.events, readStore: backends.readStore, logger }, recordProjection(catalogues));
         },
         async () => {
           await running?.stop();
@@ -180,6 +183,7 @@ export async function startService(
       readStore: backends.readStore,
       webhooks: backends.webhooks,
       listUsers: (workspaceId) => backends.setup.listUsers(workspaceId),
+      catalogues,
       sender,
       logger,
       clock,
@@ -195,7 +199,7 @@ export async function startService(
       listUsers: (workspaceId) => backends.setup.listUsers(workspaceId),
       waitVisible: (position: Position) => waitVisible(backends.readStore, position),
     };
-    const app = createApp({ commands, readStore: backends.readStore, setup: backends.setup, logger, clock });
+    const app = createApp({ commands, readStore: backends.readStore, setup: backends.setup, catalogues, logger, clock });
     server = await new Promise<ServerType>((resolve) => {
       const started = serve({ fetch: app.fetch, port: config.port, hostname: config.host }, () => resolve(started));
     });
@@ -212,6 +216,7 @@ export async function startService(
       await dispatcher?.stop();
       sender?.close();
       await Promise.all(projections.map((projection) => projection.stop()));
+      await catalogues.close();
       await backends.close();
     },
   };

@@ -1,6 +1,7 @@
 import type { ParseArgsConfig } from 'node:util';
 import type { Config } from '../config.js';
 import { createWebhookSender, openBackends } from '../main.js';
+import { ObjectManager } from '../setup/objects.js';
 import { cliActor, SetupService } from '../setup/service.js';
 import { WebhookSetup } from '../webhooks/setup.js';
 
@@ -12,6 +13,7 @@ import { WebhookSetup } from '../webhooks/setup.js';
 export interface CliContext {
   setup: SetupService;
   webhooks: WebhookSetup;
+  objects: ObjectManager;
   close(): Promise<void>;
 }
 
@@ -22,6 +24,7 @@ export async function openCliContext(config: Config): Promise<CliContext> {
   const sender = createWebhookSender(config);
   return {
     setup: new SetupService({ setup: backends.setup, events: backends.events, actor }),
+    objects: new ObjectManager({ setup: backends.setup, events: backends.events, actor }),
     webhooks: new WebhookSetup({
       setup: backends.setup,
       webhooks: backends.webhooks,
@@ -66,6 +69,8 @@ export interface CliCommand {
 export interface CliResource {
   name: string;
   description: string;
+  /** The command run when none is named. */
+  defaultCommand?: string;
   commands: Record<string, CliCommand>;
 }
 

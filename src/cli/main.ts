@@ -1,7 +1,10 @@
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../config.js';
 import { openCliContext, UsageError, type CliCommand, type CliResource, type OptionValues } from './context.js';
+import { fields } from './fields.js';
 import { keys } from './keys.js';
+import { objects } from './objects.js';
+import { openapi } from './openapi.js';
 import { formatJson, formatText } from './output.js';
 import { users } from './users.js';
 import { webhooks } from './webhooks.js';
@@ -14,7 +17,7 @@ import { workspaces } from './workspaces.js';
  * code 2 for wrong usage and 1 for anything else, and then stdout stays empty.
  */
 
-const RESOURCES: readonly CliResource[] = [workspaces, keys, users, webhooks];
+const RESOURCES: readonly CliResource[] = [workspaces, keys, users, webhooks, objects, fields, openapi];
 
 const GLOBAL_OPTIONS = {
   json: { type: 'boolean' },
@@ -72,10 +75,13 @@ function parse(argv: string[]): Invocation {
     else if (flag === '--help' || flag === '-h') throw new ScopedUsageError('');
     else throw new ScopedUsageError(`unknown option ${flag} (options come after the command)`);
   }
-  const [resourceName, commandName, ...rest] = argv.slice(index);
+  const [resourceName, ...afterResource] = argv.slice(index);
   if (resourceName === undefined) throw new ScopedUsageError('missing command');
   const resource = RESOURCES.find((candidate) => candidate.name === resourceName);
   if (!resource) throw new ScopedUsageError(`unknown command "${resourceName}"`);
+  // A resource with one command (`csr openapi --workspace acme`) takes its options at once.
+  if (resource.defaultCommand && !Object.hasOwn(resource.commands, afterResource[0] ?? '')) afterResource.unshift(resource.defaultCommand);
+  const [commandName, ...rest] = afterResource;
   if (commandName === undefined || commandName.startsWith('-')) {
     const asked = commandName === '--help' || commandName === '-h';
     throw new ScopedUsageError(asked ? '' : `missing ${resource.name} command`, resource);

@@ -4,10 +4,12 @@ import { Hono } from 'hono';
 import type { Logger } from 'pino';
 import type { CommandDeps } from '../../commands/deps.js';
 import type { ReadStore } from '../readstore/port.js';
+import type { Catalogues } from '../schema/catalogues.js';
 import type { SetupStore } from '../setup/port.js';
 import { bearerAuth, type Caller } from './auth.js';
 import { bodySizeLimit } from './body.js';
 import { errorResponse, handleError } from './errors.js';
+import { openApiRoute } from './openapiRoute.js';
 import { recordRoutes } from './records.js';
 import { RequestLog } from './requestLog.js';
 
@@ -15,6 +17,8 @@ export interface ApiDeps {
   commands: CommandDeps;
   readStore: ReadStore;
   setup: SetupStore;
+  /** The workspaces' catalogues (default objects plus their own), kept until a schema event. */
+  catalogues: Catalogues;
   logger: Logger;
   clock: () => Date;
 }
@@ -46,6 +50,7 @@ export function createApp(deps: ApiDeps): Hono<AppEnv> {
   // Only where a body is read.
   app.on(['POST', 'PUT', 'PATCH'], '/api/*', bodySizeLimit());
   app.use('/api/*', bearerAuth(deps.setup, deps.clock));
+  openApiRoute(app, deps);
   recordRoutes(app, deps);
 
   app.notFound((c) => errorResponse(c, 404, `no such path: ${c.req.path}`));

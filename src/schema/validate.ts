@@ -175,6 +175,14 @@ export type FilterResult = { ok: true; key: string } | { ok: false; message: str
  * by id, one-of values only allowed ones, the rest lower-cased). Values taken from linked records
  * cannot be filtered on: the read model does not hold them.
  */
+/** Whether a list may filter on the field (what `parseFilterValue` can accept some value for). */
+export function isFilterable(field: FieldDef): boolean {
+  const format = field.format;
+  if (format.type === 'files') return false;
+  if (format.type !== 'calculated') return true;
+  return !format.timeDependent && !lookups.some((lookup) => lookup.field === field.key);
+}
+
 export function parseFilterValue(field: FieldDef, raw: string): FilterResult {
   if (field.format.type === 'calculated' && lookups.some((lookup) => lookup.field === field.key)) {
     return { ok: false, message: `${field.key}: this value is taken from the linked record and cannot be filtered on` };

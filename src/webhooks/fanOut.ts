@@ -6,7 +6,7 @@ import type { EventStore, PersistentEvent, RecordedEvent } from '../eventstore/p
 import { comparePositions } from '../eventstore/position.js';
 import { readyBatches } from '../eventstore/readyBatches.js';
 import type { ReadStore, RecordDocument } from '../readstore/port.js';
-import { getObject } from '../schema/catalogue.js';
+import type { Catalogues } from '../schema/catalogues.js';
 import type { User } from '../setup/port.js';
 import { eventName, isBulk, recordChange, wants, type RecordChange } from './policy.js';
 import { EVENT_KINDS, type BulkMember, type EventKind, type Webhook, type WebhookPayload, type WebhookStore } from './port.js';
@@ -28,6 +28,8 @@ export interface FanOutDeps {
   readStore: ReadStore;
   webhooks: WebhookStore;
   listUsers(workspaceId: string): Promise<User[]>;
+  /** The fields a payload shows: the workspace's catalogue when it is sent. */
+  catalogues: Catalogues;
   logger: Logger;
   clock: () => Date;
   /** Called after new deliveries or bulk members were stored. */
@@ -163,7 +165,7 @@ async function renderData(deps: FanOutDeps, changes: Change[]): Promise<Map<stri
   const today = todayUtc(deps.clock());
   for (const group of byObject.values()) {
     const { workspaceId, object: objectKey } = group[0]!.change;
-    const object = getObject(workspaceId, objectKey);
+    const object = (await deps.catalogues.get(workspaceId)).object(objectKey) ?? (await deps.catalogues.refresh(workspaceId)).object(objectKey);
     if (!object) continue;
     const live = await deps.readStore.getMany(workspaceId, objectKey, group.filter(({ change }) => change.kind !== 'deleted').map(({ change }) => change.recordId));
     const current = new Map(live.map((document) => [document.id, document]));

@@ -8,6 +8,8 @@ import { createWebhookSender, startService, type RunningService } from '../../sr
 import { fingerprint, generateApiKey } from '../../src/setup/apiKeys.js';
 import type { ApiKey } from '../../src/setup/port.js';
 import { WebhookSetup } from '../../src/webhooks/setup.js';
+import { ObjectManager } from '../../src/setup/objects.js';
+import { checkResponse } from './openapi.js';
 
 /**
  * A real service (HTTP server, projector, embedded store) in this process, on a free loopback
@@ -20,6 +22,8 @@ export interface TestService {
   config: Config;
   /** Webhook Setup as `csr webhooks` runs it, on this service's stores. */
   webhooks: WebhookSetup;
+  /** The Object Manager as `csr objects` / `csr fields` run it, on this service's stores. */
+  objects: ObjectManager;
   workspace(slug?: string): Promise<TestWorkspace>;
   stop(): Promise<void>;
 }
@@ -55,6 +59,7 @@ export async function startTestService(env: Record<string, string> = {}, options
     service,
     config,
     webhooks,
+    objects: new ObjectManager({ setup, events: service.backends.events, actor: { type: 'cli', id: 'test', name: 'csr' } }),
     async workspace(slug = `ws-${randomUUID().slice(0, 8)}`) {
       const id = randomUUID();
       await setup.createWorkspace({ id, slug, name: slug, createdAt: new Date().toISOString() });
@@ -92,7 +97,7 @@ export async function startTestService(env: Record<string, string> = {}, options
   };
 }
 
-/** A tiny JSON client bound to one base URL and key. */
+/** A tiny JSON client bound to one base URL and key; every answer is checked against the OpenAPI description. */
 export function client(url: string, key: string | null) {
   const request = async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
     const response = await fetch(`${url}${path}`, {
@@ -111,6 +116,7 @@ export function client(url: string, key: string | null) {
     } catch {
       json = { unparsable: text };
     }
+    await checkResponse(url, key, method, path, response.status, json);
     return { status: response.status, body: json, headers: response.headers };
   };
   return {
