@@ -47,6 +47,9 @@ const ERROR_MEANINGS: Record<string, string> = {
 
 export function openApiDocument(catalogue: Catalogue, access: Access = FULL_ACCESS): Record<string, unknown> {
   const visible = catalogue.objects.filter((object) => access.canAccess(object.key));
+  // Webhook payloads show every link in full (spec 6.3); a key limited to some objects has its
+  // records' links masked, so those payloads get a schema of their own.
+  const masked = visible.length < catalogue.objects.length;
   const schemas: Record<string, JsonSchema> = { ...COMMON_SCHEMAS };
   const paths: Record<string, unknown> = {
     '/api/v1/openapi.json': {
@@ -68,7 +71,7 @@ export function openApiDocument(catalogue: Catalogue, access: Access = FULL_ACCE
     paths[`/api/v1/${object.key}`] = collectionPath(object, name, access);
     paths[`/api/v1/${object.key}/{id}`] = recordPath(object, name, access);
     paths[`/api/v1/${object.key}/{id}/history`] = historyPath(object);
-    const payloadRecord = access.canAccess === FULL_ACCESS.canAccess ? name : `${name}Event`;
+    const payloadRecord = masked ? `${name}Event` : name;
     if (payloadRecord !== name) schemas[payloadRecord] = recordSchema(object, FULL_ACCESS);
     for (const kind of ['created', 'updated', 'deleted']) {
       webhooks[`${object.key}.${kind}`] = webhook(`${object.key}.${kind}`, ref(payloadRecord), object.key);
