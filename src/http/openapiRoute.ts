@@ -1,5 +1,5 @@
 import type { Hono } from 'hono';
-import type { ApiDeps, AppEnv } from './app.js';
+import type { ApiDeps, AppEnv } from './types.js';
 import { openApiDocument } from './openapi.js';
 
 /** GET /api/v1/openapi.json: the description of the caller's workspace, as far as its key reaches. */

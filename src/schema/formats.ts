@@ -1,4 +1,4 @@
-import { isUuid } from '../ids.js';
+import { isUuid } from '../core/ids.js';
 import { filterKey } from '../readstore/filterKey.js';
 import { isCalendarDate, normalizeDateTime } from './dates.js';
 import {

@@ -1,4 +1,4 @@
-import { NotFound, ValidationFailed } from '../errors.js';
+import { NotFound, ValidationFailed } from '../core/errors.js';
 import type { Catalogue } from './catalogue.js';
 import { FORMATS } from './formats.js';
 import type { CustomField, SchemaEvent, SchemaState } from './schemaEvents.js';

@@ -1,6 +1,6 @@
-import { lookups } from '../../projections/calculated.js';
+import { lookups } from './calculated.js';
 import type { Values } from '../readstore/port.js';
-import { isUuid } from '../ids.js';
+import { isUuid } from '../core/ids.js';
 import { describe, formatSchema, parseFormat, rowOf, type FieldInput } from './formats.js';
 import type { FieldDef, ObjectDef } from './types.js';
 

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { Conflict, NotFound } from '../errors.js';
+import { Conflict, NotFound } from '../core/errors.js';
 import { formatLabel, isReadOnly } from '../schema/formats.js';
 import type { Actor, EventStore } from '../eventstore/port.js';
-import { newId } from '../ids.js';
+import { newId } from '../core/ids.js';
 import { buildCatalogue, type Catalogue } from '../schema/catalogue.js';
 import { loadSchema } from '../schema/catalogues.js';
 import { decideSchema, parseFormatInput, type FormatInput, type SchemaCommand } from '../schema/schemaDecider.js';

@@ -17,7 +17,7 @@ const OBJECT = 'onboardingProjects';
 beforeAll(async () => {
   svc = await startTestService();
   ws = await svc.workspace();
-  api = client(svc.url, (await ws.key()).key);
+  api = client(svc, (await ws.key()).key);
   userId = await ws.addUser('Ana Lima', 'ana@x.test');
   await svc.objects.createObject(ws.slug, OBJECT, { name: 'Onboarding Projects' });
   const add = (key: string, format: string, extra: Record<string, unknown> = {}) => svc.objects.addField(ws.slug, OBJECT, key, { format, ...extra });
@@ -106,7 +106,7 @@ describe('a workspace-defined object', () => {
 
   it('is unknown to other workspaces', async () => {
     const other = await svc.workspace();
-    const otherApi = client(svc.url, (await other.key()).key);
+    const otherApi = client(svc, (await other.key()).key);
     expect((await otherApi.get(`/api/v1/${OBJECT}`)).status).toBe(404);
   });
 });
@@ -127,10 +127,10 @@ describe('workspace-defined fields on a default object', () => {
     expect((await api.get(`/api/v1/clients?project=${project.body.ids[0]}`)).body.total).toBe(1);
     expect((await api.get(`/api/v1/${OBJECT}/${project.body.ids[0]}`)).body.data.client).toEqual({ id: clientId, name: 'Umbrella' });
 
-    const clientsOnly = client(svc.url, (await ws.key({ objects: ['clients'] })).key);
+    const clientsOnly = client(svc, (await ws.key({ objects: ['clients'] })).key);
     expect((await clientsOnly.get(`/api/v1/clients/${clientId}`)).body.data.project).toEqual({ id: project.body.ids[0] });
     expect((await clientsOnly.get(`/api/v1/${OBJECT}`)).status).toBe(403);
-    const projectsOnly = client(svc.url, (await ws.key({ objects: [OBJECT] })).key);
+    const projectsOnly = client(svc, (await ws.key({ objects: [OBJECT] })).key);
     expect((await projectsOnly.get(`/api/v1/${OBJECT}/${project.body.ids[0]}`)).body.data.client).toEqual({ id: clientId });
     expect((await projectsOnly.get('/api/v1/clients')).status).toBe(403);
   });

@@ -22,7 +22,7 @@ let document: any;
 beforeAll(async () => {
   svc = await startTestService();
   ws = await svc.workspace();
-  api = client(svc.url, (await ws.key()).key);
+  api = client(svc, (await ws.key()).key);
   await svc.objects.createObject(ws.slug, 'renewalRisks', { name: 'Renewal risks', recordName: 'title' });
   await svc.objects.addField(ws.slug, 'renewalRisks', 'level', { format: 'oneOf', options: ['Low', 'High'] });
   await svc.objects.addField(ws.slug, 'renewalRisks', 'client', { format: 'link', linkTo: 'clients' });
@@ -85,28 +85,29 @@ describe('the OpenAPI document', () => {
   });
 
   it("describes only what the caller's key may reach, and nothing to write for a read-only key", async () => {
-    const limited = await client(svc.url, (await ws.key({ objects: ['renewalRisks'], readOnly: true })).key).get('/api/v1/openapi.json');
+    const limited = await client(svc, (await ws.key({ objects: ['renewalRisks'], readOnly: true })).key).get('/api/v1/openapi.json');
     expect(limited.status).toBe(200);
     expect(Object.keys(limited.body.paths).filter((path) => path.split('/').length === 4).sort()).toEqual(['/api/v1/openapi.json', '/api/v1/renewalRisks']);
     expect(limited.body.paths['/api/v1/renewalRisks']).not.toHaveProperty('post');
     expect(limited.body.components.schemas.RenewalRisks.properties.client).toEqual(expect.objectContaining({ anyOf: [{ $ref: '#/components/schemas/LinkId' }, { type: 'null' }] }));
     expect((await new Validator().validate(limited.body)).valid).toBe(true);
-    expect((await client(svc.url, null).get('/api/v1/openapi.json')).status).toBe(401);
+    expect((await client(svc, null).get('/api/v1/openapi.json')).status).toBe(401);
   });
 });
 
 describe('the response checker of the HTTP tests', () => {
   it('refuses answers that do not fit the description', async () => {
     const { key } = await ws.key();
+    const origin = { target: svc, send: async (path: string, init: RequestInit) => svc.service.app!.request(path, init) };
     const record = { id: '0190f5a2-0000-7000-8000-000000000001', title: 'x', level: 'Medium', client: null, raisedBy: null, due: null, ref: null, createdAt: '2024-01-01T00:00:00.000Z', updatedAt: '2024-01-01T00:00:00.000Z' };
-    const one = (data: unknown) => checkResponse(svc.url, key, 'GET', `/api/v1/renewalRisks/${record.id}`, 200, { data });
+    const one = (data: unknown) => checkResponse(origin, key, 'GET', `/api/v1/renewalRisks/${record.id}`, 200, { data });
     await expect(one(record)).rejects.toThrow(/does not match/);
     await expect(one({ ...record, level: 'Low' })).resolves.toBeUndefined();
     await expect(one({ ...record, level: 'Low', extra: 1 })).rejects.toThrow(/does not match/);
     await expect(one({ ...record, level: 'Low', due: '01/02/2024' })).rejects.toThrow(/does not match/);
-    await expect(checkResponse(svc.url, key, 'GET', '/api/v1/renewalRisks', 200, { data: [], total: 0 })).rejects.toThrow(/does not match/);
-    await expect(checkResponse(svc.url, key, 'GET', '/api/v1/renewalRisks', 404, { message: 'x' })).rejects.toThrow(/does not match/);
-    await expect(checkResponse(svc.url, key, 'PUT', '/api/v1/renewalRisks', 200, {})).rejects.toThrow(/does not describe/);
+    await expect(checkResponse(origin, key, 'GET', '/api/v1/renewalRisks', 200, { data: [], total: 0 })).rejects.toThrow(/does not match/);
+    await expect(checkResponse(origin, key, 'GET', '/api/v1/renewalRisks', 404, { message: 'x' })).rejects.toThrow(/does not match/);
+    await expect(checkResponse(origin, key, 'PUT', '/api/v1/renewalRisks', 200, {})).rejects.toThrow(/does not describe/);
   });
 });
 

@@ -20,7 +20,13 @@ interface Described {
   templates: { template: string; pattern: RegExp }[];
 }
 
-const described = new Map<string, Promise<Described>>();
+/** Where answers come from: `send` reaches the service; `target` names it (one cache per target and key). */
+export interface Origin {
+  target: unknown;
+  send(path: string, init: RequestInit): Promise<Response>;
+}
+
+const described = new Map<unknown, Map<string | null, Promise<Described>>>();
 const ERROR_POINTER = '#/components/schemas/Error';
 const ERROR_SCHEMA = {
   type: 'object',
@@ -38,10 +44,10 @@ function newAjv(document: Json | null): Ajv2020 {
   return ajv;
 }
 
-async function describe(url: string, key: string | null): Promise<Described> {
+async function describe(origin: Origin, key: string | null): Promise<Described> {
   let document: Json | null = null;
   if (key !== null) {
-    const response = await fetch(`${url}/api/v1/openapi.json`, { headers: { Authorization: `Bearer ${key}` } });
+    const response = await origin.send('/api/v1/openapi.json', { method: 'GET', headers: { Authorization: `Bearer ${key}` } });
     if (response.status === 200) document = (await response.json()) as Json;
     else await response.arrayBuffer();
   }
@@ -52,12 +58,13 @@ async function describe(url: string, key: string | null): Promise<Described> {
   return { document, ajv: newAjv(document), compiled: new Map(), templates };
 }
 
-function documentFor(url: string, key: string | null, fresh: boolean): Promise<Described> {
-  const id = `${url} ${key}`;
-  let found = described.get(id);
+function documentFor(origin: Origin, key: string | null, fresh: boolean): Promise<Described> {
+  let byKey = described.get(origin.target);
+  if (!byKey) described.set(origin.target, (byKey = new Map()));
+  let found = byKey.get(key);
   if (!found || fresh) {
-    found = describe(url, key);
-    described.set(id, found);
+    found = describe(origin, key);
+    byKey.set(key, found);
   }
   return found;
 }
@@ -94,8 +101,8 @@ function problemWith(doc: Described, method: string, path: string, status: numbe
   return `${method} ${pathname} ${status} does not match the OpenAPI description: ${doc.ajv.errorsText(validate.errors)} in ${JSON.stringify(body).slice(0, 500)}`;
 }
 
-export async function checkResponse(url: string, key: string | null, method: string, path: string, status: number, body: unknown): Promise<void> {
-  if (problemWith(await documentFor(url, key, false), method, path, status, body) === null) return;
-  const problem = problemWith(await documentFor(url, key, true), method, path, status, body);
+export async function checkResponse(origin: Origin, key: string | null, method: string, path: string, status: number, body: unknown): Promise<void> {
+  if (problemWith(await documentFor(origin, key, false), method, path, status, body) === null) return;
+  const problem = problemWith(await documentFor(origin, key, true), method, path, status, body);
   if (problem !== null) throw new Error(problem);
 }
