@@ -106,3 +106,13 @@ export async function checkResponse(origin: Origin, key: string | null, method: 
   const problem = problemWith(await documentFor(origin, key, true), method, path, status, body);
   if (problem !== null) throw new Error(problem);
 }
+
+/** The problem with a webhook request body against the description's `webhooks` entry, or null. */
+export function webhookPayloadProblem(document: Json, body: Json): string | null {
+  const entry = document['webhooks']?.[body['event']];
+  if (!entry) return `the description has no webhook ${String(body['event'])}`;
+  const ajv = newAjv(document);
+  const schema = JSON.parse(JSON.stringify(entry.post.requestBody.content['application/json'].schema).replaceAll('"#/components', '"openapi#/components')) as Json;
+  const validate = ajv.compile(schema);
+  return validate(body) ? null : ajv.errorsText(validate.errors);
+}
