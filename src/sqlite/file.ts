@@ -1,5 +1,5 @@
 import { mkdirSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { dirname, resolve } from 'node:path';
 import type Database from 'better-sqlite3';
 import { Sqlite } from './driver.js';
 
@@ -33,8 +33,15 @@ const WAL_CHECKPOINT_PAGES = 10_000;
  * moments two processes write at once.
  */
 export function openSqliteFile(path: string, options: SqliteFileOptions): Database.Database {
-  if (path !== ':memory:' && !options.readonly) mkdirSync(dirname(path), { recursive: true });
-  const db = new Sqlite(path, { readonly: options.readonly ?? false, timeout: BUSY_TIMEOUT_MS });
+  let db: Database.Database;
+  try {
+    if (path !== ':memory:' && !options.readonly) mkdirSync(dirname(path), { recursive: true });
+    db = new Sqlite(path, { readonly: options.readonly ?? false, timeout: BUSY_TIMEOUT_MS });
+  } catch (error) {
+    // Said to the operator at start (server or csr): which file, why, and what to check.
+    const reason = (error as Error).message;
+    throw new Error(`cannot open the store file ${resolve(path)}: ${reason} (DATA_DIR must be a folder this user can write)`);
+  }
   if (options.cacheMiB !== undefined) db.pragma(`cache_size = -${options.cacheMiB * 1024}`);
   if (!options.readonly) {
     switchToWal(db);
