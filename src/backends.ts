@@ -73,8 +73,8 @@ export async function openBackends(config: Config, logger?: Logger): Promise<Bac
 
 /** EventStoreDB for the log, MongoDB (a replica set: projections commit in transactions) for the rest. */
 async function openProductionBackends(eventStoreUrl: string, mongoDbUrl: string, logger?: Logger): Promise<Backends> {
-  // Loaded only here: their clients take about 0.2 s to load (importing this module took 0.52 s
-  // with them, 0.31 s without), which every embedded start and every `csr` command would pay.
+  // Loaded only here: their clients take a noticeable share of a second to load, which every
+  // embedded start and every `csr` command would pay (docs/performance.md).
   const [{ openEventStoreDb }, { mongoDatabase, openMongoReadStore }, { keepLease }, { openMongoSetupStore }, { openMongoWebhookStore }] =
     await Promise.all([
       import('./eventstore/eventstoredb/index.js'),

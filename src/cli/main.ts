@@ -7,6 +7,7 @@ import { keys } from './keys.js';
 import { objects } from './objects.js';
 import { openapi } from './openapi.js';
 import { formatJson, formatText } from './output.js';
+import { records } from './records.js';
 import { didYouMean } from './suggest.js';
 import { users } from './users.js';
 import { webhooks } from './webhooks.js';
@@ -19,7 +20,7 @@ import { workspaces } from './workspaces.js';
  * code 2 for wrong usage and 1 for anything else, and then stdout stays empty.
  */
 
-const RESOURCES: readonly CliResource[] = [workspaces, keys, users, webhooks, objects, fields, openapi];
+const RESOURCES: readonly CliResource[] = [workspaces, keys, users, webhooks, records, objects, fields, openapi];
 
 const GLOBAL_OPTIONS = {
   json: { type: 'boolean' },
