@@ -12,6 +12,7 @@ import { createLogger } from './core/logger.js';
 import type { Position } from './eventstore/position.js';
 import type { Hono } from 'hono';
 import { createApp } from './http/app.js';
+import { Catalogues } from './schema/catalogues.js';
 import type { AppEnv } from './http/types.js';
 import { RECORDS_PROJECTION, type ReadStore } from './readstore/port.js';
 import { startBackgroundRole } from './runtime/backgroundRole.js';
@@ -43,6 +44,9 @@ export async function startService(
   clock: () => Date = () => new Date(),
 ): Promise<RunningService> {
   const backends = await openBackends(config, logger);
+  // Every role of this thread reads the workspaces' catalogues from here; a schema event drops one.
+  const catalogues = new Catalogues(backends.events);
+  await catalogues.watch();
   const projections: RunningProjection[] = [];
   let dispatcher: RunningDispatcher | null = null;
   let sender: WebhookSender | null = null;
@@ -56,7 +60,7 @@ export async function startService(
       backends.whileSoleProjector(
         () => {
           logger.info('this process runs the projections');
-          running = startProjection({ events: backends.events, readStore: backends.readStore, logger }, recordProjection);
+          running = startProjection({ events: backends.events, readStore: backends.readStore, logger }, recordProjection(catalogues));
         },
         async () => {
           await running?.stop();
@@ -75,6 +79,7 @@ export async function startService(
       readStore: backends.readStore,
       webhooks: backends.webhooks,
       listUsers: (workspaceId) => backends.setup.listUsers(workspaceId),
+      catalogues,
       sender,
       logger,
       clock,
@@ -91,7 +96,7 @@ export async function startService(
       waitVisible: (position: Position) => waitVisible(backends.readStore, position),
       reportInternal: (err) => logger.error({ err }, 'a record of an upsert failed unexpectedly'),
     };
-    app = createApp({ commands, readStore: backends.readStore, setup: backends.setup, logger, clock });
+    app = createApp({ commands, readStore: backends.readStore, setup: backends.setup, catalogues, logger, clock });
     server = await listen(app.fetch, config);
     const address = server.address() as AddressInfo;
     url = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
@@ -107,6 +112,7 @@ export async function startService(
       await dispatcher?.stop();
       sender?.close();
       await Promise.all(projections.map((projection) => projection.stop()));
+      await catalogues.close();
       await backends.close();
     },
   };

@@ -5,6 +5,7 @@ import type { Config } from '../config.js';
 import { createWebhookSender, embeddedFiles, openBackends, productionUrls } from '../backends.js';
 import { NotFound } from '../core/errors.js';
 import type { ReadStore } from '../readstore/port.js';
+import { ObjectManager } from '../setup/objects.js';
 import { cliActor, SetupService } from '../setup/service.js';
 import { WebhookSetup } from '../setup/webhooks.js';
 
@@ -20,6 +21,7 @@ export interface CliContext {
   readStore: ReadStore;
   /** The id of the workspace with this slug; NotFound when there is none. */
   workspaceId(slug: string): Promise<string>;
+  objects: ObjectManager;
   close(): Promise<void>;
 }
 
@@ -36,6 +38,7 @@ export async function openCliContext(config: Config, notice: (text: string) => v
   const sender = createWebhookSender(config);
   return {
     setup: new SetupService({ setup: backends.setup, events: backends.events, actor }),
+    objects: new ObjectManager({ setup: backends.setup, events: backends.events, actor }),
     webhooks: new WebhookSetup({
       setup: backends.setup,
       webhooks: backends.webhooks,
@@ -88,6 +91,8 @@ export interface CliCommand {
 export interface CliResource {
   name: string;
   description: string;
+  /** The command run when none is named. */
+  defaultCommand?: string;
   commands: Record<string, CliCommand>;
 }
 
