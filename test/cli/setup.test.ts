@@ -239,7 +239,7 @@ describe('audit events', () => {
       const { metadata } = event;
       expect(metadata).toEqual({
         source: 'app',
-        actor: { type: 'cli', id: userInfo().username, name: 'csr' },
+        actor: { type: 'user', id: userInfo().username, name: userInfo().username },
         actionId: expect.stringMatching(UUID),
         correlationId: metadata.actionId,
         causationId: metadata.actionId,

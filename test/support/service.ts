@@ -44,7 +44,7 @@ export async function startTestService(env: Record<string, string> = {}, options
     webhooks: service.backends.webhooks,
     events: service.backends.events,
     sender,
-    actor: { type: 'cli', id: 'test', name: 'csr' },
+    actor: { type: 'user', id: 'test', name: 'test' },
     retryDelaysMs: config.webhookRetryDelaysMs,
     allowPrivateTargets: config.webhookAllowPrivateTargets,
     clock,

@@ -35,6 +35,11 @@ interface Committed {
   lastSeq: number;
 }
 
+/** The hash the next event of this commit chains on (src/eventstore/chain.ts). */
+interface Chain {
+  head: string;
+}
+
 type Outcome = { append: QueuedAppend; committed: Committed } | { append: QueuedAppend; error: unknown };
 
 export class GroupCommitter {
@@ -54,12 +59,13 @@ export class GroupCommitter {
     private readonly onCommitted: (headSeq: number) => void,
   ) {
     // Nested transaction functions run as savepoints: a failing append of several events rolls back alone.
-    this.appendOne = db.transaction((append: QueuedAppend, created: number) => this.write(append, created));
+    this.appendOne = db.transaction((append: QueuedAppend, created: number, chain: Chain) => this.write(append, created, chain));
     this.restoreBusyTimeout = db.prepare(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
     this.noBusyTimeout = db.prepare('PRAGMA busy_timeout = 0');
     this.commitBatch = db.transaction((batch: QueuedAppend[]) => {
       const created = this.log.commitTime();
-      return batch.map((append) => this.tryAppend(append, created));
+      const chain: Chain = { head: this.log.chainHead() };
+      return batch.map((append) => this.tryAppend(append, created, chain));
     });
   }
 
@@ -167,14 +173,14 @@ export class GroupCommitter {
     if (head > 0) this.onCommitted(head);
   }
 
-  private tryAppend(append: QueuedAppend, created: number): Outcome {
+  private tryAppend(append: QueuedAppend, created: number, chain: Chain): Outcome {
     if (append.after && !append.after.written) {
       return { append, error: new Error(`not appended to ${append.stream}: the append to ${append.after.stream} it depends on failed`) };
     }
     try {
       // One event is one INSERT, which SQLite undoes alone when it fails: only appends of several
       // events need a savepoint, two more statements per append.
-      const committed = append.events.length === 1 ? this.write(append, created) : this.appendOne(append, created);
+      const committed = append.events.length === 1 ? this.write(append, created, chain) : this.appendOne(append, created, chain);
       append.written = true;
       return { append, committed };
     } catch (error) {
@@ -182,15 +188,20 @@ export class GroupCommitter {
     }
   }
 
-  private write(append: QueuedAppend, created: number): Committed {
+  /** The chain head moves only once the whole append is written: a failed one leaves it as it was. */
+  private write(append: QueuedAppend, created: number, chain: Chain): Committed {
     const current = this.log.streamRevision(append.stream);
     checkExpected(append.stream, append.expected, current);
     let revision = current ?? -1;
     let lastSeq = 0;
+    let head = chain.head;
     for (const event of append.events) {
       revision += 1;
-      lastSeq = this.log.insert(append.stream, revision, event, created);
+      const inserted = this.log.insert(append.stream, revision, event, created, head);
+      lastSeq = inserted.seq;
+      head = inserted.hash;
     }
+    chain.head = head;
     return { result: { position: formatPosition(BigInt(lastSeq)), nextRevision: revision }, lastSeq };
   }
 }
