@@ -8,6 +8,7 @@ import type { SetupStore } from '../setup/port.js';
 import { bearerAuth, type Caller } from './auth.js';
 import { bodySizeLimit } from './body.js';
 import { errorResponse, handleError } from './errors.js';
+import { historyRoutes } from './history.js';
 import { recordRoutes } from './records.js';
 import { RequestLog } from './requestLog.js';
 
@@ -46,6 +47,7 @@ export function createApp(deps: ApiDeps): Hono<AppEnv> {
   // Only where a body is read.
   app.on(['POST', 'PUT', 'PATCH'], '/api/*', bodySizeLimit());
   app.use('/api/*', bearerAuth(deps.setup, deps.clock));
+  historyRoutes(app, deps);
   recordRoutes(app, deps);
 
   app.notFound((c) => errorResponse(c, 404, `no such path: ${c.req.path}`));

@@ -97,7 +97,7 @@ function objectOf(c: Context<AppEnv>): { object: ObjectDef; caller: Caller } {
   return { object, caller };
 }
 
-function readable(c: Context<AppEnv>): ObjectDef {
+export function readable(c: Context<AppEnv>): ObjectDef {
   const { object, caller } = objectOf(c);
   caller.assertCanRead(object.key);
   return object;
@@ -109,7 +109,7 @@ function writable(c: Context<AppEnv>): ObjectDef {
   return object;
 }
 
-function recordId(c: Context<AppEnv>): string {
+export function recordId(c: Context<AppEnv>): string {
   const id = c.req.param('id') ?? '';
   // Ids are stored in lower case: another spelling names no record.
   if (!isUuid(id) || id !== id.toLowerCase()) throw new NotFound(`record '${id}' not found`);
