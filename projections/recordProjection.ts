@@ -1,6 +1,6 @@
 import type { RecordedEvent } from '../src/eventstore/port.js';
 import { filterKey } from '../src/readstore/filterKey.js';
-import type { ReadTransaction, RecordDocument, Values } from '../src/readstore/port.js';
+import type { LinkEdge, ReadTransaction, RecordDocument, Values } from '../src/readstore/port.js';
 import { getObject, recordName } from '../src/schema/catalogue.js';
 import { RECORD_STREAM_PREFIX, upcast, type RecordEvent } from '../commands/record/events.js';
 import { ownCalculations, rollups } from './calculated.js';
@@ -26,15 +26,23 @@ export const recordProjection: Projection = {
   filter: { streamPrefixes: [RECORD_STREAM_PREFIX] },
   async apply(tx, events) {
     const dirty = new Map<string, RecordRef>();
+    const edges: LinkEdge[] = [];
     for (const event of events) {
       const recordEvent = upcast(event);
-      if (recordEvent) await applyEvent(tx, event, recordEvent, dirty);
+      if (recordEvent) await applyEvent(tx, event, recordEvent, dirty, edges);
     }
     await recomputeRollups(tx, dirty);
+    if (edges.length > 0) await tx.addLinks(edges);
   },
 };
 
-async function applyEvent(tx: ReadTransaction, event: RecordedEvent, recordEvent: RecordEvent, dirty: Map<string, RecordRef>): Promise<void> {
+async function applyEvent(
+  tx: ReadTransaction,
+  event: RecordedEvent,
+  recordEvent: RecordEvent,
+  dirty: Map<string, RecordRef>,
+  edges: LinkEdge[],
+): Promise<void> {
   const { workspaceId, object, recordId } = recordEvent.data;
   const existing = await tx.get(workspaceId, object, recordId);
   if (existing && existing.revision >= event.revision) return;
@@ -76,8 +84,25 @@ async function applyEvent(tx: ReadTransaction, event: RecordedEvent, recordEvent
     next.name = nameOf(next);
     next.calculated = calculate(object, next.fields, existing?.calculated ?? {});
     await tx.put(next);
+    linkEdges(edges, next);
   }
   markParents(dirty, workspaceId, object, existing?.fields, next?.fields);
+}
+
+/** The links roll-ups follow, remembered for reads as of a past moment (queries/asOf.ts). */
+function linkEdges(edges: LinkEdge[], document: RecordDocument): void {
+  for (const field of ROLLUP_LINKS.get(document.object) ?? []) {
+    const target = document.fields[field];
+    if (typeof target === 'string') edges.push({ workspaceId: document.workspaceId, object: document.object, field, id: document.id, target });
+  }
+}
+
+/** Per child object, the link fields its parents' roll-ups follow. */
+const ROLLUP_LINKS = new Map<string, string[]>();
+for (const rollup of rollups) {
+  const fields = ROLLUP_LINKS.get(rollup.source) ?? [];
+  if (!fields.includes(rollup.via)) fields.push(rollup.via);
+  ROLLUP_LINKS.set(rollup.source, fields);
 }
 
 function nameOf(document: RecordDocument): string | null {
