@@ -1,4 +1,5 @@
 import type { Context, Hono } from 'hono';
+import { getRecordAsOf, parseAsOf } from '../../queries/asOf.js';
 import { getRecord } from '../../queries/get.js';
 import { listRecords } from '../../queries/list.js';
 import { todayUtc, type RenderContext } from '../../queries/recordFormat.js';
@@ -6,7 +7,7 @@ import { newAction } from '../../commands/action.js';
 import { deleteRecord } from '../../commands/delete.js';
 import { patchRecord } from '../../commands/patch.js';
 import { upsertRecords, type SaveResult } from '../../commands/upsert.js';
-import { MethodNotAllowed, NotFound } from '../errors.js';
+import { MethodNotAllowed, NotFound, ValidationFailed } from '../errors.js';
 import { isUuid } from '../ids.js';
 import { getObject } from '../schema/catalogue.js';
 import type { ObjectDef } from '../schema/types.js';
@@ -32,9 +33,11 @@ export function recordRoutes(app: Hono<AppEnv>, deps: ApiDeps): void {
     return newAction(caller.workspaceId, { type: 'apiKey', id: caller.key.id, name: caller.key.name }, 'api', c.get('requestId'));
   };
 
+  const asOfDeps = () => ({ events: deps.commands.events, find: deps.readStore.find.bind(deps.readStore), linkSources: deps.readStore.linkSources.bind(deps.readStore), now: deps.clock() });
+
   app.get('/api/v1/:object', async (c) => {
     const object = readable(c);
-    return c.json(await listRecords(renderContext(c), object, c.req.queries()));
+    return c.json(await listRecords(renderContext(c), object, c.req.queries(), asOfDeps()));
   });
 
   app.post('/api/v1/:object', async (c) => {
@@ -50,7 +53,12 @@ export function recordRoutes(app: Hono<AppEnv>, deps: ApiDeps): void {
 
   app.get('/api/v1/:object/:id', async (c) => {
     const object = readable(c);
-    return c.json({ data: await getRecord(renderContext(c), object, recordId(c)) });
+    const asOf = c.req.queries('as_of');
+    if (asOf === undefined) return c.json({ data: await getRecord(renderContext(c), object, recordId(c)) });
+    if (asOf.length !== 1) throw new ValidationFailed(`query parameter 'as_of' is given ${asOf.length} times; give it once`);
+    const deps = asOfDeps();
+    const at = parseAsOf(asOf[0]!, deps.now);
+    return c.json({ data: await getRecordAsOf(renderContext(c), deps, object, recordId(c), at) });
   });
 
   app.patch('/api/v1/:object/:id', async (c) => {
