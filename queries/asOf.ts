@@ -1,6 +1,6 @@
-import { RECORD_STREAM_PREFIX, recordStream } from '../commands/record/events.js';
-import { ownCalculations, rollups } from '../projections/calculated.js';
-import { NotFound, ValidationFailed } from '../src/errors.js';
+import { RECORD_STREAM_PREFIX, recordStream } from '../src/events/records.js';
+import { ownCalculations, rollups } from '../src/schema/calculated.js';
+import { NotFound, ValidationFailed } from '../src/core/errors.js';
 import type { EventStore } from '../src/eventstore/port.js';
 import type { Position } from '../src/eventstore/position.js';
 import { filterKey, filterKeys } from '../src/readstore/filterKey.js';

@@ -1,4 +1,4 @@
-import { upcast } from '../commands/record/events.js';
+import { upcast } from '../src/events/records.js';
 import type { RecordedEvent } from '../src/eventstore/port.js';
 import type { RecordDocument, Values } from '../src/readstore/port.js';
 import { getObject, recordName } from '../src/schema/catalogue.js';

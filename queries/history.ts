@@ -1,5 +1,5 @@
-import { upcast, recordStream, type RecordEvent } from '../commands/record/events.js';
-import { NotFound } from '../src/errors.js';
+import { upcast, recordStream, type RecordEvent } from '../src/events/records.js';
+import { NotFound } from '../src/core/errors.js';
 import type { Actor, EventSource, EventStore, RecordedEvent } from '../src/eventstore/port.js';
 import type { ReadStore, StoredValue, Values } from '../src/readstore/port.js';
 import type { User } from '../src/setup/port.js';

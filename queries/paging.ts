@@ -1,4 +1,4 @@
-import { ValidationFailed } from '../src/errors.js';
+import { ValidationFailed } from '../src/core/errors.js';
 
 /** limit and offset as lists take them (spec 4.1), for answers that page without filters; any other parameter is a 422. */
 

@@ -1,7 +1,7 @@
 import type { Context, Hono } from 'hono';
 import { recordHistory } from '../../queries/history.js';
-import { MethodNotAllowed } from '../errors.js';
-import type { ApiDeps, AppEnv } from './app.js';
+import { MethodNotAllowed } from '../core/errors.js';
+import type { ApiDeps, AppEnv } from './types.js';
 import { readable, recordId } from './records.js';
 
 /** GET /api/v1/{object}/{id}/history (docs/auditing.md): read access to the object is enough. */

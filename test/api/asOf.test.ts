@@ -32,7 +32,7 @@ async function snapshot(): Promise<void> {
 beforeAll(async () => {
   svc = await startTestService();
   ws = await svc.workspace();
-  api = client(svc.url, (await ws.key()).key);
+  api = client(svc, (await ws.key()).key);
   at.push(await moment()); // 0: before anything
   snapshots.push({ billing: null, client: null, lines: null });
   acme = (await api.post('/api/v1/clients', { name: 'Acme', renewalDate: '2030-01-01' })).body.ids[0];
@@ -78,12 +78,12 @@ describe('GET one as of a moment', () => {
       expect(answer.body.error.message).toContain('as_of');
     }
     expect((await api.get(`/api/v1/clients?as_of=soon`)).status).toBe(422);
-    const stranger = client(svc.url, (await (await svc.workspace()).key()).key);
+    const stranger = client(svc, (await (await svc.workspace()).key()).key);
     expect((await stranger.get(`/api/v1/clients/${acme}?as_of=${at[3]}`)).status).toBe(404);
   });
 
   it('masks links as GET does for a key without access to the linked object', async () => {
-    const restricted = client(svc.url, (await ws.key({ objects: ['billing'], readOnly: true })).key);
+    const restricted = client(svc, (await ws.key({ objects: ['billing'], readOnly: true })).key);
     expect((await restricted.get(`/api/v1/billing/${invoice}?as_of=${at[2]}`)).body.data.client).toEqual({ id: acme });
   });
 });
@@ -108,7 +108,7 @@ describe('date-dependent values', () => {
     const later = await startTestService({}, { clock: () => new Date(Date.now() + 10 * day) });
     try {
       const w = await later.workspace();
-      const laterApi = client(later.url, (await w.key()).key);
+      const laterApi = client(later, (await w.key()).key);
       const id = (await laterApi.post('/api/v1/renewals', { name: 'R', client: (await laterApi.post('/api/v1/clients', { name: 'C' })).body.ids[0], renewalDate: '2030-01-01', stage: 'Upcoming' })).body.ids[0];
       const asOf = await moment();
       const now = (await laterApi.get(`/api/v1/renewals/${id}`)).body.data.daysToRenewal;

@@ -17,8 +17,8 @@ beforeAll(async () => {
   const crmKey = await ws.key({ name: 'CRM sync' });
   const zapierKey = await ws.key({ name: 'Zapier' });
   zapierKeyId = zapierKey.record.id;
-  crm = client(svc.url, crmKey.key);
-  zapier = client(svc.url, zapierKey.key);
+  crm = client(svc, crmKey.key);
+  zapier = client(svc, zapierKey.key);
   acme = (await crm.post('/api/v1/clients', { name: 'Acme' })).body.ids[0];
   contact = (await crm.post('/api/v1/contacts', { firstName: 'Ana', lastName: 'Lima', client: acme })).body.ids[0];
   expect((await zapier.patch(`/api/v1/contacts/${contact}`, { role: 'CFO', lastName: null })).status).toBe(200);
@@ -55,7 +55,7 @@ describe('record history', () => {
   });
 
   it('shows a link as { id } only to a key without access to the linked object', async () => {
-    const restricted = client(svc.url, (await ws.key({ name: 'Contacts only', readOnly: true, objects: ['contacts'] })).key);
+    const restricted = client(svc, (await ws.key({ name: 'Contacts only', readOnly: true, objects: ['contacts'] })).key);
     const [created] = (await restricted.get(`/api/v1/contacts/${contact}/history`)).body.data;
     expect(created.changes.client).toEqual({ from: null, to: { id: acme } });
   });
@@ -73,7 +73,7 @@ describe('record history', () => {
 
   it('answers 404 as GET does for an unknown id, another object and a record of another workspace', async () => {
     const other = await svc.workspace();
-    const stranger = client(svc.url, (await other.key()).key);
+    const stranger = client(svc, (await other.key()).key);
     const theirs = (await stranger.post('/api/v1/clients', { name: 'Theirs' })).body.ids[0];
     for (const path of [`/api/v1/clients/${theirs}`, `/api/v1/clients/00000000-0000-4000-8000-000000000000`, `/api/v1/clients/${contact}`]) {
       const history = await crm.get(`${path}/history`);
@@ -85,7 +85,7 @@ describe('record history', () => {
   });
 
   it('needs read access to the object: 403 otherwise, 405 for other methods', async () => {
-    const billingOnly = client(svc.url, (await ws.key({ objects: ['billing'] })).key);
+    const billingOnly = client(svc, (await ws.key({ objects: ['billing'] })).key);
     expect((await billingOnly.get(`/api/v1/contacts/${contact}/history`)).status).toBe(403);
     expect((await crm.post(`/api/v1/contacts/${contact}/history`, {})).status).toBe(405);
   });
