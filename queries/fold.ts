@@ -27,6 +27,11 @@ export class RecordFold {
   private createdPosition = '';
   revision = -1;
 
+  /** Where the record lives, once its creation has been folded. */
+  get address(): { workspaceId: string; object: string; id: string } | null {
+    return this.id ? { workspaceId: this.workspaceId, object: this.object, id: this.id } : null;
+  }
+
   /** Events of one stream, in order. */
   add(event: RecordedEvent): void {
     const recordEvent = upcast({ ...event, data: readableData(event) });

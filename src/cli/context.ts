@@ -1,6 +1,6 @@
 import type { ParseArgsConfig } from 'node:util';
 import type { Config } from '../config.js';
-import { createWebhookSender, openBackends } from '../backends.js';
+import { createWebhookSender, openBackends, type Backends } from '../backends.js';
 import { cliActor, SetupService } from '../setup/service.js';
 import { WebhookSetup } from '../setup/webhooks.js';
 
@@ -10,6 +10,8 @@ import { WebhookSetup } from '../setup/webhooks.js';
  */
 
 export interface CliContext {
+  /** The stores themselves, for the auditors' read-only commands (history, get, audit). */
+  backends: Pick<Backends, 'events' | 'readStore' | 'setup'>;
   setup: SetupService;
   webhooks: WebhookSetup;
   close(): Promise<void>;
@@ -21,6 +23,7 @@ export async function openCliContext(config: Config): Promise<CliContext> {
   const actor = cliActor();
   const sender = createWebhookSender(config);
   return {
+    backends,
     setup: new SetupService({ setup: backends.setup, events: backends.events, actor }),
     webhooks: new WebhookSetup({
       setup: backends.setup,
@@ -46,6 +49,9 @@ export type OptionValues = Record<string, string | boolean | undefined>;
 export interface CommandArgs {
   positionals: string[];
   values: OptionValues;
+  /** Where a command that `streams` writes its output, and its progress lines. */
+  stdout: NodeJS.WritableStream;
+  stderr: NodeJS.WritableStream & { isTTY?: boolean };
 }
 
 export interface CliCommand {
@@ -61,12 +67,18 @@ export interface CliCommand {
   run(args: CommandArgs, context: CliContext): Promise<unknown>;
   /** Text form of the result without --json (default: output.ts `formatText`). */
   text?(result: never): string;
+  /** The exit code of a result that is printed but is not a success (default 0). */
+  exitCode?(result: never): number;
+  /** The command writes its own output to `stdout` (e.g. NDJSON); its result is not printed. */
+  streams?: boolean;
 }
 
 export interface CliResource {
   name: string;
   description: string;
   commands: Record<string, CliCommand>;
+  /** A resource that is itself the command (`csr history <object> <id>`): no command name follows. */
+  direct?: CliCommand;
 }
 
 /** A string option's value; undefined when absent. */

@@ -1,8 +1,10 @@
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../config.js';
 import { openCliContext, UsageError, type CliCommand, type CliResource, type OptionValues } from './context.js';
+import { audit } from './audit.js';
 import { keys } from './keys.js';
 import { formatJson, formatText } from './output.js';
+import { get, history } from './records.js';
 import { users } from './users.js';
 import { webhooks } from './webhooks.js';
 import { workspaces } from './workspaces.js';
@@ -14,7 +16,7 @@ import { workspaces } from './workspaces.js';
  * code 2 for wrong usage and 1 for anything else, and then stdout stays empty.
  */
 
-const RESOURCES: readonly CliResource[] = [workspaces, keys, users, webhooks];
+const RESOURCES: readonly CliResource[] = [workspaces, keys, users, webhooks, history, get, audit];
 
 const GLOBAL_OPTIONS = {
   json: { type: 'boolean' },
@@ -29,6 +31,7 @@ function usage(only?: CliResource, commandName?: string): string {
   const lines: string[] = ['Usage: csr <resource> <command> [arguments] [--json]', ''];
   for (const resource of only ? [only] : RESOURCES) {
     lines.push(`${resource.name}: ${resource.description}`);
+    if (resource.direct) lines.push(`  csr ${resource.name} ${resource.direct.usage}\n      ${resource.direct.description}`);
     for (const [name, command] of Object.entries(resource.commands)) {
       if (commandName === undefined || commandName === name) lines.push(commandLine(resource, name, command));
     }
@@ -72,17 +75,22 @@ function parse(argv: string[]): Invocation {
     else if (flag === '--help' || flag === '-h') throw new ScopedUsageError('');
     else throw new ScopedUsageError(`unknown option ${flag} (options come after the command)`);
   }
-  const [resourceName, commandName, ...rest] = argv.slice(index);
+  const [resourceName, ...afterResource] = argv.slice(index);
   if (resourceName === undefined) throw new ScopedUsageError('missing command');
   const resource = RESOURCES.find((candidate) => candidate.name === resourceName);
   if (!resource) throw new ScopedUsageError(`unknown command "${resourceName}"`);
+  if (resource.direct) return parseCommand(resource, '', resource.direct, afterResource, json);
+  const [commandName, ...rest] = afterResource;
   if (commandName === undefined || commandName.startsWith('-')) {
     const asked = commandName === '--help' || commandName === '-h';
     throw new ScopedUsageError(asked ? '' : `missing ${resource.name} command`, resource);
   }
   const command = Object.hasOwn(resource.commands, commandName) ? resource.commands[commandName] : undefined;
   if (!command) throw new ScopedUsageError(`unknown command "${resource.name} ${commandName}"`, resource);
+  return parseCommand(resource, commandName, command, rest, json);
+}
 
+function parseCommand(resource: CliResource, commandName: string, command: CliCommand, rest: string[], json: boolean): Invocation {
   let parsed: { values: OptionValues; positionals: string[] };
   try {
     parsed = parseArgs({ args: rest, options: { ...command.options, ...GLOBAL_OPTIONS }, allowPositionals: true, strict: true });
@@ -122,13 +130,16 @@ async function run(argv: string[], env: Record<string, string | undefined>, io: 
     const context = await openCliContext(loadConfig(env));
     let result: unknown;
     try {
-      result = await invocation.command.run({ positionals: invocation.positionals, values: invocation.values }, context);
+      result = await invocation.command.run(
+        { positionals: invocation.positionals, values: invocation.values, stdout: process.stdout, stderr: process.stderr },
+        context,
+      );
     } finally {
       await context.close();
     }
     const { command, json } = invocation;
-    io.stdout(json ? formatJson(result) : command.text ? command.text(result as never) : formatText(result));
-    return 0;
+    if (!command.streams) io.stdout(json ? formatJson(result) : command.text ? command.text(result as never) : formatText(result));
+    return command.exitCode ? command.exitCode(result as never) : 0;
   } catch (error) {
     if (error instanceof UsageError) {
       io.stderr(`csr: ${error.message}\n\n${usage(invocation.resource, invocation.commandName)}`);
