@@ -90,10 +90,17 @@ async function applyEvent(
 
 /** The links roll-ups follow, remembered for reads as of a past moment (queries/asOf.ts). */
 function linkEdges(edges: LinkEdge[], document: RecordDocument): void {
-  for (const field of ROLLUP_LINKS.get(document.object) ?? []) {
-    const target = document.fields[field];
-    if (typeof target === 'string') edges.push({ workspaceId: document.workspaceId, object: document.object, field, id: document.id, target });
+  edges.push(...linkEdgesOf(document.workspaceId, document.object, document.id, document.fields));
+}
+
+/** The edges of the roll-up links among `values` (a record's fields, or the new values of an update). */
+export function linkEdgesOf(workspaceId: string, object: string, id: string, values: Values): LinkEdge[] {
+  const edges: LinkEdge[] = [];
+  for (const field of ROLLUP_LINKS.get(object) ?? []) {
+    const target = values[field];
+    if (typeof target === 'string') edges.push({ workspaceId, object, field, id, target });
   }
+  return edges;
 }
 
 /** Per child object, the link fields its parents' roll-ups follow. */
