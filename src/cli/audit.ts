@@ -103,7 +103,7 @@ export const audit: CliResource = {
         return result;
       },
       text: verifyText,
-      exitCode: (result: VerifyResult) => (result.ok ? 0 : 1),
+      failed: (result: VerifyResult) => !result.ok,
     },
   },
 };
