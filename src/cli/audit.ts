@@ -4,6 +4,7 @@ import { verifyAudit, type VerifyResult } from '../../queries/auditVerify.js';
 import { NotFound } from '../core/errors.js';
 import { isUuid } from '../core/ids.js';
 import { getObject } from '../schema/catalogue.js';
+import { checkChainInThread } from './chainThread.js';
 import { stringOption, UsageError, type CliContext, type CommandArgs, type CliResource } from './context.js';
 
 /**
@@ -98,6 +99,7 @@ export const audit: CliResource = {
         const result = await verifyAudit(context.backends, {
           ...(slug !== undefined ? { workspaceId: await workspaceId(context, slug) } : {}),
           progress: (count) => progress.tick(count),
+          chain: checkChainInThread(context.config),
         });
         progress.end();
         return result;

@@ -14,6 +14,8 @@ import { WebhookSetup } from '../setup/webhooks.js';
 export interface CliContext {
   /** The stores themselves, for the auditors' read-only commands (history, get, audit). */
   backends: Pick<Backends, 'events' | 'readStore' | 'setup'>;
+  /** What the stores were opened with (a worker thread opens them again with it). */
+  config: Config;
   setup: SetupService;
   webhooks: WebhookSetup;
   close(): Promise<void>;
@@ -32,6 +34,7 @@ export async function openCliContext(config: Config, notice: (text: string) => v
   const sender = createWebhookSender(config);
   return {
     backends,
+    config,
     setup: new SetupService({ setup: backends.setup, events: backends.events, actor }),
     webhooks: new WebhookSetup({
       setup: backends.setup,
