@@ -11,6 +11,7 @@ const pause = () => new Promise((resolve) => setTimeout(resolve, 15));
 let svc: TestService;
 let csr: Csr;
 let slug: string;
+let workspaceId: string;
 let key: string;
 let acme: string;
 let invoice: string;
@@ -21,7 +22,7 @@ beforeAll(async () => {
   svc = await startTestService();
   csr = csrTool(svc.dataDir);
   slug = `acme-${Date.now()}`;
-  await csr.json('workspaces', 'create', slug);
+  workspaceId = (await csr.json<{ id: string }>('workspaces', 'create', slug)).id;
   key = (await csr.json<{ key: string }>('keys', 'create', '--workspace', slug, '--name', 'CRM sync')).key;
   api = client(svc, key);
   acme = (await api.post('/api/v1/clients', { name: 'Acme' })).body.ids[0];
@@ -108,11 +109,17 @@ describe('csr audit verify', () => {
     const read = new Sqlite(join(svc.dataDir, 'read.db'));
     read.prepare("UPDATE documents SET fields = json_set(fields, '$.tier', 'Enterprise') WHERE id = ?").run(acme);
     read.close();
+    // And a document the log never had, written through the read store as a projection would.
+    const stray = { ...(await svc.service.backends.readStore.get(workspaceId, 'clients', acme))!, id: '00000000-0000-4000-8000-0000000000aa' };
+    await svc.service.backends.readStore.transaction((tx) => tx.put(stray));
     const edited = await csr.run('audit', 'verify', '--json');
     expect(edited.code).toBe(1);
     const result = JSON.parse(edited.stdout);
     expect(result.firstBreak).toBeNull();
-    expect(result.differences).toEqual([{ workspaceId: expect.any(String), object: 'clients', id: acme, problem: expect.stringContaining('tier') }]);
+    expect(result.differences).toEqual([
+      { workspaceId, object: 'clients', id: acme, problem: expect.stringContaining('tier') },
+      { workspaceId, object: 'clients', id: stray.id, problem: 'in the read model, but no such record in the log' },
+    ]);
 
     const log = new Sqlite(join(svc.dataDir, 'events.db'));
     const target = log.prepare("SELECT seq FROM events WHERE stream = ? AND type = 'RecordCreated'").get(`record-${invoice}`) as { seq: number };
