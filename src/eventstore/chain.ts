@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { EventMetadata, NewEvent } from './port.js';
+import type { ChainScope, EventMetadata, NewEvent } from './port.js';
 
 /**
  * The audit hash chain (docs/auditing.md). Every event appended since the chain exists carries
@@ -20,7 +20,7 @@ import type { EventMetadata, NewEvent } from './port.js';
 
 export const GENESIS = '0'.repeat(64);
 
-export type ChainScope = 'log' | 'stream';
+export type { ChainScope };
 
 /** What the hash covers. `created` only where the store assigns it before hashing (the log scope). */
 export interface ChainContent {

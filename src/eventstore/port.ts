@@ -1,4 +1,3 @@
-import type { ChainScope } from './chain.js';
 import type { Position } from './position.js';
 
 /**
@@ -82,6 +81,9 @@ export interface EventFilter {
   /** Only events whose stream name starts with one of these prefixes. */
   streamPrefixes: string[];
 }
+
+/** How a store chains its events' audit hashes (chain.ts): along the whole log, or per stream. */
+export type ChainScope = 'log' | 'stream';
 
 export interface ReadAllOptions {
   /** Events strictly after this position; 'start' for the whole log. */
