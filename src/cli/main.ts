@@ -5,7 +5,8 @@ import { openCliContext, UsageError, type CliCommand, type CliResource, type Opt
 import { audit } from './audit.js';
 import { keys } from './keys.js';
 import { formatJson, formatText } from './output.js';
-import { get, history } from './records.js';
+import { get, history } from './history.js';
+import { records } from './records.js';
 import { didYouMean } from './suggest.js';
 import { users } from './users.js';
 import { webhooks } from './webhooks.js';
@@ -18,7 +19,7 @@ import { workspaces } from './workspaces.js';
  * code 2 for wrong usage and 1 for anything else, and then stdout stays empty.
  */
 
-const RESOURCES: readonly CliResource[] = [workspaces, keys, users, webhooks, history, get, audit];
+const RESOURCES: readonly CliResource[] = [workspaces, keys, users, webhooks, records, history, get, audit];
 
 const GLOBAL_OPTIONS = {
   json: { type: 'boolean' },
