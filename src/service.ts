@@ -3,6 +3,7 @@ import type { ServerType } from '@hono/node-server';
 import type { Logger } from 'pino';
 import { AutoNumbers } from '../commands/autoNumbers.js';
 import type { CommandDeps } from '../commands/deps.js';
+import { backfillLinkEdges } from '../projections/linkBackfill.js';
 import { recordProjection } from '../projections/recordProjection.js';
 import { startProjection, type RunningProjection } from '../projections/runner.js';
 import { createWebhookSender, openBackends, type Backends } from './backends.js';
@@ -61,6 +62,10 @@ export async function startService(
         () => {
           logger.info('this process runs the projections');
           running = startProjection({ events: backends.events, readStore: backends.readStore, logger }, recordProjection(catalogues));
+          // Alongside, not before: the projection writes the edges after the checkpoint it starts from.
+          backfillLinkEdges({ events: backends.events, readStore: backends.readStore, logger }).catch((error: unknown) =>
+            logger.error({ err: error }, 'adding the link edges of older records failed; reads as of a past moment may miss children until the next start'),
+          );
         },
         async () => {
           await running?.stop();
