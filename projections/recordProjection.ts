@@ -23,6 +23,8 @@ interface RecordRef {
 
 export const recordProjection: Projection = {
   name: RECORDS_PROJECTION,
+  version: 1,
+  kind: 'read-model',
   filter: { streamPrefixes: [RECORD_STREAM_PREFIX] },
   async apply(tx, events) {
     const dirty = new Map<string, RecordRef>();

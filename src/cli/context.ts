@@ -1,6 +1,6 @@
 import type { ParseArgsConfig } from 'node:util';
 import type { Config } from '../config.js';
-import { createWebhookSender, openBackends } from '../main.js';
+import { createWebhookSender, openBackends, type Backends } from '../main.js';
 import { cliActor, SetupService } from '../setup/service.js';
 import { WebhookSetup } from '../webhooks/setup.js';
 
@@ -10,6 +10,8 @@ import { WebhookSetup } from '../webhooks/setup.js';
  */
 
 export interface CliContext {
+  /** The stores themselves, for operators' commands (projections, backups). */
+  backends: Backends;
   setup: SetupService;
   webhooks: WebhookSetup;
   close(): Promise<void>;
@@ -21,6 +23,7 @@ export async function openCliContext(config: Config): Promise<CliContext> {
   const actor = cliActor();
   const sender = createWebhookSender(config);
   return {
+    backends,
     setup: new SetupService({ setup: backends.setup, events: backends.events, actor }),
     webhooks: new WebhookSetup({
       setup: backends.setup,
@@ -54,6 +57,8 @@ export interface CliCommand {
   description: string;
   /** Names of the positional arguments, all required, e.g. ['slug']. */
   positionals?: string[];
+  /** Names of positional arguments that may follow the required ones. */
+  optionalPositionals?: string[];
   options?: NonNullable<ParseArgsConfig['options']>;
   /** Options that must be given. */
   required?: string[];

@@ -2,6 +2,7 @@ import { parseArgs } from 'node:util';
 import { loadConfig } from '../config.js';
 import { openCliContext, UsageError, type CliCommand, type CliResource, type OptionValues } from './context.js';
 import { keys } from './keys.js';
+import { projections } from './projections.js';
 import { formatJson, formatText } from './output.js';
 import { users } from './users.js';
 import { webhooks } from './webhooks.js';
@@ -14,7 +15,7 @@ import { workspaces } from './workspaces.js';
  * code 2 for wrong usage and 1 for anything else, and then stdout stays empty.
  */
 
-const RESOURCES: readonly CliResource[] = [workspaces, keys, users, webhooks];
+const RESOURCES: readonly CliResource[] = [workspaces, keys, users, webhooks, projections];
 
 const GLOBAL_OPTIONS = {
   json: { type: 'boolean' },
@@ -95,7 +96,7 @@ function parse(argv: string[]): Invocation {
   if (positionals.length < expected.length) {
     throw new ScopedUsageError(`missing <${expected[positionals.length]!}>`, resource, commandName);
   }
-  if (positionals.length > expected.length) {
+  if (positionals.length > expected.length + (command.optionalPositionals ?? []).length) {
     throw new ScopedUsageError(`unexpected argument "${positionals[expected.length]!}"`, resource, commandName);
   }
   for (const name of command.required ?? []) {

@@ -1,6 +1,6 @@
 import { MongoClient, type ClientSession, type Collection, type Db, type TransactionOptions } from 'mongodb';
 import { hasReached, type Position } from '../eventstore/position.js';
-import type { BeginGeneration, FieldFilter, FindQuery, FindResult, ReadStore, ReadTransaction, RecordDocument } from './port.js';
+import type { BeginGeneration, FieldFilter, FindQuery, FindResult, ReadStore, ReadTransaction, RecordDocument, RunnerStatus } from './port.js';
 import {
   fromPointer,
   nextGeneration,
@@ -8,6 +8,7 @@ import {
   promoted,
   READ_MODEL,
   recordsCollection,
+  RUNNER_STATUS,
   unusedCollections,
   type MongoPointer,
 } from './mongodbGenerations.js';
@@ -60,6 +61,7 @@ export async function openMongoReadStore(options: MongoStoreOptions): Promise<Re
   const { client, db, owned } = await mongoDatabase(options);
   const checkpoints = db.collection<MongoCheckpoint>(CHECKPOINTS);
   const pointers = db.collection<MongoPointer>(READ_MODEL);
+  const runners = db.collection<RunnerStatus & { _id: string }>(RUNNER_STATUS);
   const recordsOf = (generation: number) => db.collection<MongoRecord>(recordsCollection(generation));
   await recordsOf(1).createIndexes(RECORD_INDEXES);
   const watcher = new CheckpointWatcher(checkpoints);
@@ -221,6 +223,15 @@ export async function openMongoReadStore(options: MongoStoreOptions): Promise<Re
       const unused = unusedCollections(fromPointer(await pointer()), await collectionNames());
       for (const name of unused) await db.collection(name).drop();
       return unused.length;
+    },
+
+    async saveRunnerStatus(status) {
+      await runners.replaceOne({ _id: status.name }, { ...status }, { upsert: true });
+    },
+
+    async runnerStatuses() {
+      const found = await runners.find({}, { sort: { _id: 1 } }).toArray();
+      return found.map(({ _id, ...status }) => status);
     },
 
     async setLiveVersion(version) {

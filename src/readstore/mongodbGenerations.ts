@@ -11,6 +11,8 @@ import { RECORDS } from './mongodbMapping.js';
 
 export const READ_MODEL = 'read_model';
 export const POINTER_ID = 'records';
+/** One document per projection runner (and rebuild): what `csr projections status` shows of it. */
+export const RUNNER_STATUS = 'runner_status';
 
 export interface MongoPointer {
   _id: string;

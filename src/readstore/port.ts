@@ -99,6 +99,19 @@ export interface BeginGeneration {
   ownerAlive(owner: string): boolean;
 }
 
+/** What a projection runner (or a rebuild) last said about itself, for `csr projections status`. */
+export interface RunnerStatus {
+  /** The projection's name; a rebuild's status is `<name>#rebuild`. */
+  name: string;
+  /** Events applied per second over the last minute. */
+  eventsPerSecond: number;
+  lastError: string | null;
+  lastErrorAt: string | null;
+  /** The last attempt failed and no batch has committed since. */
+  failing: boolean;
+  updatedAt: string;
+}
+
 export interface ReadStore {
   find(query: FindQuery): Promise<FindResult>;
   get(workspaceId: string, object: string, id: string): Promise<RecordDocument | null>;
@@ -131,6 +144,9 @@ export interface ReadStore {
   ): Promise<void>;
   /** Drops every generation that is neither live nor being built; answers how many. */
   dropUnusedGenerations(): Promise<number>;
+  /** Keeps a runner's status (one per name, replaced); written every few seconds, not per batch. */
+  saveRunnerStatus(status: RunnerStatus): Promise<void>;
+  runnerStatuses(): Promise<RunnerStatus[]>;
   /** Records the version of the live generation (a new store, or one made before versions). */
   setLiveVersion(version: string): Promise<void>;
   /** Drops every document and the checkpoint of a projection, so that it rebuilds from the log. */

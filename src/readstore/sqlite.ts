@@ -1,5 +1,5 @@
 import { filterKey } from './filterKey.js';
-import type { BeginGeneration, FindQuery, FindResult, ReadStore, ReadTransaction } from './port.js';
+import type { BeginGeneration, FindQuery, FindResult, ReadStore, ReadTransaction, RunnerStatus } from './port.js';
 import type { Position } from '../eventstore/position.js';
 import { CheckpointWaiters } from './sqlite/checkpointWaiters.js';
 import {
@@ -328,6 +328,19 @@ export function openSqliteReadStore(options: { path: string }): ReadStore {
         }
         return dropped;
       });
+    },
+
+    async saveRunnerStatus(status) {
+      await inTransaction(() =>
+        write
+          .prepare('INSERT INTO runner_status (name, status) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET status = excluded.status')
+          .run(status.name, JSON.stringify(status)),
+      );
+    },
+
+    async runnerStatuses() {
+      const rows = readCache.get('SELECT status FROM runner_status ORDER BY name').all() as { status: string }[];
+      return rows.map((row) => JSON.parse(row.status) as RunnerStatus);
     },
 
     async setLiveVersion(version) {

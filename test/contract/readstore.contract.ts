@@ -526,5 +526,14 @@ export function readStoreContract(name: string, open: () => Promise<ReadStore> |
         await store.dropUnusedGenerations();
       });
     });
+
+    it('keeps the last status of each projection runner', async () => {
+      const name = projection();
+      const status = { name, eventsPerSecond: 12.5, lastError: null, lastErrorAt: null, failing: false, updatedAt: at(1) };
+      await store.saveRunnerStatus(status);
+      await store.saveRunnerStatus({ ...status, lastError: 'boom', lastErrorAt: at(2), failing: true, updatedAt: at(2) });
+      const found = (await store.runnerStatuses()).filter((s) => s.name === name);
+      expect(found).toEqual([{ ...status, lastError: 'boom', lastErrorAt: at(2), failing: true, updatedAt: at(2) }]);
+    });
   });
 }

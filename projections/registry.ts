@@ -1,0 +1,13 @@
+import { recordProjection } from './recordProjection.js';
+import type { Projection } from './projection.js';
+
+/**
+ * Every projection the projector runs, in the order it starts them. `csr projections status`
+ * lists each of them and `rebuild --all` rebuilds every read model among them; a reactor added
+ * here shows up in both without further code.
+ */
+export const PROJECTIONS: readonly Projection[] = [recordProjection];
+
+export function projectionNamed(name: string): Projection | undefined {
+  return PROJECTIONS.find((projection) => projection.name === name);
+}
