@@ -3,8 +3,8 @@ import type { ServerType } from '@hono/node-server';
 import type { Logger } from 'pino';
 import { AutoNumbers } from '../commands/autoNumbers.js';
 import type { CommandDeps } from '../commands/deps.js';
-import { recordProjection } from '../projections/recordProjection.js';
-import { startProjection, type RunningProjection } from '../projections/runner.js';
+import { startProjector } from '../projections/projector.js';
+import type { RunningProjection } from '../projections/runner.js';
 import { createWebhookSender, openBackends, type Backends } from './backends.js';
 import type { Config } from './config.js';
 import { Unavailable } from './core/errors.js';
@@ -56,7 +56,7 @@ export async function startService(
       backends.whileSoleProjector(
         () => {
           logger.info('this process runs the projections');
-          running = startProjection({ events: backends.events, readStore: backends.readStore, logger }, recordProjection);
+          running = startProjector({ events: backends.events, readStore: backends.readStore, logger });
         },
         async () => {
           await running?.stop();
