@@ -114,7 +114,7 @@ export async function rebuildBench(options: { key?: string } = {}): Promise<Benc
 }
 
 /** GET p99 of a server on the store, then again while `csr projections rebuild records` runs. */
-async function getDuringRebuild(dataDir: string, _key: string): Promise<BenchRow[]> {
+async function getDuringRebuild(_dataDir: string, _key: string): Promise<BenchRow[]> {
   void spawn;
   void root;
   return [];

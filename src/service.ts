@@ -15,6 +15,7 @@ import { createApp } from './http/app.js';
 import type { AppEnv } from './http/types.js';
 import { RECORDS_PROJECTION, type ReadStore } from './readstore/port.js';
 import { startBackgroundRole } from './runtime/backgroundRole.js';
+import { observeApi, type ApiObservability } from './runtime/observability.js';
 import { closeGracefully, listen, SHUTDOWN_DEADLINE_MS } from './runtime/httpServer.js';
 import type { Stoppable } from './runtime/supervisor.js';
 import { startDispatcher, type RunningDispatcher } from './webhooks/dispatcher.js';
@@ -49,6 +50,7 @@ export async function startService(
   let server: ServerType | null = null;
   let url: string | null = null;
   let app: Hono<AppEnv> | null = null;
+  let observability: ApiObservability | null = null;
 
   if (config.roles.includes('projector')) {
     let running: RunningProjection | null = null;
@@ -83,14 +85,24 @@ export async function startService(
     });
   }
   if (config.roles.includes('api')) {
+    observability = await observeApi(config, backends);
     const commands: CommandDeps = {
-      events: backends.events,
+      events: observability.events,
       readStore: backends.readStore,
-      autoNumbers: new AutoNumbers(backends.events),
+      autoNumbers: new AutoNumbers(observability.events),
       listUsers: (workspaceId) => backends.setup.listUsers(workspaceId),
       waitVisible: (position: Position) => waitVisible(backends.readStore, position),
     };
-    app = createApp({ commands, readStore: backends.readStore, setup: backends.setup, logger, clock });
+    app = createApp({
+      commands,
+      readStore: backends.readStore,
+      setup: backends.setup,
+      logger,
+      clock,
+      metrics: observability.metrics,
+      serveMetrics: config.metricsOnApi,
+      readiness: observability.readiness,
+    });
     server = await listen(app.fetch, config);
     const address = server.address() as AddressInfo;
     url = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
@@ -103,6 +115,7 @@ export async function startService(
     backends,
     async stop() {
       if (server) await closeGracefully(server, SHUTDOWN_DEADLINE_MS);
+      await observability?.stop();
       await dispatcher?.stop();
       sender?.close();
       await Promise.all(projections.map((projection) => projection.stop()));
