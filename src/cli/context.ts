@@ -10,6 +10,7 @@ import { WebhookSetup } from '../setup/webhooks.js';
  */
 
 export interface CliContext {
+  config: Config;
   /** The stores themselves, for operators' commands (projections, backups). */
   backends: Backends;
   setup: SetupService;
@@ -23,6 +24,7 @@ export async function openCliContext(config: Config): Promise<CliContext> {
   const actor = cliActor();
   const sender = createWebhookSender(config);
   return {
+    config,
     backends,
     setup: new SetupService({ setup: backends.setup, events: backends.events, actor }),
     webhooks: new WebhookSetup({
@@ -57,6 +59,11 @@ export interface CliCommand {
   description: string;
   /** Names of the positional arguments, all required, e.g. ['slug']. */
   positionals?: string[];
+  /**
+   * Runs without opening the stores (its context holds only `config`): for commands that copy or
+   * replace the store files themselves (backup, restore).
+   */
+  withoutStores?: boolean;
   /** Names of positional arguments that may follow the required ones. */
   optionalPositionals?: string[];
   options?: NonNullable<ParseArgsConfig['options']>;

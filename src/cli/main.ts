@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../config.js';
-import { openCliContext, UsageError, type CliCommand, type CliResource, type OptionValues } from './context.js';
+import { openCliContext, UsageError, type CliCommand, type CliContext, type CliResource, type OptionValues } from './context.js';
+import { backup, restore } from './backups.js';
 import { keys } from './keys.js';
 import { projections } from './projections.js';
 import { formatJson, formatText } from './output.js';
@@ -15,7 +16,7 @@ import { workspaces } from './workspaces.js';
  * code 2 for wrong usage and 1 for anything else, and then stdout stays empty.
  */
 
-const RESOURCES: readonly CliResource[] = [workspaces, keys, users, webhooks, projections];
+const RESOURCES: readonly CliResource[] = [workspaces, keys, users, webhooks, projections, backup, restore];
 
 const GLOBAL_OPTIONS = {
   json: { type: 'boolean' },
@@ -23,7 +24,7 @@ const GLOBAL_OPTIONS = {
 } as const;
 
 function commandLine(resource: CliResource, name: string, command: CliCommand): string {
-  return `  csr ${resource.name} ${name} ${command.usage}`.trimEnd() + `\n      ${command.description}`;
+  return `  csr ${[resource.name, name, command.usage].filter(Boolean).join(' ')}` + `\n      ${command.description}`;
 }
 
 function usage(only?: CliResource, commandName?: string): string {
@@ -73,11 +74,14 @@ function parse(argv: string[]): Invocation {
     else if (flag === '--help' || flag === '-h') throw new ScopedUsageError('');
     else throw new ScopedUsageError(`unknown option ${flag} (options come after the command)`);
   }
-  const [resourceName, commandName, ...rest] = argv.slice(index);
+  const [resourceName, ...afterResource] = argv.slice(index);
+  // A resource with a '' command is itself the command: `csr backup <file>`.
+  const direct = RESOURCES.some((candidate) => candidate.name === resourceName && Object.hasOwn(candidate.commands, ''));
+  const [commandName, ...rest] = direct ? ['', ...afterResource] : afterResource;
   if (resourceName === undefined) throw new ScopedUsageError('missing command');
   const resource = RESOURCES.find((candidate) => candidate.name === resourceName);
   if (!resource) throw new ScopedUsageError(`unknown command "${resourceName}"`);
-  if (commandName === undefined || commandName.startsWith('-')) {
+  if (commandName === undefined || (commandName.startsWith('-') && !direct)) {
     const asked = commandName === '--help' || commandName === '-h';
     throw new ScopedUsageError(asked ? '' : `missing ${resource.name} command`, resource);
   }
@@ -120,7 +124,8 @@ async function run(argv: string[], env: Record<string, string | undefined>, io: 
     return 2;
   }
   try {
-    const context = await openCliContext(loadConfig(env));
+    const config = loadConfig(env);
+    const context = invocation.command.withoutStores ? ({ config, close: async () => undefined } as unknown as CliContext) : await openCliContext(config);
     let result: unknown;
     try {
       result = await invocation.command.run({ positionals: invocation.positionals, values: invocation.values }, context);
