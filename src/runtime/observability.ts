@@ -10,6 +10,7 @@ import type { EventStore } from '../eventstore/port.js';
 import { instrumentAppends } from '../eventstore/instrumented.js';
 import { metricsRoute } from '../http/metrics.js';
 import type { AppEnv } from '../http/types.js';
+import { webhookGauges } from '../webhooks/metrics.js';
 import { listen } from './httpServer.js';
 import { diskCheck, storesCheck } from './readiness.js';
 
@@ -29,6 +30,7 @@ export interface ApiObservability {
 export async function observeApi(config: Config, backends: Backends, extraChecks: ReadinessCheck[] = []): Promise<ApiObservability> {
   const metrics = createMetrics();
   projectionLagGauges(metrics, backends, PROJECTIONS);
+  webhookGauges(metrics, backends.webhooks);
   const embedded = config.eventStoreUrl === null;
   const readiness = [
     storesCheck(backends),

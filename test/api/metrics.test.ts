@@ -4,7 +4,7 @@ import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createKey } from '../support/ops.js';
+import { csrTool } from '../support/cli.js';
 import { spawnServer, type ServerProcess } from '../support/process.js';
 import { client } from '../support/service.js';
 
@@ -63,8 +63,12 @@ function value(text: string, series: string): number {
 describe('metrics', () => {
   it('serves the series on METRICS_PORT (127.0.0.1), changing under load; not on the API port', async () => {
     const port = await freePort();
-    const { server: running, dataDir } = await server({ METRICS_PORT: String(port) });
-    const key = await createKey(dataDir);
+    const { server: running, dataDir } = await server({ METRICS_PORT: String(port), WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true', WEBHOOK_RETRY_DELAYS: '1h' });
+    // Its receiver does not answer: every delivery fails its first attempt and waits for a retry.
+    const csr = csrTool(dataDir, { WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true' });
+    const { slug } = await csr.json<{ slug: string }>('workspaces', 'create', 'measured');
+    const { key } = await csr.json<{ key: string }>('keys', 'create', '--workspace', slug, '--name', 'load');
+    await csr.json('webhooks', 'create', '--workspace', slug, '--name', 'hook', '--url', 'https://127.0.0.1:9/hook');
     const api = client(running.url, key);
     expect((await fetch(`${running.url}/metrics`)).status).toBe(404);
 
@@ -92,6 +96,15 @@ describe('metrics', () => {
     expect(value(after, 'csr_projection_lag_events{projection="records"}')).toBe(0);
     expect(value(after, 'csr_projection_lag_seconds{projection="records"}')).toBe(0);
     expect(value(after, 'csr_process_cpu_user_seconds_total')).toBeGreaterThan(0);
+    expect(value(after, 'csr_webhook_deliveries_in_flight')).toBeGreaterThanOrEqual(0);
+    expect(value(after, 'csr_webhook_deliveries{status="delivered"}')).toBe(0);
+    // The dispatcher (another thread) fans the 21 changes out; they wait for their retry.
+    const deadline = Date.now() + 10_000;
+    let text = after;
+    while (value(text, 'csr_webhook_retry_queue_depth') < 21 && Date.now() < deadline) text = await scrape();
+    expect(value(text, 'csr_webhook_retry_queue_depth')).toBe(21);
+    expect(value(text, 'csr_webhook_deliveries{status="retrying"}')).toBe(21);
+    expect(value(text, 'csr_webhook_oldest_pending_seconds')).toBeGreaterThan(0);
     expect(after).toContain('# TYPE csr_nodejs_eventloop_lag_seconds gauge');
     expect(after).toContain('# TYPE csr_process_resident_memory_bytes gauge');
   }, 60_000);
