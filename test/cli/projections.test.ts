@@ -142,7 +142,7 @@ describe('csr projections rebuild', () => {
     await seed(api, 3_000);
     const before = await dump(api);
 
-    const child = spawn(process.execPath, [join(repoRoot, 'bin', 'csr.js'), 'projections', 'rebuild', 'records', '--json'], {
+    const child = spawn(process.execPath, [join(repoRoot, 'bin', 'csr'), 'projections', 'rebuild', 'records', '--json'], {
       cwd: repoRoot,
       env: { ...process.env, DATA_DIR: dir },
       stdio: ['ignore', 'pipe', 'pipe'],
