@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createServer, type AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import pino from 'pino';
 import { eventsUpTo } from '../projections/logRange.js';
@@ -14,6 +15,8 @@ import type { EventStore, NewEvent } from '../src/eventstore/port.js';
 import { openSqliteEventStore } from '../src/eventstore/sqlite/index.js';
 import { RECORDS_PROJECTION, type ReadStore } from '../src/readstore/port.js';
 import { openSqliteReadStore } from '../src/readstore/sqlite/index.js';
+import { fingerprint, generateApiKey } from '../src/setup/apiKeys.js';
+import { openSqliteSetupStore } from '../src/setup/sqlite/index.js';
 import { wrk } from './wrk.js';
 
 /**
@@ -26,6 +29,7 @@ import { wrk } from './wrk.js';
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const EVENTS = Number(process.env['BENCH_REBUILD_EVENTS'] ?? 200_000);
 const WORKSPACE = randomUUID();
+const GET_SECONDS = Number(process.env['BENCH_DURATION'] ?? 10);
 const ACTOR = { type: 'system' as const, id: 'bench', name: 'bench' };
 
 export interface BenchRow {
@@ -78,13 +82,13 @@ async function projectToHead(events: EventStore, readStore: ReadStore): Promise<
   return ms;
 }
 
-export async function rebuildBench(options: { key?: string } = {}): Promise<BenchRow[]> {
+export async function rebuildBench(options: { withServer?: boolean } = {}): Promise<BenchRow[]> {
   const dataDir = mkdtempSync(join(tmpdir(), 'csr-bench-rebuild-'));
   const rows: BenchRow[] = [];
   try {
     const events = openSqliteEventStore({ path: join(dataDir, 'events.db') });
     const readStore = openSqliteReadStore({ path: join(dataDir, 'read.db') });
-    await writeLog(events);
+    const clientIds = await writeLog(events);
     const head = (await events.headPosition())!;
 
     let started = performance.now();
@@ -106,21 +110,59 @@ export async function rebuildBench(options: { key?: string } = {}): Promise<Benc
     });
     await readStore.close();
     await events.close();
-    if (options.key !== undefined) rows.push(...(await getDuringRebuild(dataDir, options.key)));
+    if (options.withServer !== false) rows.push(...(await getDuringRebuild(dataDir, clientIds[0]!)));
   } finally {
     rmSync(dataDir, { recursive: true, force: true });
   }
   return rows;
 }
 
+async function freePort(): Promise<number> {
+  const probe = createServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const { port } = probe.address() as AddressInfo;
+  await new Promise((resolve) => probe.close(resolve));
+  return port;
+}
+
 /** GET p99 of a server on the store, then again while `csr projections rebuild records` runs. */
-async function getDuringRebuild(_dataDir: string, _key: string): Promise<BenchRow[]> {
-  void spawn;
-  void root;
-  return [];
+async function getDuringRebuild(dataDir: string, clientId: string): Promise<BenchRow[]> {
+  const setup = openSqliteSetupStore({ path: join(dataDir, 'setup.db') });
+  await setup.createWorkspace({ id: WORKSPACE, slug: 'bench-rebuild', name: 'bench', createdAt: new Date().toISOString() });
+  const key = generateApiKey();
+  await setup.createKey({
+    id: randomUUID(), workspaceId: WORKSPACE, name: 'bench', fingerprint: fingerprint(key), access: 'read-only', objects: 'all',
+    createdAt: new Date().toISOString(), lastUsedAt: null, revokedAt: null,
+  });
+  await setup.close();
+  const port = await freePort();
+  const env = { ...process.env, DATA_DIR: dataDir, LOG_LEVEL: 'warn' };
+  const server = spawn(process.execPath, ['dist/src/main.js'], { cwd: root, env: { ...env, PORT: String(port) }, stdio: 'ignore' });
+  const url = `http://127.0.0.1:${port}`;
+  try {
+    for (let ready = false; !ready; ) ready = await fetch(`${url}/health/live`).then((r) => r.ok, () => false);
+    const load = { url: `${url}/api/v1/clients/${clientId}`, connections: 32, durationS: GET_SECONDS, headers: { authorization: `Bearer ${key}` } };
+    await wrk({ ...load, durationS: 3 });
+    const quiet = await wrk(load);
+    const started = performance.now();
+    const rebuild = spawn(process.execPath, ['bin/csr', 'projections', 'rebuild', 'records', '--json'], { cwd: root, env, stdio: ['ignore', 'ignore', 'ignore'] });
+    const finished = new Promise<number | null>((resolve) => rebuild.once('exit', resolve));
+    const during = await wrk(load);
+    const code = await finished;
+    const seconds = ((performance.now() - started) / 1000).toFixed(1);
+    const row = (result: typeof quiet) =>
+      `${Math.round(result.requestsPerSecond)} req/s, p99 ${result.p99Ms.toFixed(1)} ms, ${result.failures} failed`;
+    return [
+      { scenario: `GET one record, ${GET_SECONDS} s, no rebuild`, result: row(quiet), target: '-' },
+      { scenario: `GET one record, ${GET_SECONDS} s, during a rebuild (CLI, ${seconds} s, exit ${code})`, result: row(during), target: '0 failed' },
+    ];
+  } finally {
+    server.kill('SIGTERM');
+    await new Promise((resolve) => server.once('exit', resolve));
+  }
 }
 
 if (process.argv[1] && import.meta.url === `file://${process.argv[1]}`) {
-  for (const row of await rebuildBench()) console.log(`| ${row.scenario} | ${row.result} | ${row.target} |`);
-  void wrk;
+  for (const row of await rebuildBench({ withServer: process.env['BENCH_REBUILD_GET'] !== 'off' })) console.log(`| ${row.scenario} | ${row.result} | ${row.target} |`);
+  process.exit(0);
 }
