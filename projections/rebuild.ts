@@ -1,4 +1,5 @@
 import { hostname } from 'node:os';
+import pino, { type Logger } from 'pino';
 import type { EventStore, RecordedEvent } from '../src/eventstore/port.js';
 import type { Position } from '../src/eventstore/position.js';
 import { readyBatches } from '../src/eventstore/readyBatches.js';
@@ -6,6 +7,7 @@ import type { ReadStore, ReadTransaction } from '../src/readstore/port.js';
 import { logProgress, type RebuildProgress } from './rebuildProgress.js';
 import { eventsUpTo, IDLE_MS } from './logRange.js';
 import type { Projection } from './projection.js';
+import { StatusReporter } from './runnerStatus.js';
 
 /**
  * The one rebuild machinery (manual `csr projections rebuild`, a new projection version at start,
@@ -71,7 +73,7 @@ async function applyBatch(tx: ReadTransaction, projection: Projection, batch: Re
 }
 
 export async function rebuildReadModel(
-  deps: { events: EventStore; readStore: ReadStore },
+  deps: { events: EventStore; readStore: ReadStore; logger?: Logger },
   projection: Projection,
   options: RebuildOptions = {},
 ): Promise<RebuildResult> {
@@ -85,63 +87,78 @@ export async function rebuildReadModel(
     ownerAlive: builderAlive,
   });
   const { generation } = begun;
-  let position = begun.position;
-  let done = 0;
-  const progress = logProgress(events, generation, options.onProgress);
-
-  const subscription = events.subscribeToAll({ from: position ?? 'start', filter: projection.filter });
-  const batches = readyBatches(subscription, BATCH)[Symbol.asyncIterator]();
-  let pending = batches.next();
-  let carried: RecordedEvent[] = [];
+  // `csr projections status` shows the rebuild's rate and error as it does a runner's.
+  const status = new StatusReporter(readStore, `${projection.name}#rebuild`, deps.logger ?? pino({ level: 'silent' }));
   try {
-    for (;;) {
-      options.signal?.throwIfAborted();
-      const live = await readStore.checkpoint(projection.name);
-      if (carried.length === 0) {
-        const next = await Promise.race([pending, idle()]);
-        if (next === IDLE) {
-          if (live === null || (position !== null && position >= live)) break;
-          continue;
-        }
-        if (next.done) break;
-        carried = next.value;
-        pending = batches.next();
-      }
-      const beyond = carried.findIndex((event) => live === null || event.position > live);
-      const ready = beyond === -1 ? carried : carried.slice(0, beyond);
-      if (ready.length === 0) break;
-      carried = carried.slice(ready.length);
-      await readStore.transaction((tx) => applyBatch(tx, projection, ready), { generation });
-      position = ready.at(-1)!.position;
-      done += ready.length;
-      await progress.report(done, position, 'building');
-    }
+    return await build();
+  } catch (error) {
+    // Stopped with the server is no failure: the next start resumes it.
+    if (!options.signal?.aborted) status.failed(error);
+    throw error;
   } finally {
-    pending.catch(() => undefined);
-    await subscription.close();
+    await status.stop();
   }
 
-  options.signal?.throwIfAborted();
-  await readStore.promoteGeneration(generation, projection.name, async (tx, from, to) => {
-    const caughtUp = await eventsBetween(events, projection, from, to);
-    if (caughtUp.length > 0) await applyBatch(tx, projection, caughtUp);
-    done += caughtUp.length;
-  });
-  await new Promise((resolve) => setTimeout(resolve, DROP_GRACE_MS));
-  await readStore.dropUnusedGenerations();
-  const checkpoint = await readStore.checkpoint(projection.name);
-  await progress.report(done, checkpoint, 'done', true);
-  const seconds = (performance.now() - started) / 1000;
-  return {
-    projection: projection.name,
-    version: projection.version,
-    generation,
-    resumed: begun.resumed,
-    events: done,
-    seconds: Math.round(seconds * 1000) / 1000,
-    eventsPerSecond: Math.round(done / Math.max(seconds, 0.001)),
-    checkpoint,
-  };
+  async function build(): Promise<RebuildResult> {
+    let position = begun.position;
+    let done = 0;
+    const progress = logProgress(events, generation, options.onProgress);
+
+    const subscription = events.subscribeToAll({ from: position ?? 'start', filter: projection.filter });
+    const batches = readyBatches(subscription, BATCH)[Symbol.asyncIterator]();
+    let pending = batches.next();
+    let carried: RecordedEvent[] = [];
+    try {
+      for (;;) {
+        options.signal?.throwIfAborted();
+        const live = await readStore.checkpoint(projection.name);
+        if (carried.length === 0) {
+          const next = await Promise.race([pending, idle()]);
+          if (next === IDLE) {
+            if (live === null || (position !== null && position >= live)) break;
+            continue;
+          }
+          if (next.done) break;
+          carried = next.value;
+          pending = batches.next();
+        }
+        const beyond = carried.findIndex((event) => live === null || event.position > live);
+        const ready = beyond === -1 ? carried : carried.slice(0, beyond);
+        if (ready.length === 0) break;
+        carried = carried.slice(ready.length);
+        await readStore.transaction((tx) => applyBatch(tx, projection, ready), { generation });
+        position = ready.at(-1)!.position;
+        done += ready.length;
+        status.applied(ready.length);
+        await progress.report(done, position, 'building');
+      }
+    } finally {
+      pending.catch(() => undefined);
+      await subscription.close();
+    }
+
+    options.signal?.throwIfAborted();
+    await readStore.promoteGeneration(generation, projection.name, async (tx, from, to) => {
+      const caughtUp = await eventsBetween(events, projection, from, to);
+      if (caughtUp.length > 0) await applyBatch(tx, projection, caughtUp);
+      done += caughtUp.length;
+    });
+    await new Promise((resolve) => setTimeout(resolve, DROP_GRACE_MS));
+    await readStore.dropUnusedGenerations();
+    const checkpoint = await readStore.checkpoint(projection.name);
+    await progress.report(done, checkpoint, 'done', true);
+    const seconds = (performance.now() - started) / 1000;
+    return {
+      projection: projection.name,
+      version: projection.version,
+      generation,
+      resumed: begun.resumed,
+      events: done,
+      seconds: Math.round(seconds * 1000) / 1000,
+      eventsPerSecond: Math.round(done / Math.max(seconds, 0.001)),
+      checkpoint,
+    };
+  }
 }
 
 /** The projection's events after `from` up to and including `to` (few: what the live projector did since the last batch). */
