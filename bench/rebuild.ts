@@ -7,7 +7,9 @@ import { createServer, type AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import pino from 'pino';
 import { eventsUpTo } from '../projections/logRange.js';
-import { recordProjection } from '../projections/recordProjection.js';
+import { recordProjection as recordProjectionOf } from '../projections/recordProjection.js';
+import { Catalogues } from '../src/schema/catalogues.js';
+import type { Projection } from '../projections/projection.js';
 import { rebuildReadModel } from '../projections/rebuild.js';
 import { startProjection } from '../projections/runner.js';
 import { recordStream } from '../src/events/records.js';
@@ -72,7 +74,7 @@ async function writeLog(events: EventStore): Promise<string[]> {
 
 const rate = (events: number, ms: number) => Math.round(events / (ms / 1000));
 
-async function projectToHead(events: EventStore, readStore: ReadStore): Promise<number> {
+async function projectToHead(events: EventStore, readStore: ReadStore, recordProjection: Projection): Promise<number> {
   const head = (await events.headPosition())!;
   const started = performance.now();
   const running = startProjection({ events, readStore, logger: pino({ level: 'silent' }) }, recordProjection);
@@ -89,6 +91,9 @@ export async function rebuildBench(options: { withServer?: boolean } = {}): Prom
     const events = openSqliteEventStore({ path: join(dataDir, 'events.db') });
     const readStore = openSqliteReadStore({ path: join(dataDir, 'read.db') });
     const clientIds = await writeLog(events);
+    const catalogues = new Catalogues(events);
+    await catalogues.watch();
+    const recordProjection = recordProjectionOf(catalogues);
     const head = (await events.headPosition())!;
 
     let started = performance.now();
@@ -97,7 +102,7 @@ export async function rebuildBench(options: { withServer?: boolean } = {}): Prom
     const rawRate = rate(count, performance.now() - started);
     rows.push({ scenario: `raw log read, ${count} events`, result: `${rawRate} events/s`, target: '-' });
 
-    const liveMs = await projectToHead(events, readStore);
+    const liveMs = await projectToHead(events, readStore, recordProjection);
     rows.push({ scenario: `live projector from empty, ${count} events`, result: `${rate(count, liveMs)} events/s`, target: '-' });
 
     started = performance.now();
@@ -108,6 +113,7 @@ export async function rebuildBench(options: { withServer?: boolean } = {}): Prom
       result: `${rebuildRate} events/s (${Math.round((100 * rebuildRate) / rawRate)}% of raw read)`,
       target: '>= 50% of raw read',
     });
+    await catalogues.close();
     await readStore.close();
     await events.close();
     if (options.withServer !== false) rows.push(...(await getDuringRebuild(dataDir, clientIds[0]!)));

@@ -1,3 +1,4 @@
+import type { Catalogues } from '../src/schema/catalogues.js';
 import { recordProjection } from './recordProjection.js';
 import type { Projection } from './projection.js';
 
@@ -6,8 +7,10 @@ import type { Projection } from './projection.js';
  * lists each of them and `rebuild --all` rebuilds every read model among them; a reactor added
  * here shows up in both without further code.
  */
-export const PROJECTIONS: readonly Projection[] = [recordProjection];
+export interface ProjectionDeps {
+  catalogues: Catalogues;
+}
 
-export function projectionNamed(name: string): Projection | undefined {
-  return PROJECTIONS.find((projection) => projection.name === name);
+export function registeredProjections(deps: ProjectionDeps): Projection[] {
+  return [recordProjection(deps.catalogues)];
 }

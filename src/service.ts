@@ -12,6 +12,7 @@ import { createLogger } from './core/logger.js';
 import type { Position } from './eventstore/position.js';
 import type { Hono } from 'hono';
 import { createApp } from './http/app.js';
+import { Catalogues } from './schema/catalogues.js';
 import type { AppEnv } from './http/types.js';
 import { RECORDS_PROJECTION, type ReadStore } from './readstore/port.js';
 import { startBackgroundRole } from './runtime/backgroundRole.js';
@@ -44,6 +45,9 @@ export async function startService(
   clock: () => Date = () => new Date(),
 ): Promise<RunningService> {
   const backends = await openBackends(config, logger);
+  // Every role of this thread reads the workspaces' catalogues from here; a schema event drops one.
+  const catalogues = new Catalogues(backends.events);
+  await catalogues.watch();
   const projections: RunningProjection[] = [];
   let dispatcher: RunningDispatcher | null = null;
   let sender: WebhookSender | null = null;
@@ -58,7 +62,7 @@ export async function startService(
       backends.whileSoleProjector(
         () => {
           logger.info('this process runs the projections');
-          running = startProjector({ events: backends.events, readStore: backends.readStore, logger });
+          running = startProjector({ events: backends.events, readStore: backends.readStore, logger, catalogues });
         },
         async () => {
           await running?.stop();
@@ -77,6 +81,7 @@ export async function startService(
       readStore: backends.readStore,
       webhooks: backends.webhooks,
       listUsers: (workspaceId) => backends.setup.listUsers(workspaceId),
+      catalogues,
       sender,
       logger,
       clock,
@@ -85,7 +90,7 @@ export async function startService(
     });
   }
   if (config.roles.includes('api')) {
-    observability = await observeApi(config, backends);
+    observability = await observeApi(config, backends, catalogues);
     const commands: CommandDeps = {
       events: observability.events,
       readStore: backends.readStore,
@@ -97,6 +102,7 @@ export async function startService(
       commands,
       readStore: backends.readStore,
       setup: backends.setup,
+      catalogues,
       logger,
       clock,
       metrics: observability.metrics,
@@ -119,6 +125,7 @@ export async function startService(
       await dispatcher?.stop();
       sender?.close();
       await Promise.all(projections.map((projection) => projection.stop()));
+      await catalogues.close();
       await backends.close();
     },
   };

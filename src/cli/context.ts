@@ -5,6 +5,7 @@ import type { Config } from '../config.js';
 import { createWebhookSender, embeddedFiles, openBackends, productionUrls, type Backends } from '../backends.js';
 import { NotFound } from '../core/errors.js';
 import type { ReadStore } from '../readstore/port.js';
+import { ObjectManager } from '../setup/objects.js';
 import { cliActor, SetupService } from '../setup/service.js';
 import { WebhookSetup } from '../setup/webhooks.js';
 
@@ -23,6 +24,7 @@ export interface CliContext {
   readStore: ReadStore;
   /** The id of the workspace with this slug; NotFound when there is none. */
   workspaceId(slug: string): Promise<string>;
+  objects: ObjectManager;
   close(): Promise<void>;
 }
 
@@ -41,6 +43,7 @@ export async function openCliContext(config: Config, notice: (text: string) => v
     config,
     backends,
     setup: new SetupService({ setup: backends.setup, events: backends.events, actor }),
+    objects: new ObjectManager({ setup: backends.setup, events: backends.events, actor }),
     webhooks: new WebhookSetup({
       setup: backends.setup,
       webhooks: backends.webhooks,
@@ -100,6 +103,8 @@ export interface CliCommand {
 export interface CliResource {
   name: string;
   description: string;
+  /** The command run when none is named. */
+  defaultCommand?: string;
   commands: Record<string, CliCommand>;
 }
 

@@ -3,7 +3,10 @@ import { parseArgs } from 'node:util';
 import { loadConfig } from '../config.js';
 import { openCliContext, UsageError, type CliCommand, type CliContext, type CliResource, type OptionValues } from './context.js';
 import { backup, restore } from './backups.js';
+import { fields } from './fields.js';
 import { keys } from './keys.js';
+import { objects } from './objects.js';
+import { openapi } from './openapi.js';
 import { projections } from './projections.js';
 import { formatJson, formatText } from './output.js';
 import { records } from './records.js';
@@ -19,7 +22,7 @@ import { workspaces } from './workspaces.js';
  * code 2 for wrong usage and 1 for anything else, and then stdout stays empty.
  */
 
-const RESOURCES: readonly CliResource[] = [workspaces, keys, users, webhooks, records, projections, backup, restore];
+const RESOURCES: readonly CliResource[] = [workspaces, keys, users, webhooks, records, objects, fields, openapi, projections, backup, restore];
 
 const GLOBAL_OPTIONS = {
   json: { type: 'boolean' },
@@ -114,13 +117,16 @@ function parse(argv: string[]): Parsed {
   if (resourceName === undefined) return help([]);
   if (resourceName === 'help') return help(argv.slice(index + 1));
   const resource = findResource(resourceName);
-  // A resource with a '' command is itself the command: `csr backup <file>`.
-  const direct = Object.hasOwn(resource.commands, '');
-  const [commandName, ...rest] = direct ? ['', ...afterResource] : afterResource;
+  // A resource with one command (`csr openapi --workspace acme`) takes its options at once.
+  const named = afterResource[0];
+  if (resource.defaultCommand && named !== '--help' && named !== '-h' && !Object.hasOwn(resource.commands, named ?? '')) afterResource.unshift(resource.defaultCommand);
+  // A resource whose command is '' is itself the command: `csr backup <file>`.
+  if (Object.hasOwn(resource.commands, '') && afterResource[0] !== '') afterResource.unshift('');
+  const [commandName, ...rest] = afterResource;
   if (commandName === undefined || commandName === '--help' || commandName === '-h') return help([resource.name]);
   if (commandName.startsWith('-')) throw new ScopedUsageError(`missing ${resource.name} command before ${commandName}`, resource);
   const command = findCommand(resource, commandName);
-  if (rest.includes('--help') || rest.includes('-h')) return help(direct ? [resource.name] : [resource.name, commandName]);
+  if (rest.includes('--help') || rest.includes('-h')) return help(commandName === '' ? [resource.name] : [resource.name, commandName]);
 
   const options = { ...command.options, ...GLOBAL_OPTIONS };
   let parsed: { values: OptionValues; positionals: string[] };

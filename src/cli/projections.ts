@@ -1,4 +1,7 @@
-import { PROJECTIONS, projectionNamed } from '../../projections/registry.js';
+import { registeredProjections } from '../../projections/registry.js';
+import type { Projection } from '../../projections/projection.js';
+import { Catalogues } from '../schema/catalogues.js';
+import type { CliContext } from './context.js';
 import { rebuildReadModel, type RebuildResult } from '../../projections/rebuild.js';
 import type { RebuildProgress } from '../../projections/rebuildProgress.js';
 import { projectionStatus, LAG_COUNT_LIMIT, type StatusReport } from '../../projections/status.js';
@@ -34,7 +37,7 @@ export const projections: CliResource = {
       usage: '',
       description: 'each projection: version, generation, state, checkpoint, lag, events/s, last error',
       async run(_args, context) {
-        return projectionStatus(context.backends, PROJECTIONS);
+        return withProjections(context, (projections) => projectionStatus(context.backends, projections));
       },
       text: (report: StatusReport) => statusTable(report),
     },
@@ -46,25 +49,38 @@ export const projections: CliResource = {
       async run({ positionals, values }, context) {
         const [name] = positionals;
         if ((name === undefined) === (values.all !== true)) throw new UsageError('name one projection, or give --all');
-        const chosen = values.all === true ? PROJECTIONS.filter((p) => p.kind === 'read-model') : [projectionNamed(name!)];
-        if (chosen[0] === undefined) {
-          throw new UsageError(`no projection "${name}" (there are: ${PROJECTIONS.map((p) => p.name).join(', ')})`);
-        }
-        const show = values.json === true ? jsonLines : process.stderr.isTTY ? progressBar() : () => undefined;
-        const results: RebuildResult[] = [];
-        for (const projection of chosen) {
-          results.push(
-            await rebuildReadModel(context.backends, projection!, {
-              restart: values.restart === true,
-              onProgress: (progress) => show(projection!.name, progress),
-            }),
-          );
-        }
-        return values.all === true ? results : results[0];
+        return withProjections(context, async (all) => {
+          const chosen = values.all === true ? all.filter((p) => p.kind === 'read-model') : [all.find((p) => p.name === name)];
+          if (chosen[0] === undefined) {
+            throw new UsageError(`no projection "${name}" (there are: ${all.map((p) => p.name).join(', ')})`);
+          }
+          const show = values.json === true ? jsonLines : process.stderr.isTTY ? progressBar() : () => undefined;
+          const results: RebuildResult[] = [];
+          for (const projection of chosen) {
+            results.push(
+              await rebuildReadModel(context.backends, projection!, {
+                restart: values.restart === true,
+                onProgress: (progress) => show(projection!.name, progress),
+              }),
+            );
+          }
+          return values.all === true ? results : results[0];
+        });
       },
     },
   },
 };
+
+/** The registered projections, with the catalogues they read record names from, followed while `fn` runs. */
+async function withProjections<T>(context: CliContext, fn: (projections: Projection[]) => Promise<T>): Promise<T> {
+  const catalogues = new Catalogues(context.backends.events);
+  await catalogues.watch();
+  try {
+    return await fn(registeredProjections({ catalogues }));
+  } finally {
+    await catalogues.close();
+  }
+}
 
 function jsonLines(name: string, progress: RebuildProgress): void {
   process.stderr.write(`${JSON.stringify({ projection: name, ...progress })}\n`);

@@ -5,6 +5,7 @@ import { bodySizeLimit } from './body.js';
 import { errorResponse, handleError } from './errors.js';
 import { healthRoutes } from './health.js';
 import { httpMetrics, metricsRoute } from './metrics.js';
+import { openApiRoute } from './openapiRoute.js';
 import { recordRoutes } from './records.js';
 import { RequestLog } from './requestLog.js';
 import type { ApiDeps, AppEnv } from './types.js';
@@ -40,6 +41,7 @@ export function createApp(deps: ApiDeps): Hono<AppEnv> {
   // Only where a body is read.
   app.on(['POST', 'PUT', 'PATCH'], '/api/*', bodySizeLimit());
   app.use('/api/*', bearerAuth(deps.setup, deps.clock));
+  openApiRoute(app, deps);
   recordRoutes(app, deps);
 
   app.notFound((c) => errorResponse(c, 404, `no such path: ${c.req.path}`));

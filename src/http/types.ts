@@ -4,6 +4,7 @@ import type { Metrics } from '../core/metrics.js';
 import type { ReadinessCheck } from '../core/readiness.js';
 import type { CommandDeps } from '../../commands/deps.js';
 import type { ReadStore } from '../readstore/port.js';
+import type { Catalogues } from '../schema/catalogues.js';
 import type { SetupStore } from '../setup/port.js';
 import type { Caller } from './auth.js';
 import type { RequestLog } from './requestLog.js';
@@ -14,6 +15,8 @@ export interface ApiDeps {
   commands: CommandDeps;
   readStore: ReadStore;
   setup: SetupStore;
+  /** The workspaces' catalogues (default objects plus their own), kept until a schema event. */
+  catalogues: Catalogues;
   logger: Logger;
   clock: () => Date;
   /** Records every answer; with `serveMetrics`, GET /metrics on this app too (METRICS=on). */

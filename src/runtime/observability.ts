@@ -1,12 +1,13 @@
 import type { ServerType } from '@hono/node-server';
 import { Hono } from 'hono';
 import { projectionLagCheck, projectionLagGauges } from '../../projections/health.js';
-import { PROJECTIONS } from '../../projections/registry.js';
+import { registeredProjections } from '../../projections/registry.js';
 import type { Backends } from '../backends.js';
 import type { Config } from '../config.js';
 import { createMetrics, type Metrics } from '../core/metrics.js';
 import type { ReadinessCheck } from '../core/readiness.js';
 import type { EventStore } from '../eventstore/port.js';
+import type { Catalogues } from '../schema/catalogues.js';
 import { instrumentAppends } from '../eventstore/instrumented.js';
 import { metricsRoute } from '../http/metrics.js';
 import type { AppEnv } from '../http/types.js';
@@ -27,14 +28,15 @@ export interface ApiObservability {
   stop(): Promise<void>;
 }
 
-export async function observeApi(config: Config, backends: Backends, extraChecks: ReadinessCheck[] = []): Promise<ApiObservability> {
+export async function observeApi(config: Config, backends: Backends, catalogues: Catalogues, extraChecks: ReadinessCheck[] = []): Promise<ApiObservability> {
   const metrics = createMetrics();
-  projectionLagGauges(metrics, backends, PROJECTIONS);
+  const projections = registeredProjections({ catalogues });
+  projectionLagGauges(metrics, backends, projections);
   webhookGauges(metrics, backends.webhooks);
   const embedded = config.eventStoreUrl === null;
   const readiness = [
     storesCheck(backends),
-    projectionLagCheck(backends, PROJECTIONS, config.readyMaxLagMs),
+    projectionLagCheck(backends, projections, config.readyMaxLagMs),
     ...(embedded ? [diskCheck(config.dataDir)] : []),
     ...extraChecks,
   ];

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
-import { recordProjection } from '../../projections/recordProjection.js';
+import { RECORDS_VERSION } from '../../projections/recordProjection.js';
 import { loadConfig } from '../../src/config.js';
 import { startService, type RunningService } from '../../src/service.js';
 import { createKey, dump, seed } from '../support/ops.js';
@@ -15,7 +15,7 @@ import { until } from '../support/until.js';
 
 const dataDir = mkdtempSync(join(tmpdir(), 'csr-versions-'));
 afterAll(() => {
-  recordProjection.version = 1;
+  RECORDS_VERSION.current = 1;
   rmSync(dataDir, { recursive: true, force: true });
 });
 
@@ -39,7 +39,7 @@ describe('projection versions', () => {
     expect(await first.backends.readStore.generations()).toMatchObject({ live: 1, liveVersion: '1', building: null });
     await first.stop();
 
-    recordProjection.version = 2;
+    RECORDS_VERSION.current = 2;
     const lines: string[] = [];
     const second = await start(lines);
     try {
