@@ -97,6 +97,7 @@ export async function startService(
       autoNumbers: new AutoNumbers(observability.events),
       listUsers: (workspaceId) => backends.setup.listUsers(workspaceId),
       waitVisible: (position: Position) => waitVisible(backends.readStore, position),
+      reportInternal: (err) => logger.error({ err }, 'a record of an upsert failed unexpectedly'),
     };
     app = createApp({
       commands,
