@@ -27,6 +27,8 @@ function shownDelivery(delivery: Delivery) {
     createdAt: delivery.createdAt,
     lastAttemptAt: delivery.lastAttemptAt,
     nextAttemptAt: delivery.nextAttemptAt,
+    cause: delivery.cause,
+    originalId: delivery.originalId,
   };
 }
 
@@ -102,6 +104,17 @@ export const webhooks: CliResource = {
       positionals: ['id'],
       async run({ positionals }, context) {
         return shownDelivery(await context.webhooks.test(positionals[0]!));
+      },
+      failed(delivery: { status: string }) {
+        return delivery.status !== 'delivered';
+      },
+    },
+    resend: {
+      usage: '<deliveryId>',
+      description: 'send one delivery again now: same event and payload, a new delivery id, signed with the current secret (exit code 1 when it was not delivered)',
+      positionals: ['deliveryId'],
+      async run({ positionals }, context) {
+        return shownDelivery(await context.webhooks.resend(positionals[0]!));
       },
       failed(delivery: { status: string }) {
         return delivery.status !== 'delivered';

@@ -4,10 +4,10 @@ import { NotFound, ValidationFailed } from '../core/errors.js';
 import type { Actor, EventStore } from '../eventstore/port.js';
 import { listObjects } from '../schema/catalogue.js';
 import { appendAuditEvent, workspaceStream, type SetupEventType } from './audit.js';
+import { resendDelivery, sendClaimed, sendNowLease, type SendNowDeps } from './webhookResend.js';
 import { checkObjectKeys, ObjectsInput, parse, text } from './input.js';
 import type { SetupStore } from './port.js';
 import { checkWebhookUrl, resolveTarget } from '../webhooks/addressPolicy.js';
-import { attemptDelivery } from '../webhooks/attempt.js';
 import type { WebhookSender } from '../webhooks/httpsSender.js';
 import { EVENT_KINDS, WEBHOOKS_GROUP, type Delivery, type EventKind, type Webhook, type WebhookStore } from '../webhooks/port.js';
 import { ADMIN_SWITCH_OFF_REASON } from '../webhooks/timeline.js';
@@ -158,12 +158,19 @@ export class WebhookSetup {
       occurredAt: (logged?.created ?? this.clock()).toISOString(),
       data: { webhook: { id: webhook.id, name: webhook.name } },
     };
-    const now = this.clock();
-    const leaseUntil = new Date(now.getTime() + 60_000).toISOString();
-    const [delivery] = await this.options.webhooks.enqueue([{ payload, webhookIds: [webhook.id] }], now.toISOString(), { claimedUntil: leaseUntil });
-    const outcome = await attemptDelivery({ delivery: delivery!, webhook, payload }, this.options.sender, this.clock, this.options.retryDelaysMs);
-    await this.options.webhooks.settle([outcome]);
-    return (await this.options.webhooks.deliveryById(delivery!.id))!;
+    const { at, claimedUntil } = sendNowLease(this.clock);
+    const [delivery] = await this.options.webhooks.enqueue([{ payload, webhookIds: [webhook.id] }], at, { claimedUntil });
+    const [sent] = await sendClaimed(this.sendNow(), webhook, [{ delivery: delivery!, payload }]);
+    return sent!;
+  }
+
+  /** A new attempt of one delivery, with cause 'resend' (webhookResend.ts). */
+  async resend(deliveryId: string): Promise<Delivery> {
+    return resendDelivery(this.sendNow(), deliveryId);
+  }
+
+  private sendNow(): SendNowDeps {
+    return { webhooks: this.options.webhooks, sender: this.options.sender, retryDelaysMs: this.options.retryDelaysMs, clock: this.clock };
   }
 
   /**
