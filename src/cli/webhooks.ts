@@ -120,6 +120,24 @@ export const webhooks: CliResource = {
         return delivery.status !== 'delivered';
       },
     },
+    recover: {
+      usage: '<webhookId> --since <time> [--until <time>] [--failed-only]',
+      description: "send again, in log order, the window's record events the webhook's filters match (also while it was off); --failed-only: only those whose delivery failed",
+      positionals: ['webhookId'],
+      options: { since: { type: 'string' }, until: { type: 'string' }, 'failed-only': { type: 'boolean' } },
+      required: ['since'],
+      async run({ positionals, values }, context) {
+        const until = stringOption(values, 'until');
+        const progress = process.stderr.isTTY ? (s: { resent: number }) => process.stderr.write(`\rresent ${s.resent}`) : undefined;
+        const summary = await context.webhooks.recover(
+          positionals[0]!,
+          { since: stringOption(values, 'since')!, ...(until === undefined ? {} : { until }), failedOnly: values['failed-only'] === true },
+          progress,
+        );
+        if (progress) process.stderr.write('\n');
+        return summary;
+      },
+    },
     'replay-parked': {
       usage: '',
       description: 'send again the webhook events set aside after repeated fan-out failures (once the cause is fixed)',

@@ -1,44 +1,6 @@
 import { NotFound } from '../core/errors.js';
-import { attemptDelivery } from '../webhooks/attempt.js';
-import type { WebhookSender } from '../webhooks/httpsSender.js';
-import type { Delivery, Redelivery, Webhook, WebhookPayload, WebhookStore } from '../webhooks/port.js';
-
-/**
- * Sending now from `csr` (test events, resends, recovered events): the deliveries are stored
- * claimed by this process, sent by the one sender and signer the dispatcher uses, and settled; a
- * failed one is then retried on the schedule by the dispatcher like any delivery.
- */
-
-export interface SendNowDeps {
-  webhooks: WebhookStore;
-  sender: WebhookSender;
-  retryDelaysMs: readonly number[];
-  clock: () => Date;
-}
-
-/** How long this process holds what it sends now, so that no dispatcher claims it meanwhile. */
-const SEND_NOW_LEASE_MS = 60_000;
-
-export function sendNowLease(clock: () => Date): { at: string; claimedUntil: string } {
-  const now = clock();
-  return { at: now.toISOString(), claimedUntil: new Date(now.getTime() + SEND_NOW_LEASE_MS).toISOString() };
-}
-
-/** Sends stored, claimed deliveries one after the other (their order is kept) and returns them as they stand after. */
-export async function sendClaimed(deps: SendNowDeps, webhook: Webhook, sent: { delivery: Delivery; payload: WebhookPayload }[]): Promise<Delivery[]> {
-  const outcomes = [];
-  for (const { delivery, payload } of sent) outcomes.push(await attemptDelivery({ delivery, webhook, payload }, deps.sender, deps.clock, deps.retryDelaysMs));
-  if (outcomes.length > 0) await deps.webhooks.settle(outcomes);
-  const after = await Promise.all(sent.map(({ delivery }) => deps.webhooks.deliveryById(delivery.id)));
-  return after.filter((delivery): delivery is Delivery => delivery !== null);
-}
-
-/** Stores redeliveries claimed by this process and sends them in order. */
-export async function redeliverNow(deps: SendNowDeps, webhook: Webhook, items: Redelivery[]): Promise<Delivery[]> {
-  const { at, claimedUntil } = sendNowLease(deps.clock);
-  const stored = await deps.webhooks.redeliver(items, at, { claimedUntil });
-  return sendClaimed(deps, webhook, stored.map((delivery, index) => ({ delivery, payload: items[index]!.payload })));
-}
+import type { Delivery } from '../webhooks/port.js';
+import { redeliverNow, type SendNowDeps } from '../webhooks/sendNow.js';
 
 /**
  * A new attempt of one delivery (issue 29): the same event id and payload, a new delivery id,

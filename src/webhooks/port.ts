@@ -167,6 +167,8 @@ export interface WebhookStore {
   /** The newest deliveries of a webhook, newest first, at most `limit` (whole; below 1 gives none). */
   deliveries(webhookId: string, limit: number): Promise<Delivery[]>;
   deliveryById(id: number): Promise<Delivery | null>;
+  /** Every delivery of these events to a webhook (any cause), in id order. */
+  deliveriesOfEvents(webhookId: string, eventIds: string[]): Promise<Delivery[]>;
   /** The stored payload of an event (kept while a delivery needs it), or null. */
   payloadById(id: string): Promise<WebhookPayload | null>;
   /**

@@ -99,3 +99,74 @@ describe('csr webhooks resend', () => {
     expect(await csr.fails(2, 'webhooks', 'resend')).toMatch(/deliveryId/);
   });
 });
+
+describe('csr webhooks recover', () => {
+  const until = async (check: () => Promise<boolean>, timeoutMs = 20_000) => {
+    const end = Date.now() + timeoutMs;
+    while (!(await check())) {
+      if (Date.now() > end) throw new Error('timed out');
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  };
+
+  it('sends again, in log order and once each, the window’s matching events: those made while off and those that failed', async () => {
+    const created = await csr.json<Created>('webhooks', 'create', '--workspace', slug, '--name', 'Recovered', '--url', `${receiver.origin}/recovered`, '--objects', 'contacts');
+    let down = false;
+    receiver.on('/recovered', () => (down ? 500 : 204));
+    const contact = (lastName: string) => api.post('/api/v1/contacts', { firstName: 'Rec', lastName });
+    const deliveredCount = (n: number) => receiver.waitFor('/recovered', (requests) => requests.filter((r) => r.body?.data).length >= n);
+
+    await contact('Before');
+    await deliveredCount(1);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const since = new Date().toISOString();
+    await contact('A');
+    await deliveredCount(2);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const afterA = new Date().toISOString();
+    await csr.json('webhooks', 'off', created.id);
+    await contact('B (while off)');
+    await csr.json('webhooks', 'on', created.id);
+    down = true;
+    await contact('C (failed)');
+    await until(async () => (await csr.json<Shown[]>('webhooks', 'deliveries', created.id)).some((d) => d.status === 'failed'));
+    down = false;
+    await contact('D');
+    await until(async () => (await csr.json<Shown[]>('webhooks', 'deliveries', created.id)).filter((d) => d.status === 'delivered').length === 3);
+    // Another object in the window is not the webhook's.
+    await api.post('/api/v1/clients', { name: 'Not a contact' });
+
+    const names = (from: number) =>
+      receiver
+        .received('/recovered')
+        .slice(from)
+        .map((request) => request.body.data.lastName);
+
+    let mark = receiver.received('/recovered').length;
+    expect(await csr.json('webhooks', 'recover', created.id, '--since', since, '--failed-only')).toEqual({ resent: 1, notDelivered: 0, skipped: 0 });
+    expect(names(mark)).toEqual(['C (failed)']);
+
+    mark = receiver.received('/recovered').length;
+    expect(await csr.json('webhooks', 'recover', created.id, '--since', since, '--until', afterA)).toEqual({ resent: 1, notDelivered: 0, skipped: 0 });
+    expect(names(mark)).toEqual(['A']);
+
+    mark = receiver.received('/recovered').length;
+    expect(await csr.json('webhooks', 'recover', created.id, '--since', since)).toEqual({ resent: 4, notDelivered: 0, skipped: 0 });
+    const recovered = receiver.received('/recovered').slice(mark);
+    expect(recovered.map((request) => request.body.data.lastName)).toEqual(['A', 'B (while off)', 'C (failed)', 'D']);
+    for (const request of recovered) expect(verifyWebhook({ payload: request.rawBody, headers: request.headers, secret: created.secret }).event).toBe('contacts.created');
+    expect(new Set(recovered.map((request) => request.body.id)).size).toBe(4);
+
+    const listed = await csr.json<Shown[]>('webhooks', 'deliveries', created.id);
+    expect(listed.filter((d) => d.cause === 'recover')).toHaveLength(6);
+    expect(listed.slice(0, 4).map((d) => [d.cause, d.status])).toEqual(Array(4).fill(['recover', 'delivered']));
+  });
+
+  it('bad input fails with exit 1: a window the wrong way round, a time that is not one, an unknown webhook', async () => {
+    const created = await csr.json<Created>('webhooks', 'create', '--workspace', slug, '--name', 'Bad input', '--url', `${receiver.origin}/bad`, '--objects', 'goals');
+    expect(await csr.fails(1, 'webhooks', 'recover', created.id, '--since', '2026-02-01T00:00:00Z', '--until', '2026-01-01T00:00:00Z')).toMatch(/wrong way/);
+    expect(await csr.fails(1, 'webhooks', 'recover', created.id, '--since', 'yesterday')).toMatch(/--since must be a time/);
+    expect(await csr.fails(1, 'webhooks', 'recover', '00000000-0000-4000-8000-000000000000', '--since', '2026-01-01T00:00:00Z')).toMatch(/webhook 00000000-0000-4000-8000-000000000000 not found/);
+    expect(await csr.fails(2, 'webhooks', 'recover', created.id)).toMatch(/--since/);
+  });
+});

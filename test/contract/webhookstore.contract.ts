@@ -131,6 +131,10 @@ export function webhookStoreContract(name: string, open: () => Promise<WebhookSt
       expect(recovered).toMatchObject({ cause: 'recover', originalId: null, eventId: missed.id });
       expect(await store.payloadById(missed.id)).toEqual(missed);
       expect((await store.deliveries(hook.id, 50)).map((d) => d.cause)).toEqual(['recover', 'resend', 'resend', null]);
+      const ofEvents = await store.deliveriesOfEvents(hook.id, [event.id, randomUUID()]);
+      expect(ofEvents.map((d) => d.id)).toEqual([original!.id, first!.id, second!.id]);
+      expect(await store.deliveriesOfEvents(hook.id, [])).toEqual([]);
+      expect(await store.deliveriesOfEvents(randomUUID(), [event.id])).toEqual([]);
     });
 
     it('claims due deliveries once, with their webhook and payload, until the lease ends', async () => {

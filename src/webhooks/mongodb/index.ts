@@ -257,6 +257,11 @@ export async function openMongoWebhookStore(options: { client: MongoClient; dbNa
       return doc ? deliveryFromDoc(doc) : null;
     },
 
+    async deliveriesOfEvents(webhookId, eventIds) {
+      if (eventIds.length === 0) return [];
+      return (await deliveries.find({ webhookId, eventId: { $in: eventIds } }, { sort: { _id: 1 } }).toArray()).map(deliveryFromDoc);
+    },
+
     async payloadById(id) {
       const doc = await payloads.findOne({ _id: id });
       return doc ? payloadFromDoc(doc) : null;

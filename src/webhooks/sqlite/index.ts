@@ -323,6 +323,10 @@ export function openSqliteWebhookStore(options: { path: string }): WebhookStore 
       const row = s.deliveryById.get(id) as DeliveryRow | undefined;
       return row ? toDelivery(row) : null;
     },
+    async deliveriesOfEvents(webhookId, eventIds) {
+      if (eventIds.length === 0) return [];
+      return (s.deliveriesOfEvents.all(webhookId, JSON.stringify(eventIds)) as DeliveryRow[]).map(toDelivery);
+    },
     async payloadById(id) {
       const row = s.payloadById.get(id) as PayloadRow | undefined;
       return row ? toPayload(row) : null;
@@ -445,6 +449,7 @@ function prepare(db: Database.Database) {
     ),
     deliveriesOf: db.prepare(`SELECT * FROM deliveries WHERE webhook_id = ${BOUND_VALUE} ORDER BY id DESC LIMIT ${BOUND_COUNT}`),
     deliveryById: db.prepare('SELECT * FROM deliveries WHERE id = ?'),
+    deliveriesOfEvents: db.prepare(`SELECT * FROM deliveries WHERE webhook_id = ${BOUND_VALUE} AND event_id IN (SELECT value FROM json_each(?)) ORDER BY id`),
 
     insertMember: db.prepare(
       `INSERT INTO bulk_members (event_id, workspace_id, action_id, object, kind, record_id, source, occurred_at, position, action_count)
