@@ -18,9 +18,10 @@ export interface SendNowDeps {
 /** How long this process holds what it sends now, so that no dispatcher claims it meanwhile. */
 const SEND_NOW_LEASE_MS = 60_000;
 
-export function sendNowLease(clock: () => Date): { at: string; claimedUntil: string } {
+/** `count` deliveries are sent one after the other: the lease covers each one's whole timeout (WEBHOOK_TIMEOUT is far below it). */
+export function sendNowLease(clock: () => Date, count = 1): { at: string; claimedUntil: string } {
   const now = clock();
-  return { at: now.toISOString(), claimedUntil: new Date(now.getTime() + SEND_NOW_LEASE_MS).toISOString() };
+  return { at: now.toISOString(), claimedUntil: new Date(now.getTime() + SEND_NOW_LEASE_MS * Math.max(1, count)).toISOString() };
 }
 
 /** Sends stored, claimed deliveries one after the other (their order is kept) and returns them as they stand after. */
@@ -34,7 +35,7 @@ export async function sendClaimed(deps: SendNowDeps, webhook: Webhook, sent: { d
 
 /** Stores redeliveries claimed by this process and sends them in order. */
 export async function redeliverNow(deps: SendNowDeps, webhook: Webhook, items: Redelivery[]): Promise<Delivery[]> {
-  const { at, claimedUntil } = sendNowLease(deps.clock);
+  const { at, claimedUntil } = sendNowLease(deps.clock, items.length);
   const stored = await deps.webhooks.redeliver(items, at, { claimedUntil });
   return sendClaimed(deps, webhook, stored.map((delivery, index) => ({ delivery, payload: items[index]!.payload })));
 }
