@@ -5,6 +5,8 @@ import type { Config } from '../config.js';
 import { createWebhookSender, embeddedFiles, openBackends, productionUrls, type Backends } from '../backends.js';
 import { NotFound } from '../core/errors.js';
 import type { ReadStore } from '../readstore/port.js';
+import { pino } from 'pino';
+import { Catalogues } from '../schema/catalogues.js';
 import { ObjectManager } from '../setup/objects.js';
 import { cliActor, SetupService } from '../setup/service.js';
 import { WebhookSetup } from '../setup/webhooks.js';
@@ -53,6 +55,7 @@ export async function openCliContext(config: Config, notice: (text: string) => v
       actor,
       retryDelaysMs: config.webhookRetryDelaysMs,
       allowPrivateTargets: config.webhookAllowPrivateTargets,
+      recovery: { readStore: backends.readStore, catalogues: new Catalogues(backends.events), logger: pino({ level: 'silent' }) },
     }),
     readStore: backends.readStore,
     async workspaceId(slug) {

@@ -19,6 +19,8 @@ import {
   markMembersFilter,
   memberToDoc,
   newDeliveryDoc,
+  OLD_UNIQUE_INDEX,
+  redeliveryDoc,
   payloadFromDoc,
   planEnqueue,
   planSettle,
@@ -84,6 +86,8 @@ export async function openMongoWebhookStore(options: { client: MongoClient; dbNa
   const deliveries: Collection<DeliveryDoc> = db.collection<DeliveryDoc>(COLLECTIONS.deliveries);
   const members: Collection<BulkMemberDoc> = db.collection<BulkMemberDoc>(COLLECTIONS.bulkMembers);
   const counters: Collection<CounterDoc> = db.collection<CounterDoc>(COLLECTIONS.counters);
+  // The old index made every delivery unique per (webhook, event), resends too.
+  if (await deliveries.indexExists(OLD_UNIQUE_INDEX).catch(() => false)) await deliveries.dropIndex(OLD_UNIQUE_INDEX);
   await Promise.all([
     webhooks.createIndexes(WEBHOOK_INDEXES.webhooks),
     deliveries.createIndexes(WEBHOOK_INDEXES.deliveries),
@@ -252,6 +256,29 @@ export async function openMongoWebhookStore(options: { client: MongoClient; dbNa
     async deliveryById(id) {
       const doc = await deliveries.findOne({ _id: id });
       return doc ? deliveryFromDoc(doc) : null;
+    },
+
+    async deliveriesOfEvents(webhookId, eventIds) {
+      if (eventIds.length === 0) return [];
+      return (await deliveries.find({ webhookId, eventId: { $in: eventIds } }, { sort: { _id: 1 } }).toArray()).map(deliveryFromDoc);
+    },
+
+    async payloadById(id) {
+      const doc = await payloads.findOne({ _id: id });
+      return doc ? payloadFromDoc(doc) : null;
+    },
+
+    async redeliver(items, at, options) {
+      if (items.length === 0) return [];
+      const plan = planEnqueue(items.map(({ payload, webhookId }) => ({ payload, webhookIds: [webhookId] })));
+      await payloads.bulkWrite(
+        plan.payloads.map(({ _id, ...fields }) => ({ updateOne: { filter: { _id }, update: { $setOnInsert: fields }, upsert: true } })),
+        { ordered: true },
+      );
+      const firstId = await reserveIds(items.length);
+      const docs = items.map((item, index) => redeliveryDoc(firstId + index, item, at, options?.claimedUntil ?? null));
+      await deliveries.insertMany(docs, { ordered: true });
+      return docs.map(deliveryFromDoc);
     },
 
     async addBulkMembers(list) {
