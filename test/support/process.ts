@@ -42,8 +42,10 @@ export async function spawnServer(env: Record<string, string>, command: string[]
     lines.on('line', (line) => {
       try {
         const entry = JSON.parse(line);
-        // The first API to listen (with API_PROCESSES, the primary may still be starting the others).
-        if (entry.msg === 'roles started' && entry.url) {
+        // The first API to listen (with API_PROCESSES, the primary may still be starting the others),
+        // or, where LOG_LEVEL hides those debug lines, the server's one start line.
+        const started = entry.msg === 'roles started' || (typeof entry.msg === 'string' && entry.msg.startsWith('started: '));
+        if (started && entry.url) {
           clearTimeout(timer);
           resolve(entry.url);
         }
