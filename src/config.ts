@@ -22,6 +22,8 @@ export interface Config {
   webhookAllowPrivateTargets: boolean;
   /** Extra CA certificates (PEM file) trusted for webhook receivers, e.g. a test receiver's. */
   webhookCaFile: string | null;
+  /** How often the reactors look whether the date (UTC) changed, to make their daily pass. */
+  reactorDailyCheckMs: number;
 }
 
 const ROLES: readonly Role[] = ['api', 'projector', 'dispatcher'];
@@ -48,6 +50,7 @@ const Env = v.object({
   WEBHOOK_TIMEOUT: v.optional(v.string(), '10s'),
   WEBHOOK_ALLOW_PRIVATE_TARGETS: v.optional(v.picklist(['true', 'false']), 'false'),
   WEBHOOK_CA_FILE: v.optional(v.string()),
+  REACTOR_DAILY_CHECK: v.optional(v.string(), '1m'),
 });
 
 export function loadConfig(env: Record<string, string | undefined>): Config {
@@ -80,5 +83,6 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     webhookTimeoutMs: parseDuration(e.WEBHOOK_TIMEOUT),
     webhookAllowPrivateTargets: e.WEBHOOK_ALLOW_PRIVATE_TARGETS === 'true',
     webhookCaFile: e.WEBHOOK_CA_FILE ?? null,
+    reactorDailyCheckMs: parseDuration(e.REACTOR_DAILY_CHECK),
   };
 }

@@ -9,6 +9,7 @@ import { isMainThread } from 'node:worker_threads';
 import { serve, type ServerType } from '@hono/node-server';
 import type { Logger } from 'pino';
 import { recordProjection, RECORDS_PROJECTION } from '../projections/recordProjection.js';
+import { startReactors } from '../projections/reactors.js';
 import { startProjection, type RunningProjection } from '../projections/runner.js';
 import { AutoNumbers } from '../commands/autoNumbers.js';
 import type { CommandDeps } from '../commands/deps.js';
@@ -157,15 +158,26 @@ export async function startService(
 
   if (config.roles.includes('projector')) {
     let running: RunningProjection | null = null;
+    let reactors: RunningProjection | null = null;
     projections.push(
       backends.whileSoleProjector(
         () => {
           logger.info('this process runs the projections');
           running = startProjection({ events: backends.events, readStore: backends.readStore, logger }, recordProjection);
+          reactors = startReactors({
+            events: backends.events,
+            readStore: backends.readStore,
+            logger,
+            clock,
+            dailyCheckMs: config.reactorDailyCheckMs,
+            listWorkspaceIds: async () => (await backends.setup.listWorkspaces()).map((workspace) => workspace.id),
+          });
         },
         async () => {
+          await reactors?.stop();
           await running?.stop();
           running = null;
+          reactors = null;
         },
       ),
     );

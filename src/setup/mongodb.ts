@@ -112,6 +112,10 @@ export async function openMongoSetupStore(options: MongoStoreOptions): Promise<S
       return found ? workspaceFrom(found) : null;
     },
 
+    async listWorkspaces() {
+      return (await workspaces.find({}).sort({ createdAt: 1, _id: 1 }).toArray()).map(workspaceFrom);
+    },
+
     async createKey(key) {
       await requireWorkspace(key.workspaceId);
       const { id, ...rest } = key;

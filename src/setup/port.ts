@@ -40,6 +40,8 @@ export interface SetupStore {
   createWorkspace(workspace: Workspace): Promise<void>;
   workspaceBySlug(slug: string): Promise<Workspace | null>;
   workspaceById(id: string): Promise<Workspace | null>;
+  /** Every workspace, oldest first (daily reactions sweep them all). */
+  listWorkspaces(): Promise<Workspace[]>;
 
   createKey(key: ApiKey): Promise<void>;
   keyByFingerprint(fingerprint: string): Promise<ApiKey | null>;

@@ -167,6 +167,7 @@ export function openSqliteSetupStore(options: { path: string }): SetupStore {
   const insertWorkspace = db.prepare('INSERT INTO workspaces (id, slug, name, created_at) VALUES (?, ?, ?, ?)');
   const workspaceBySlug = db.prepare('SELECT * FROM workspaces WHERE slug = ?');
   const workspaceById = db.prepare('SELECT * FROM workspaces WHERE id = ?');
+  const allWorkspaces = db.prepare('SELECT * FROM workspaces ORDER BY created_at, id');
   const insertKey = db.prepare(
     `INSERT INTO api_keys (id, workspace_id, name, fingerprint, access, objects, created_at, last_used_at, revoked_at)
      VALUES (@id, @workspaceId, @name, @fingerprint, @access, @objects, @createdAt, @lastUsedAt, @revokedAt)`,
@@ -206,6 +207,10 @@ export function openSqliteSetupStore(options: { path: string }): SetupStore {
 
     async workspaceById(id) {
       return toWorkspace(workspaceById.get(id) as WorkspaceRow | undefined);
+    },
+
+    async listWorkspaces() {
+      return (allWorkspaces.all() as WorkspaceRow[]).map((row) => toWorkspace(row)!);
     },
 
     async createKey(key) {

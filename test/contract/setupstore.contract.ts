@@ -54,6 +54,13 @@ export function setupStoreContract(name: string, open: () => Promise<SetupStore>
         expect(await store.workspaceById(created.id)).toEqual(created);
       });
 
+      it('lists every workspace', async () => {
+        const first = await workspace();
+        const second = await workspace();
+        const listed = await store.listWorkspaces();
+        expect(listed).toEqual(expect.arrayContaining([first, second]));
+      });
+
       it('answers null for an unknown slug or id', async () => {
         expect(await store.workspaceBySlug(`nope-${randomUUID()}`)).toBeNull();
         expect(await store.workspaceById(randomUUID())).toBeNull();
