@@ -76,10 +76,11 @@ export async function appendPlaybook(events: EventStore, action: Action, built: 
   try {
     const { first, then } = await events.appendThen(createAppend(action, 'playbooks', built.playbook, counts), [...steps, ...tasks, ...also]);
     let position = first.position;
-    for (const outcome of then) {
-      if (outcome.status === 'fulfilled') position = outcome.value.position;
-      else if (!(outcome.reason instanceof Conflict)) throw outcome.reason;
-    }
+    // The position of the last record written: `also` (not records) is never projected, so waiting for it would never end.
+    then.forEach((outcome, i) => {
+      if (outcome.status === 'rejected' && !(outcome.reason instanceof Conflict)) throw outcome.reason;
+      if (outcome.status === 'fulfilled' && i < steps.length + tasks.length) position = outcome.value.position;
+    });
     return { created: true, position };
   } catch (error) {
     if (!(error instanceof Conflict)) throw error;

@@ -3,6 +3,7 @@ import type { Config } from '../config.js';
 import { createWebhookSender, openBackends } from '../main.js';
 import { cliActor, SetupService } from '../setup/service.js';
 import { WebhookSetup } from '../webhooks/setup.js';
+import { openRecordContext, type RecordContext } from './recordContext.js';
 
 /**
  * What `csr` commands work with, and the shape of the command table: a resource (workspaces,
@@ -12,6 +13,8 @@ import { WebhookSetup } from '../webhooks/setup.js';
 export interface CliContext {
   setup: SetupService;
   webhooks: WebhookSetup;
+  /** The record writing tools (opened on first use: they run a projector while the command runs). */
+  records(): RecordContext;
   close(): Promise<void>;
 }
 
@@ -20,7 +23,9 @@ export async function openCliContext(config: Config): Promise<CliContext> {
   const backends = await openBackends(config);
   const actor = cliActor();
   const sender = createWebhookSender(config);
+  let records: RecordContext | null = null;
   return {
+    records: () => (records ??= openRecordContext(backends)),
     setup: new SetupService({ setup: backends.setup, events: backends.events, actor }),
     webhooks: new WebhookSetup({
       setup: backends.setup,
@@ -32,6 +37,7 @@ export async function openCliContext(config: Config): Promise<CliContext> {
       allowPrivateTargets: config.webhookAllowPrivateTargets,
     }),
     async close() {
+      await records?.stop();
       sender.close();
       await backends.close();
     },

@@ -3,6 +3,7 @@ import { loadConfig } from '../config.js';
 import { openCliContext, UsageError, type CliCommand, type CliResource, type OptionValues } from './context.js';
 import { keys } from './keys.js';
 import { formatJson, formatText } from './output.js';
+import { automation, playbooks } from './playbooks.js';
 import { users } from './users.js';
 import { webhooks } from './webhooks.js';
 import { workspaces } from './workspaces.js';
@@ -14,7 +15,7 @@ import { workspaces } from './workspaces.js';
  * code 2 for wrong usage and 1 for anything else, and then stdout stays empty.
  */
 
-const RESOURCES: readonly CliResource[] = [workspaces, keys, users, webhooks];
+const RESOURCES: readonly CliResource[] = [workspaces, keys, users, webhooks, playbooks, automation];
 
 const GLOBAL_OPTIONS = {
   json: { type: 'boolean' },

@@ -6,6 +6,7 @@ import { newAction } from '../../commands/action.js';
 import { deleteRecord } from '../../commands/delete.js';
 import { patchRecord } from '../../commands/patch.js';
 import { upsertRecords, type SaveResult } from '../../commands/upsert.js';
+import { upsertPlaybooks } from '../../commands/playbook/fromTemplate.js';
 import { MethodNotAllowed, NotFound } from '../errors.js';
 import { isUuid } from '../ids.js';
 import { getObject } from '../schema/catalogue.js';
@@ -44,7 +45,8 @@ export function recordRoutes(app: Hono<AppEnv>, deps: ApiDeps): void {
     if (unknown.length > 0 || (match && match.length > 1)) {
       return c.json(errorBody(422, `unknown or repeated query parameter: ${unknown[0] ?? 'match'} (only ?match= is accepted)`), 422);
     }
-    const result = await upsertRecords(deps.commands, action(c), object, await readJsonBody(c), match?.[0]);
+    const save = object.key === 'playbooks' ? upsertPlaybooks : upsertRecords;
+    const result = await save(deps.commands, action(c), object, await readJsonBody(c), match?.[0]);
     return c.json(saveResultBody(result), saveStatus(result));
   });
 
