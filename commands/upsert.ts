@@ -34,6 +34,7 @@ export async function upsertRecords(
   object: ObjectDef,
   body: unknown,
   match: string | undefined,
+  options: { dryRun?: boolean } = {},
 ): Promise<SaveResult> {
   const inputs = recordsOf(body);
   const matchFields = match === undefined ? null : parseMatch(object, match);
@@ -54,6 +55,9 @@ export async function upsertRecords(
     targets[index] = planned;
     if (planned.index === index) plans.push(planned);
   }
+
+  // Validated, resolved and matched exactly as a real save, then nothing is written (csv import --dry-run).
+  if (options.dryRun) return dryRunResult(targets, errors);
 
   const metadata = metadataFor(action, { [object.key]: new Set(plans.map((plan) => plan.recordId)).size });
   const numbering = autoNumbering(object, plans);
@@ -261,6 +265,16 @@ async function appendNumbered(
   } catch (reason) {
     return plans.map(() => ({ status: 'rejected', reason }));
   }
+}
+
+function dryRunResult(targets: (Plan | undefined)[], errors: SaveResult['errors']): SaveResult {
+  const result: SaveResult = { created: 0, updated: 0, errors, ids: [] };
+  targets.forEach((plan, index) => {
+    if (!plan) return;
+    if (plan.kind === 'create' && plan.index === index) result.created++;
+    else result.updated++;
+  });
+  return result;
 }
 
 function errorMessage(error: unknown): string {

@@ -65,6 +65,8 @@ export interface CliCommand {
   required?: string[];
   /** The result, printed as JSON with --json. */
   run(args: CommandArgs, context: CliContext): Promise<unknown>;
+  /** The exit code for a result (default 0), e.g. 1 when an import had failed rows. */
+  exitCode?(result: never): number;
   /** Text form of the result without --json (default: output.ts `formatText`). */
   text?(result: never): string;
 }

@@ -3,6 +3,7 @@ import { loadConfig } from '../config.js';
 import { openCliContext, UsageError, type CliCommand, type CliResource, type OptionValues } from './context.js';
 import { keys } from './keys.js';
 import { formatJson, formatText } from './output.js';
+import { imports } from './import.js';
 import { automation, playbooks } from './playbooks.js';
 import { users } from './users.js';
 import { webhooks } from './webhooks.js';
@@ -15,7 +16,7 @@ import { workspaces } from './workspaces.js';
  * code 2 for wrong usage and 1 for anything else, and then stdout stays empty.
  */
 
-const RESOURCES: readonly CliResource[] = [workspaces, keys, users, webhooks, playbooks, automation];
+const RESOURCES: readonly CliResource[] = [workspaces, keys, users, webhooks, playbooks, automation, imports];
 
 const GLOBAL_OPTIONS = {
   json: { type: 'boolean' },
@@ -129,7 +130,7 @@ async function run(argv: string[], env: Record<string, string | undefined>, io: 
     }
     const { command, json } = invocation;
     io.stdout(json ? formatJson(result) : command.text ? command.text(result as never) : formatText(result));
-    return 0;
+    return command.exitCode ? command.exitCode(result as never) : 0;
   } catch (error) {
     if (error instanceof UsageError) {
       io.stderr(`csr: ${error.message}\n\n${usage(invocation.resource, invocation.commandName)}`);
