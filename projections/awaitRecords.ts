@@ -1,6 +1,6 @@
 import type { Position } from '../src/eventstore/position.js';
 import type { ReadStore } from '../src/readstore/port.js';
-import { RECORDS_PROJECTION } from './recordProjection.js';
+import { RECORDS_PROJECTION } from '../src/readstore/port.js';
 
 /**
  * Reactors read the records read model only once it shows the event they react to: waits (without

@@ -1,4 +1,4 @@
-import { ValidationFailed } from '../../src/errors.js';
+import { ValidationFailed } from '../../src/core/errors.js';
 import type { FieldDef, ObjectDef } from '../../src/schema/types.js';
 
 /**

@@ -1,7 +1,7 @@
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { parse } from 'csv-parse';
-import { ValidationFailed } from '../../src/errors.js';
+import { ValidationFailed } from '../../src/core/errors.js';
 import type { ObjectDef } from '../../src/schema/types.js';
 import { newAction } from '../action.js';
 import type { CommandDeps } from '../deps.js';

@@ -1,5 +1,5 @@
 import { Transform, type TransformCallback } from 'node:stream';
-import { ValidationFailed } from '../../src/errors.js';
+import { ValidationFailed } from '../../src/core/errors.js';
 
 /**
  * Bytes -> text, accepting UTF-8 only (with or without a byte order mark, which csv-parse drops).

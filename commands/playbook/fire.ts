@@ -1,4 +1,4 @@
-import { NotFound, ValidationFailed } from '../../src/errors.js';
+import { NotFound, ValidationFailed } from '../../src/core/errors.js';
 import type { Actor, EventStore } from '../../src/eventstore/port.js';
 import type { Position } from '../../src/eventstore/position.js';
 import type { ReadStore } from '../../src/readstore/port.js';

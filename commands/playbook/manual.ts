@@ -1,6 +1,6 @@
-import { newId } from '../../src/ids.js';
-import { NotFound, ValidationFailed } from '../../src/errors.js';
-import { isUuid } from '../../src/ids.js';
+import { newId } from '../../src/core/ids.js';
+import { NotFound, ValidationFailed } from '../../src/core/errors.js';
+import { isUuid } from '../../src/core/ids.js';
 import { filterKey } from '../../src/readstore/filterKey.js';
 import type { RecordDocument } from '../../src/readstore/port.js';
 import type { CommandDeps } from '../deps.js';

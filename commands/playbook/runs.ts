@@ -1,6 +1,6 @@
-import { Conflict } from '../../src/errors.js';
+import { Conflict } from '../../src/core/errors.js';
 import type { EventStore, StreamAppend } from '../../src/eventstore/port.js';
-import { newId } from '../../src/ids.js';
+import { newId } from '../../src/core/ids.js';
 import { metadataFor, type Action } from '../action.js';
 import { derivedId } from '../derivedIds.js';
 

@@ -1,4 +1,4 @@
-import { Conflict, NotFound, ValidationFailed } from '../../src/errors.js';
+import { Conflict, NotFound, ValidationFailed } from '../../src/core/errors.js';
 import type { EventStore, StreamAppend } from '../../src/eventstore/port.js';
 import type { Position } from '../../src/eventstore/position.js';
 import { filterKey } from '../../src/readstore/filterKey.js';

@@ -1,5 +1,4 @@
-import { firePlaybook } from '../../commands/playbook/fire.js';
-import { RECORD_STREAM_PREFIX, upcast } from '../../commands/record/events.js';
+import { RECORD_STREAM_PREFIX, upcast } from '../../src/events/records.js';
 import { todayUtc } from '../../queries/recordFormat.js';
 import { comparePositions, type Position } from '../../src/eventstore/position.js';
 import type { ReadStore } from '../../src/readstore/port.js';
@@ -35,7 +34,7 @@ export function automationReactor(deps: ReactorDeps): AutomationReactor {
   const serial = new Serial();
 
   const fire = async (workspaceId: string, trigger: Trigger, today: string) => {
-    const result = await firePlaybook(deps, { workspaceId, ...trigger, startDate: today });
+    const result = await deps.fire({ workspaceId, ...trigger, startDate: today });
     if (result.status === 'failed') logger.warn({ workspaceId, triggerKey: trigger.triggerKey, reason: result.reason }, 'automation run failed');
   };
 

@@ -1,4 +1,4 @@
-import type { RecordEvent } from '../../commands/record/events.js';
+import type { RecordEvent } from '../../src/events/records.js';
 import type { StoredValue, Values } from '../../src/readstore/port.js';
 import { daysBetween, isCalendarDate } from '../../src/schema/dates.js';
 

@@ -1,4 +1,4 @@
-import type { RecordEvent } from '../../commands/record/events.js';
+import type { RecordEvent } from '../../src/events/records.js';
 import type { RecordDocument, StoredValue } from '../../src/readstore/port.js';
 
 /**

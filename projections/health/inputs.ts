@@ -1,7 +1,7 @@
 import { comparePositions } from '../../src/eventstore/position.js';
 import { filterKey } from '../../src/readstore/filterKey.js';
 import type { FieldFilter, ReadStore, RecordDocument, Values } from '../../src/readstore/port.js';
-import { timeDependentCalculations } from '../calculated.js';
+import { timeDependentCalculations } from '../../src/schema/calculated.js';
 import type { HealthInputs } from './formula.js';
 
 /**

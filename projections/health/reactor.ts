@@ -1,8 +1,5 @@
-import { newAction, metadataFor } from '../../commands/action.js';
-import { RECORD_STREAM_PREFIX, upcast } from '../../commands/record/events.js';
-import { executeRecordCommand } from '../../commands/record/repository.js';
-import { NotFound } from '../../src/errors.js';
-import type { Actor, RecordedEvent } from '../../src/eventstore/port.js';
+import { RECORD_STREAM_PREFIX, upcast } from '../../src/events/records.js';
+import type { RecordedEvent } from '../../src/eventstore/port.js';
 import { todayUtc } from '../../queries/recordFormat.js';
 import { awaitRecords, Serial } from '../awaitRecords.js';
 import type { Projection } from '../projection.js';
@@ -20,7 +17,6 @@ import { findAllDocuments, loadHealthInputs } from './inputs.js';
  */
 
 export const HEALTH_SCORE_REACTOR = 'health score';
-export const HEALTH_SCORE_ACTOR: Actor = { type: 'system', id: 'health-score', name: 'health score' };
 
 export interface HealthScoreReactor extends Projection {
   /** Recomputes every client of the workspace (the daily pass). */
@@ -60,22 +56,7 @@ export function healthScoreReactor(deps: ReactorDeps): HealthScoreReactor {
     for (const clientId of clientIds) {
       scores.push([clientId, healthScore(await loadHealthInputs(deps.readStore, workspaceId, clientId, today), today)]);
     }
-    const metadata = metadataFor(newAction(workspaceId, HEALTH_SCORE_ACTOR, 'health score'), { clients: scores.length });
-    // Side by side, so that the embedded store commits them together.
-    await Promise.all(
-      scores.map(async ([clientId, score]) => {
-        try {
-          await executeRecordCommand(
-            deps.events,
-            clientId,
-            () => ({ type: 'UpdateRecord', workspaceId, object: 'clients', recordId: clientId, fields: { healthScore: score } }),
-            metadata,
-          );
-        } catch (error) {
-          if (!(error instanceof NotFound)) throw error; // a client deleted meanwhile has no score
-        }
-      }),
-    );
+    await deps.writeHealthScores(workspaceId, scores);
   }
 
   return {

@@ -1,8 +1,8 @@
 import type { ParseArgsConfig } from 'node:util';
 import type { Config } from '../config.js';
-import { createWebhookSender, openBackends } from '../main.js';
+import { createWebhookSender, openBackends } from '../backends.js';
 import { cliActor, SetupService } from '../setup/service.js';
-import { WebhookSetup } from '../webhooks/setup.js';
+import { WebhookSetup } from '../setup/webhooks.js';
 import { openRecordContext, type RecordContext } from './recordContext.js';
 
 /**

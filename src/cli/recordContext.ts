@@ -1,10 +1,11 @@
 import pino from 'pino';
 import { AutoNumbers } from '../../commands/autoNumbers.js';
 import type { CommandDeps } from '../../commands/deps.js';
-import { recordProjection, RECORDS_PROJECTION } from '../../projections/recordProjection.js';
+import { recordProjection } from '../../projections/recordProjection.js';
+import { RECORDS_PROJECTION } from '../readstore/port.js';
 import { startProjection, type RunningProjection } from '../../projections/runner.js';
-import { Unavailable } from '../errors.js';
-import type { Backends } from '../main.js';
+import { Unavailable } from '../core/errors.js';
+import type { Backends } from '../backends.js';
 
 /**
  * What `csr` commands that write records (import, playbooks start) use: the same command code as

@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { recordStream } from '../../commands/record/events.js';
+import { recordStream } from '../../src/events/records.js';
 import { csrTool, type Csr } from '../support/cli.js';
 import { client as apiClient } from '../support/service.js';
 import { startWebhookHarness, type WebhookHarness } from '../support/webhookHarness.js';

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { firePlaybook } from '../../commands/playbook/fire.js';
 import { listRuns } from '../../commands/playbook/runs.js';
-import { recordStream } from '../../commands/record/events.js';
+import { recordStream } from '../../src/events/records.js';
 import { addDays } from '../../src/schema/dates.js';
 import { csrTool } from '../support/cli.js';
 import { client as apiClient } from '../support/service.js';
