@@ -45,7 +45,7 @@ function importCommand(objectKey: string): CliCommand {
         progress.done();
       }
     },
-    exitCode: (result: ImportResult) => (result.errors.length > 0 ? 1 : 0),
+    failed: (result: ImportResult) => result.errors.length > 0,
     text(result: ImportResult) {
       const lines = [`created: ${result.created}`, `updated: ${result.updated}`, `errors:  ${result.errors.length}`];
       for (const error of result.errors) lines.push(`  row ${error.row}: ${error.message}`);

@@ -81,6 +81,14 @@ describe('csr webhooks', () => {
     expect(await csr.json('webhooks', 'deliveries', created.id)).toEqual([delivery]);
   });
 
+  it('test exits 1 and still prints the delivery when the receiver refuses it', async () => {
+    const created = await csr.json<Created>('webhooks', 'create', '--workspace', slug, '--name', 'Refused', '--url', `${receiver.origin}/refused`);
+    receiver.on('/refused', 500);
+    const result = await csr.run('webhooks', 'test', created.id, '--json');
+    expect(result.code).toBe(1);
+    expect(JSON.parse(result.stdout)).toMatchObject({ event: 'webhook.test', status: 'retrying', responseCode: 500, attempts: 1 });
+  });
+
   it('off skips and stops sending; on resumes; rotate-secret makes the old secret useless at once', async () => {
     const created = await csr.json<Created>('webhooks', 'create', '--workspace', slug, '--name', 'Switch', '--url', `${receiver.origin}/switch`, '--objects', 'tasks');
     const off = await csr.json<Record<string, unknown>>('webhooks', 'off', created.id);
