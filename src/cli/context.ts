@@ -3,6 +3,8 @@ import { resolve } from 'node:path';
 import type { ParseArgsConfig } from 'node:util';
 import type { Config } from '../config.js';
 import { createWebhookSender, embeddedFiles, openBackends, productionUrls } from '../backends.js';
+import { NotFound } from '../core/errors.js';
+import type { ReadStore } from '../readstore/port.js';
 import { cliActor, SetupService } from '../setup/service.js';
 import { WebhookSetup } from '../setup/webhooks.js';
 import { openRecordContext, type RecordContext } from './recordContext.js';
@@ -15,6 +17,10 @@ import { openRecordContext, type RecordContext } from './recordContext.js';
 export interface CliContext {
   setup: SetupService;
   webhooks: WebhookSetup;
+  /** The records read model (operator queries such as `records duplicates`). */
+  readStore: ReadStore;
+  /** The id of the workspace with this slug; NotFound when there is none. */
+  workspaceId(slug: string): Promise<string>;
   /** The record writing tools (opened on first use: they run a projector while the command runs). */
   records(): RecordContext;
   close(): Promise<void>;
@@ -44,6 +50,12 @@ export async function openCliContext(config: Config, notice: (text: string) => v
       retryDelaysMs: config.webhookRetryDelaysMs,
       allowPrivateTargets: config.webhookAllowPrivateTargets,
     }),
+    readStore: backends.readStore,
+    async workspaceId(slug) {
+      const workspace = await backends.setup.workspaceBySlug(slug);
+      if (!workspace) throw new NotFound(`workspace "${slug}" not found`);
+      return workspace.id;
+    },
     async close() {
       await records?.stop();
       sender.close();

@@ -27,7 +27,7 @@ function importCommand(objectKey: string): CliCommand {
         throw new UsageError(`cannot read the file "${path}"`);
       }
       const records = context.records();
-      const workspaceId = await records.workspaceId(stringOption(values, 'workspace')!);
+      const workspaceId = await context.workspaceId(stringOption(values, 'workspace')!);
       const object = getObject(workspaceId, objectKey);
       if (!object) throw new UsageError(`unknown object "${objectKey}"`);
       const input = createReadStream(path);

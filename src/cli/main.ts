@@ -6,6 +6,7 @@ import { keys } from './keys.js';
 import { formatJson, formatText } from './output.js';
 import { imports } from './import.js';
 import { automation, playbooks } from './playbooks.js';
+import { records } from './records.js';
 import { didYouMean } from './suggest.js';
 import { users } from './users.js';
 import { webhooks } from './webhooks.js';
@@ -18,7 +19,7 @@ import { workspaces } from './workspaces.js';
  * code 2 for wrong usage and 1 for anything else, and then stdout stays empty.
  */
 
-const RESOURCES: readonly CliResource[] = [workspaces, keys, users, webhooks, playbooks, automation, imports];
+const RESOURCES: readonly CliResource[] = [workspaces, keys, users, webhooks, records, playbooks, automation, imports];
 
 const GLOBAL_OPTIONS = {
   json: { type: 'boolean' },

@@ -16,7 +16,7 @@ export const playbooks: CliResource = {
       required: ['workspace', 'template', 'client'],
       async run({ values }, context) {
         const records = context.records();
-        const workspaceId = await records.workspaceId(stringOption(values, 'workspace')!);
+        const workspaceId = await context.workspaceId(stringOption(values, 'workspace')!);
         return startPlaybookManually(records.commands, workspaceId, stringOption(values, 'template')!, stringOption(values, 'client')!, todayUtc(new Date()));
       },
     },
@@ -34,7 +34,7 @@ export const automation: CliResource = {
       required: ['workspace'],
       async run({ values }, context) {
         const records = context.records();
-        const workspaceId = await records.workspaceId(stringOption(values, 'workspace')!);
+        const workspaceId = await context.workspaceId(stringOption(values, 'workspace')!);
         const limit = Number(stringOption(values, 'limit') ?? '100');
         if (!Number.isInteger(limit) || limit < 1 || limit > 10_000) throw new Error('--limit must be a whole number from 1 to 10000');
         return listRuns(records.commands.events, workspaceId, limit);

@@ -16,8 +16,6 @@ import type { Backends } from '../backends.js';
 
 export interface RecordContext {
   commands: CommandDeps;
-  /** The id of the workspace with this slug; an Error naming the slug when there is none. */
-  workspaceId(slug: string): Promise<string>;
   stop(): Promise<void>;
 }
 
@@ -48,11 +46,6 @@ export function openRecordContext(backends: Backends): RecordContext {
   };
   return {
     commands,
-    async workspaceId(slug) {
-      const workspace = await backends.setup.workspaceBySlug(slug);
-      if (!workspace) throw new Error(`no workspace "${slug}" (see csr workspaces create)`);
-      return workspace.id;
-    },
     async stop() {
       await projector.stop();
     },

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { verifyWebhook } from '../../src/webhooks/signature.js';
+import { checkWebhook } from '../../src/webhooks/signature.js';
 import { csrTool } from '../support/cli.js';
 import { spawnServer, type ServerProcess } from '../support/process.js';
 import { startReceiver, RECEIVER_CA_FILE, type Receiver } from '../support/receiver.js';
@@ -59,7 +59,7 @@ describe('csr webhooks', () => {
 
     expect((await api.post('/api/v1/clients', { name: 'Acme' })).status).toBe(201);
     const [request] = await receiver.waitFor('/crm', (requests) => requests.length === 1);
-    expect(verifyWebhook(request!.rawBody, request!.headers, created.secret).ok).toBe(true);
+    expect(checkWebhook(request!.rawBody, request!.headers, created.secret).ok).toBe(true);
   });
 
   it('create with chosen events and objects; refused addresses, unknown objects and kinds fail with exit 1', async () => {
@@ -103,8 +103,8 @@ describe('csr webhooks', () => {
     await api.post('/api/v1/tasks', { subject: 'After rotation', status: 'Done' });
     const [request] = await receiver.waitFor('/switch', (requests) => requests.length === 1);
     expect(request!.body.data.subject).toBe('After rotation');
-    expect(verifyWebhook(request!.rawBody, request!.headers, rotated.secret).ok).toBe(true);
-    expect(verifyWebhook(request!.rawBody, request!.headers, created.secret).ok).toBe(false);
+    expect(checkWebhook(request!.rawBody, request!.headers, rotated.secret).ok).toBe(true);
+    expect(checkWebhook(request!.rawBody, request!.headers, created.secret).ok).toBe(false);
   });
 
   it('unknown webhook ids fail with exit 1', async () => {
