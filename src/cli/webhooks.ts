@@ -99,6 +99,13 @@ export const webhooks: CliResource = {
         return delivery.status !== 'delivered';
       },
     },
+    'replay-parked': {
+      usage: '',
+      description: 'send again the webhook events set aside after repeated fan-out failures (once the cause is fixed)',
+      async run(_input, context) {
+        return context.webhooks.replayParked();
+      },
+    },
     deliveries: {
       usage: '<id>',
       description: 'the last 50 deliveries of a webhook, newest first',

@@ -111,6 +111,21 @@ export interface PersistentSubscriptionOptions {
   maxRetryCount?: number;
   /** Events handed out and not yet acked, at most. */
   bufferSize?: number;
+  /** How long a retried event waits before it is handed out again (see retryDelayMs). */
+  retryBackoff?: RetryBackoff;
+}
+
+/** The wait before the n-th retry: `initialMs` doubled per earlier retry, at most `maxMs`. */
+export interface RetryBackoff {
+  initialMs: number;
+  maxMs: number;
+}
+
+export const DEFAULT_RETRY_BACKOFF: RetryBackoff = { initialMs: 500, maxMs: 30_000 };
+
+/** The wait before handing out again an event nacked with 'retry' after `retryCount` earlier retries. */
+export function retryDelayMs(retryCount: number, backoff: RetryBackoff = DEFAULT_RETRY_BACKOFF): number {
+  return Math.min(backoff.maxMs, backoff.initialMs * 2 ** Math.min(retryCount, 30));
 }
 
 export interface PersistentEvent {
@@ -123,12 +138,16 @@ export interface PersistentEvent {
 }
 
 /**
- * A consumer of a persistent subscription group on $all. Groups are created when missing,
- * remember their checkpoint across restarts and deliver at least once; several consumers of
- * one group compete for its events.
+ * A consumer of a persistent subscription group on $all. Groups are created when missing and
+ * then start at the current end of the log (a new group never re-sends history); they remember
+ * their checkpoint across restarts and deliver at least once; several consumers of one group
+ * compete for its events. A nack('retry') hands the event out again only after retryDelayMs;
+ * after maxRetryCount retries it is parked until an operator replays the group's parked events.
  */
 export interface PersistentSubscription extends AsyncIterable<PersistentEvent> {
   close(): Promise<void>;
+  /** False while the consumer is not joined to its group (a dropped connection being re-made). */
+  connected(): boolean;
 }
 
 export interface EventStore {
@@ -151,6 +170,11 @@ export interface EventStore {
   readStream(stream: string, options?: ReadStreamOptions): Promise<RecordedEvent[]>;
   subscribeToAll(options: SubscribeToAllOptions): Subscription;
   persistentSubscription(group: string, options?: PersistentSubscriptionOptions): PersistentSubscription;
+  /**
+   * Hands the group's parked events out again (an operator's command, from any process) and
+   * resolves with how many there were. Replayed events start their retries afresh.
+   */
+  replayParked(group: string): Promise<number>;
   /** Position of the newest event in the log (null when empty). */
   headPosition(): Promise<Position | null>;
   close(): Promise<void>;

@@ -113,6 +113,13 @@ describe('csr webhooks', () => {
     }
   });
 
+  it('replay-parked hands parked webhook events back to the running dispatcher and says how many', async () => {
+    expect(await csr.json('webhooks', 'replay-parked')).toEqual({ replayed: 0 });
+    const text = await csr.run('webhooks', 'replay-parked');
+    expect(text.code).toBe(0);
+    expect(text.stdout).toMatch(/replayed/);
+  });
+
   it('the secret is never written to the server log', async () => {
     const created = await csr.json<Created>('webhooks', 'create', '--workspace', slug, '--name', 'Logged', '--url', `${receiver.origin}/logged`);
     await api.post('/api/v1/clients', { name: 'Logged Inc' });

@@ -37,6 +37,7 @@ import type {
   SubscribeToAllOptions,
   Subscription,
 } from '../port.js';
+import { DEFAULT_RETRY_BACKOFF, retryDelayMs } from '../port.js';
 import type { Position } from '../position.js';
 import {
   PERSISTENT_DEFAULTS,
@@ -48,6 +49,8 @@ import {
   isKnownPosition,
   matchesFilter,
   persistentGroupSettings,
+  inFlightLimit,
+  nackBackoff,
   toEsdbPosition,
   toEventData,
   toExpectedRevision,
@@ -75,7 +78,7 @@ export interface EventStoreDbOptions {
   /** e.g. `esdb://localhost:2113?tls=false`, or a cluster: `esdb+discover://host:2113`. */
   connectionString: string;
   /** Told about resubscriptions after errors (pino-compatible; optional). */
-  logger?: { warn(details: object, message: string): void };
+  logger?: { warn(details: object, message: string): void; error(details: object, message: string): void };
   /** How long a persistent-subscription event may stay un-acked before it is handed out again. */
   messageTimeoutMs?: number;
 }
@@ -234,21 +237,31 @@ export function openEventStoreDb(options: EventStoreDbOptions): EventStore {
 
   function persistentSubscription(group: string, subscribeOptions: PersistentSubscriptionOptions = {}): PersistentSubscription {
     assertOpen();
+    const messageTimeoutMs = options.messageTimeoutMs ?? PERSISTENT_DEFAULTS.messageTimeoutMs;
+    const requested = subscribeOptions.bufferSize ?? PERSISTENT_DEFAULTS.bufferSize;
     const settings = persistentGroupSettings({
       ...(subscribeOptions.maxRetryCount !== undefined ? { maxRetryCount: subscribeOptions.maxRetryCount } : {}),
-      ...(options.messageTimeoutMs !== undefined ? { messageTimeoutMs: options.messageTimeoutMs } : {}),
+      messageTimeoutMs,
+      bufferSize: requested,
     });
     const serverFilter = toServerFilter(subscribeOptions.filter);
-    const bufferSize = subscribeOptions.bufferSize ?? PERSISTENT_DEFAULTS.bufferSize;
+    const bufferSize = inFlightLimit(requested, messageTimeoutMs);
+    const backoff = nackBackoff(subscribeOptions.retryBackoff ?? DEFAULT_RETRY_BACKOFF, messageTimeoutMs);
+    let live = false;
     const control = new Control();
     let current: { sub: PersistentSubscriptionToAll; connection: Connection } | null = null;
 
+    /**
+     * Creates the group, or brings an existing one's settings in line with this code's (retries,
+     * timeout, buffers): a group is never left with the settings of an older release. The server
+     * cannot change a group's filter; this adapter filters again on its side (matchesFilter).
+     */
     async function ensureGroup(): Promise<void> {
       try {
         await client.createPersistentSubscriptionToAll(group, settings, { filter: serverFilter });
       } catch (error) {
-        if (error instanceof PersistentSubscriptionExistsError) return;
-        throw error;
+        if (!(error instanceof PersistentSubscriptionExistsError)) throw error;
+        await client.updatePersistentSubscriptionToAll(group, settings);
       }
     }
 
@@ -270,6 +283,7 @@ export function openEventStoreDb(options: EventStoreDbOptions): EventStore {
             }
           }
           const sub = client.subscribeToPersistentSubscriptionToAll(group, { bufferSize });
+          sub.on('confirmation', () => (live = true));
           const connection: Connection = { alive: true, pending: new Set() };
           current = { sub, connection };
           try {
@@ -284,20 +298,25 @@ export function openEventStoreDb(options: EventStoreDbOptions): EventStore {
                 event,
                 retryCount: resolved.retryCount,
                 ack: () => settle(connection, () => sub.ack(resolved)),
-                nack: (action, reason) => settle(connection, () => sub.nack(action === 'park' ? PARK : RETRY, reason, resolved)),
+                nack: async (action, reason) => {
+                  // The server would hand a retried event out again at once: wait first, longer each time.
+                  if (action === 'retry') await control.sleepFor(retryDelayMs(resolved.retryCount, backoff));
+                  await settle(connection, () => sub.nack(action === 'park' ? PARK : RETRY, reason, resolved));
+                },
               };
               if (control.closed) return;
             }
             if (control.closed) return;
-            logger?.warn({ group }, 'EventStoreDB persistent subscription ended by the server; rejoining');
+            logger?.error({ group }, 'EventStoreDB persistent subscription ended by the server; rejoining');
           } catch (error) {
             connection.alive = false; // acks can no longer reach the server: it redelivers instead
             if (control.closed) return;
             const kind = classifySubscriptionError(error);
             if (kind === 'fatal') throw error;
             if (kind === 'group-missing') groupReady = false;
-            logger?.warn({ err: error, group, attempt }, 'EventStoreDB persistent subscription dropped; rejoining');
+            logger?.error({ err: error, group, attempt }, 'EventStoreDB persistent subscription dropped; rejoining');
           } finally {
+            live = false;
             current = null;
             if (connection.alive) await drain(connection);
             connection.alive = false;
@@ -326,7 +345,15 @@ export function openEventStoreDb(options: EventStoreDbOptions): EventStore {
     };
     open.add(handle);
     const iterator = events();
-    return { [Symbol.asyncIterator]: () => iterator, close: handle.close };
+    return { [Symbol.asyncIterator]: () => iterator, close: handle.close, connected: () => live && !control.closed };
+  }
+
+  async function replayParked(group: string): Promise<number> {
+    assertOpen();
+    const info = await client.getPersistentSubscriptionToAllInfo(group);
+    const parked = Number(info.stats.parkedMessageCount);
+    if (parked > 0) await client.replayParkedMessagesToAll(group);
+    return parked;
   }
 
   async function headPosition(): Promise<Position | null> {
@@ -361,7 +388,7 @@ export function openEventStoreDb(options: EventStoreDbOptions): EventStore {
     await client.dispose();
   }
 
-  return { append, appendThen, readStream, subscribeToAll, persistentSubscription, headPosition, close };
+  return { append, appendThen, readStream, subscribeToAll, persistentSubscription, replayParked, headPosition, close };
 }
 
 function assertSomeEvents(stream: string, events: NewEvent[]): void {
@@ -371,6 +398,7 @@ function assertSomeEvents(stream: string, events: NewEvent[]): void {
 /** Close flag plus an interruptible backoff sleep for one subscription. */
 class Control {
   closed = false;
+  private readonly waits = new Set<() => void>();
   private wake: (() => void) | null = null;
 
   sleep(ms: number): Promise<void> {
@@ -390,6 +418,21 @@ class Control {
   close(): void {
     this.closed = true;
     this.wake?.();
+    for (const done of [...this.waits]) done();
+  }
+
+  /** A wait of its own (beside the reconnect sleep), cut short when the subscription closes. */
+  sleepFor(ms: number): Promise<void> {
+    if (this.closed || ms <= 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        this.waits.delete(done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.waits.add(done);
+    });
   }
 }
 

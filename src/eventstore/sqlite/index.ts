@@ -15,6 +15,7 @@ import type {
   Subscription,
 } from '../port.js';
 import { fileSignal, type FileSignal } from '../../runtime/fileSignal.js';
+import { DEFAULT_RETRY_BACKOFF } from '../port.js';
 import { formatPosition, parsePosition, type Position } from '../position.js';
 import { CatchUpSubscription } from './catchUpSubscription.js';
 import { EventLog, openLogFile, type Db } from './eventLog.js';
@@ -140,6 +141,16 @@ class SqliteEventStore implements EventStore {
     return (this.groups.get(group) ?? this.createGroup(group, options)).attach(bufferSize);
   }
 
+  async replayParked(group: string): Promise<number> {
+    this.assertOpen();
+    this.groupTables ??= new GroupTables(this.db);
+    this.groups.get(group)?.persist();
+    const count = this.groupTables.requestReplay(group);
+    // Served here: at once; served by another process: at its next look (groupTables.ts).
+    this.groups.get(group)?.takeReplays();
+    return count;
+  }
+
   async headPosition(): Promise<Position | null> {
     this.assertOpen();
     const head = this.log.headSeq();
@@ -165,7 +176,7 @@ class SqliteEventStore implements EventStore {
     this.groupTables ??= new GroupTables(this.db);
     const group = new PersistentGroup(
       name,
-      { filter: options.filter, maxRetryCount },
+      { filter: options.filter, maxRetryCount, retryBackoff: options.retryBackoff ?? DEFAULT_RETRY_BACKOFF },
       this.groupTables,
       this.log,
       this.watcher,
