@@ -9,6 +9,8 @@ import { RECORDS_PROJECTION } from '../src/readstore/port.js';
 export async function awaitRecords(readStore: ReadStore, position: Position, stopped: () => boolean = () => false): Promise<void> {
   while (!(await readStore.waitForCheckpoint(RECORDS_PROJECTION, position, 5_000))) {
     if (stopped()) throw new Error('stopped while waiting for the records projection');
+    // A closed store answers false at once: look again later rather than spin.
+    await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }
 
