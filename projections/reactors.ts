@@ -1,5 +1,6 @@
 import { todayUtc } from '../queries/recordFormat.js';
 import { automationReactor } from './automation/reactor.js';
+import { lastDailyPass, recordDailyPass } from './dailyPass.js';
 import { healthScoreReactor } from './health/reactor.js';
 import type { Projection } from './projection.js';
 import type { ReactorDeps } from './reactorDeps.js';
@@ -8,8 +9,8 @@ import { startProjection, type RunningProjection } from './runner.js';
 /**
  * The reactors (ARCHITECTURE.md "Reactors"), run with the projections by the projector role:
  * playbook automation and the client health score, each on the projection runner with its own
- * checkpoint, plus their daily pass, made once when they start and then whenever the clock's
- * date (UTC) changes, looked at every `dailyCheckMs`.
+ * checkpoint, plus their daily pass, made when they start and then whenever the clock's
+ * date (UTC) changes, looked at every `dailyCheckMs`; a restart on a day that had its pass skips it.
  */
 
 export interface ReactorRole extends ReactorDeps {
@@ -24,20 +25,21 @@ export function reactorProjections(deps: ReactorDeps) {
 export function startReactors(deps: ReactorRole): RunningProjection {
   const reactors = reactorProjections(deps);
   const running = reactors.map((reactor) => startProjection(deps, reactor as Projection));
-  let lastPass: string | null = null;
+  let lastPass: Promise<string | null> = lastDailyPass(deps.events).catch(() => null);
   let passing: Promise<void> = Promise.resolve();
   let stopped = false;
 
   const dailyPass = async () => {
     const today = todayUtc(deps.clock());
-    if (stopped || today === lastPass) return;
+    if (stopped || today === (await lastPass)) return;
     for (const workspaceId of await deps.listWorkspaceIds()) {
       for (const reactor of reactors) {
         if (stopped) return;
         await reactor.sweep(workspaceId);
       }
     }
-    lastPass = today;
+    await recordDailyPass(deps.events, today);
+    lastPass = Promise.resolve(today);
   };
   const tick = () => {
     passing = passing.then(dailyPass).catch((error: unknown) => deps.logger.error({ err: error }, 'daily reactor pass failed; trying again'));
