@@ -1,7 +1,8 @@
 import { todayUtc } from '../queries/recordFormat.js';
-import { automationReactor } from './automation/reactor.js';
+import { RECORD_STREAM_PREFIX } from '../src/events/records.js';
+import { AUTOMATION_REACTOR, automationReactor } from './automation/reactor.js';
 import { lastDailyPass, recordDailyPass } from './dailyPass.js';
-import { healthScoreReactor } from './health/reactor.js';
+import { HEALTH_SCORE_REACTOR, healthScoreReactor } from './health/reactor.js';
 import type { Projection } from './projection.js';
 import type { ReactorDeps } from './reactorDeps.js';
 import { startProjection, type RunningProjection } from './runner.js';
@@ -17,6 +18,12 @@ export interface ReactorRole extends ReactorDeps {
   listWorkspaceIds(): Promise<string[]>;
   dailyCheckMs: number;
 }
+
+/** The reactors by name and stream filter (what a status listing needs without starting them). */
+export const REACTORS: readonly Pick<Projection, 'name' | 'filter'>[] = [
+  { name: AUTOMATION_REACTOR, filter: { streamPrefixes: [RECORD_STREAM_PREFIX] } },
+  { name: HEALTH_SCORE_REACTOR, filter: { streamPrefixes: [RECORD_STREAM_PREFIX] } },
+];
 
 export function reactorProjections(deps: ReactorDeps) {
   return [automationReactor(deps), healthScoreReactor(deps)];
