@@ -149,6 +149,10 @@ describe('csr import', () => {
   it('--dry-run validates and matches every row and writes nothing', async () => {
     const { ws, api } = await workspace();
     await importJson('clients', file('seed.csv', 'name\nExisting\n'), '--workspace', ws.slug);
+    // The seed's health score is appended a moment later: let it land before taking the log's head.
+    for (let i = 0; i < 200 && (await byName(api, 'clients', 'Existing')).healthScore === null; i++) await new Promise((resolve) => setTimeout(resolve, 25));
+    expect((await byName(api, 'clients', 'Existing')).healthScore).toBe(85);
+    await new Promise((resolve) => setTimeout(resolve, 200));
     const head = await h.svc.service.backends.events.headPosition();
     const { code, result } = await importJson('clients', file('dry.csv', 'name,tier\nExisting,SMB\nNew One,SMB\nBroken,Mega\n'), '--workspace', ws.slug, '--dry-run');
     expect(code).toBe(1);
