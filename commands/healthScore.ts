@@ -1,5 +1,6 @@
 import type { Actor, EventStore } from '../src/eventstore/port.js';
 import { NotFound } from '../src/core/errors.js';
+import { defaultObject } from '../src/schema/catalogue.js';
 import { metadataFor, newAction } from './action.js';
 import { executeRecordCommand } from './record/repository.js';
 
@@ -8,6 +9,9 @@ import { executeRecordCommand } from './record/repository.js';
  * decided like any update, so a score that did not change appends nothing. The field is read only
  * for the API (validation refuses it); this is the one writer.
  */
+
+/** Its name and unique fields: the score changes neither, whatever a workspace added to clients. */
+const CLIENTS = defaultObject('clients')!;
 
 export const HEALTH_SCORE_ACTOR: Actor = { type: 'system', id: 'health-score', name: 'health score' };
 
@@ -19,6 +23,7 @@ export async function writeHealthScores(events: EventStore, workspaceId: string,
       try {
         await executeRecordCommand(
           events,
+          CLIENTS,
           clientId,
           () => ({ type: 'UpdateRecord', workspaceId, object: 'clients', recordId: clientId, fields: { healthScore: score } }),
           metadata,

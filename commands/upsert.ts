@@ -112,7 +112,7 @@ async function savePlan(deps: CommandDeps, action: Action, object: ObjectDef, pl
     plan.recordId = outcome.holder;
     plan.loaded = undefined;
   }
-  const position = await executeRecordCommand(deps.events, plan.recordId, () => commandFor(action, object, plan), metadata, plan.loaded);
+  const position = await executeRecordCommand(deps.events, object, plan.recordId, () => commandFor(action, object, plan), metadata, plan.loaded);
   // Nothing changed, but the record found through its reservation may not be visible yet.
   return position ?? (plan.loaded ? null : await deps.events.headPosition());
 }

@@ -1,7 +1,8 @@
 import type { RecordedEvent } from '../src/eventstore/port.js';
 import { filterKey } from '../src/readstore/filterKey.js';
 import { RECORDS_PROJECTION, type ReadTransaction, type RecordDocument, type Values } from '../src/readstore/port.js';
-import { getObject, recordName } from '../src/schema/catalogue.js';
+import { recordName } from '../src/schema/catalogue.js';
+import type { Catalogues } from '../src/schema/catalogues.js';
 import { RECORD_STREAM_PREFIX, upcast, type RecordEvent } from '../src/events/records.js';
 import { ownCalculations, rollups } from '../src/schema/calculated.js';
 import type { Projection } from './projection.js';
@@ -20,20 +21,32 @@ interface RecordRef {
   id: string;
 }
 
-export const recordProjection: Projection = {
-  name: RECORDS_PROJECTION,
-  filter: { streamPrefixes: [RECORD_STREAM_PREFIX] },
-  async apply(tx, events) {
-    const dirty = new Map<string, RecordRef>();
-    for (const event of events) {
-      const recordEvent = upcast(event);
-      if (recordEvent) await applyEvent(tx, event, recordEvent, dirty);
-    }
-    await recomputeRollups(tx, dirty);
-  },
-};
+/**
+ * The catalogues give each record its name fields; a workspace-defined object created after the
+ * catalogue was read is found by reading the schema again (it precedes its records in the log).
+ */
+export function recordProjection(catalogues: Catalogues): Projection {
+  return {
+    name: RECORDS_PROJECTION,
+    filter: { streamPrefixes: [RECORD_STREAM_PREFIX] },
+    async apply(tx, events) {
+      const dirty = new Map<string, RecordRef>();
+      for (const event of events) {
+        const recordEvent = upcast(event);
+        if (recordEvent) await applyEvent(tx, event, recordEvent, dirty, catalogues);
+      }
+      await recomputeRollups(tx, dirty);
+    },
+  };
+}
 
-async function applyEvent(tx: ReadTransaction, event: RecordedEvent, recordEvent: RecordEvent, dirty: Map<string, RecordRef>): Promise<void> {
+async function applyEvent(
+  tx: ReadTransaction,
+  event: RecordedEvent,
+  recordEvent: RecordEvent,
+  dirty: Map<string, RecordRef>,
+  catalogues: Catalogues,
+): Promise<void> {
   const { workspaceId, object, recordId } = recordEvent.data;
   const existing = await tx.get(workspaceId, object, recordId);
   if (existing && existing.revision >= event.revision) return;
@@ -72,15 +85,16 @@ async function applyEvent(tx: ReadTransaction, event: RecordedEvent, recordEvent
   }
 
   if (next) {
-    next.name = nameOf(next);
+    next.name = await nameOf(next, catalogues);
     next.calculated = calculate(object, next.fields, existing?.calculated ?? {});
     await tx.put(next);
   }
   markParents(dirty, workspaceId, object, existing?.fields, next?.fields);
 }
 
-function nameOf(document: RecordDocument): string | null {
-  const def = getObject(document.workspaceId, document.object);
+async function nameOf(document: RecordDocument, catalogues: Catalogues): Promise<string | null> {
+  const catalogue = catalogues.peek(document.workspaceId) ?? (await catalogues.get(document.workspaceId));
+  const def = catalogue.object(document.object) ?? (await catalogues.refresh(document.workspaceId)).object(document.object);
   return def ? recordName(def, document.fields) : null;
 }
 

@@ -5,6 +5,7 @@ import type { Config } from '../config.js';
 import { createWebhookSender, embeddedFiles, openBackends, productionUrls } from '../backends.js';
 import { NotFound } from '../core/errors.js';
 import type { ReadStore } from '../readstore/port.js';
+import { ObjectManager } from '../setup/objects.js';
 import { cliActor, SetupService } from '../setup/service.js';
 import { WebhookSetup } from '../setup/webhooks.js';
 import { openRecordContext, type RecordContext } from './recordContext.js';
@@ -21,6 +22,7 @@ export interface CliContext {
   readStore: ReadStore;
   /** The id of the workspace with this slug; NotFound when there is none. */
   workspaceId(slug: string): Promise<string>;
+  objects: ObjectManager;
   /** The record writing tools (opened on first use: they run a projector while the command runs). */
   records(): RecordContext;
   close(): Promise<void>;
@@ -41,6 +43,7 @@ export async function openCliContext(config: Config, notice: (text: string) => v
   return {
     records: () => (records ??= openRecordContext(backends)),
     setup: new SetupService({ setup: backends.setup, events: backends.events, actor }),
+    objects: new ObjectManager({ setup: backends.setup, events: backends.events, actor }),
     webhooks: new WebhookSetup({
       setup: backends.setup,
       webhooks: backends.webhooks,
@@ -94,6 +97,8 @@ export interface CliCommand {
 export interface CliResource {
   name: string;
   description: string;
+  /** The command run when none is named. */
+  defaultCommand?: string;
   commands: Record<string, CliCommand>;
 }
 

@@ -2,7 +2,6 @@ import { createReadStream, statSync } from 'node:fs';
 import { basename } from 'node:path';
 import { importCsv, type ImportResult } from '../../commands/import/csvImport.js';
 import { DEFAULT_OBJECTS } from '../schema/defaultObjects.js';
-import { getObject } from '../schema/catalogue.js';
 import { stringOption, UsageError, type CliCommand, type CliResource } from './context.js';
 import { progressReporter } from './progress.js';
 
@@ -28,7 +27,7 @@ function importCommand(objectKey: string): CliCommand {
       }
       const records = context.records();
       const workspaceId = await context.workspaceId(stringOption(values, 'workspace')!);
-      const object = getObject(workspaceId, objectKey);
+      const object = (await context.objects.catalogue(stringOption(values, 'workspace')!)).object(objectKey);
       if (!object) throw new UsageError(`unknown object "${objectKey}"`);
       const input = createReadStream(path);
       const progress = progressReporter(process.stderr, size, () => input.bytesRead);

@@ -2,7 +2,10 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../config.js';
 import { openCliContext, UsageError, type CliCommand, type CliResource, type OptionValues } from './context.js';
+import { fields } from './fields.js';
 import { keys } from './keys.js';
+import { objects } from './objects.js';
+import { openapi } from './openapi.js';
 import { formatJson, formatText } from './output.js';
 import { imports } from './import.js';
 import { automation, playbooks } from './playbooks.js';
@@ -19,7 +22,7 @@ import { workspaces } from './workspaces.js';
  * code 2 for wrong usage and 1 for anything else, and then stdout stays empty.
  */
 
-const RESOURCES: readonly CliResource[] = [workspaces, keys, users, webhooks, records, playbooks, automation, imports];
+const RESOURCES: readonly CliResource[] = [workspaces, keys, users, webhooks, records, objects, fields, openapi, playbooks, automation, imports];
 
 const GLOBAL_OPTIONS = {
   json: { type: 'boolean' },
@@ -110,10 +113,14 @@ function parse(argv: string[]): Parsed {
     else if (flag === '--version' || flag === '-v') return { kind: 'version' };
     else throw new ScopedUsageError(`unknown option ${flag}.${didYouMean(flag, ['--help', '--version', '--json'])} Options of a command come after it`);
   }
-  const [resourceName, commandName, ...rest] = argv.slice(index);
+  const [resourceName, ...afterResource] = argv.slice(index);
   if (resourceName === undefined) return help([]);
   if (resourceName === 'help') return help(argv.slice(index + 1));
   const resource = findResource(resourceName);
+  // A resource with one command (`csr openapi --workspace acme`) takes its options at once.
+  const named = afterResource[0];
+  if (resource.defaultCommand && named !== '--help' && named !== '-h' && !Object.hasOwn(resource.commands, named ?? '')) afterResource.unshift(resource.defaultCommand);
+  const [commandName, ...rest] = afterResource;
   if (commandName === undefined || commandName === '--help' || commandName === '-h') return help([resource.name]);
   if (commandName.startsWith('-')) throw new ScopedUsageError(`missing ${resource.name} command before ${commandName}`, resource);
   const command = findCommand(resource, commandName);

@@ -6,6 +6,7 @@ import { RECORDS_PROJECTION } from '../readstore/port.js';
 import { startProjection, type RunningProjection } from '../../projections/runner.js';
 import { Unavailable } from '../core/errors.js';
 import type { Backends } from '../backends.js';
+import { Catalogues } from '../schema/catalogues.js';
 
 /**
  * What `csr` commands that write records (import, playbooks start) use: the same command code as
@@ -24,9 +25,11 @@ const VISIBILITY_TIMEOUT_MS = 60_000;
 export function openRecordContext(backends: Backends): RecordContext {
   const logger = pino({ level: 'silent' });
   let running: RunningProjection | null = null;
+  // The records projection names records by their workspace's catalogue (custom objects too).
+  const catalogues = new Catalogues(backends.events);
   const projector = backends.whileSoleProjector(
     () => {
-      running = startProjection({ events: backends.events, readStore: backends.readStore, logger }, recordProjection);
+      running = startProjection({ events: backends.events, readStore: backends.readStore, logger }, recordProjection(catalogues));
     },
     async () => {
       await running?.stop();
@@ -48,6 +51,7 @@ export function openRecordContext(backends: Backends): RecordContext {
     commands,
     async stop() {
       await projector.stop();
+      await catalogues.close();
     },
   };
 }

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { cellValue } from '../../commands/import/cells.js';
 import { mapColumns } from '../../commands/import/columns.js';
-import { getObject } from '../../src/schema/catalogue.js';
+import { defaultObject } from '../../src/schema/catalogue.js';
 import type { FieldDef } from '../../src/schema/types.js';
 
-const clients = getObject('w', 'clients')!;
+const clients = defaultObject('clients')!;
 const field = (type: FieldDef['format']['type']): FieldDef => ({ key: 'f', label: 'F', required: false, format: { type } as FieldDef['format'] });
 
 describe('CSV cells (given a field format, when a cell, then the REST input value)', () => {

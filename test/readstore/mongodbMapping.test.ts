@@ -179,3 +179,23 @@ describe('transaction errors', () => {
     expect(explainTransactionError(other)).toBe(other);
   });
 });
+
+describe('records of workspace-defined objects and fields (issue 25)', () => {
+  it('map like default ones: a new object or field needs no index or migration', () => {
+    const custom: RecordDocument = {
+      ...document,
+      object: 'onboardingProjects',
+      name: 'Globex rollout',
+      fields: { name: 'Globex rollout', phase: 'Build', contacts: ['c1', 'c2'], budget: 1200 },
+      calculated: {},
+    };
+    const stored = toMongoRecord(custom);
+    expect(fromMongoRecord(stored)).toEqual(custom);
+    expect(stored.filterKeys).toEqual(expect.arrayContaining([filterEntry('phase', 'build'), filterEntry('contacts', 'c2'), filterEntry('budget', '1200')]));
+    const filter = toMongoFilter({ workspaceId: 'w1', object: 'onboardingProjects', filters: [{ field: 'phase', value: 'build' }] });
+    expect(filter).toMatchObject({ workspaceId: 'w1', object: 'onboardingProjects' });
+    expect(JSON.stringify(filter)).toContain(JSON.stringify(filterEntry('phase', 'build')));
+    // The indexes are on (workspaceId, object, ...) and the generic entries: none names an object or a field.
+    expect(JSON.stringify(RECORD_INDEXES)).not.toMatch(/clients|phase/);
+  });
+});
