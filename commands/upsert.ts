@@ -76,7 +76,7 @@ export async function upsertRecords(
   const failedPlans = new Map<Plan, string>();
   plans.forEach((plan, i) => {
     const outcome = outcomes[i]!;
-    if (outcome.status === 'rejected') failedPlans.set(plan, errorMessage(outcome.reason));
+    if (outcome.status === 'rejected') failedPlans.set(plan, errorMessage(deps, outcome.reason));
     else if (outcome.value) positions.push(outcome.value);
   });
   if (positions.length > 0) await deps.waitVisible(positions.reduce((a, b) => (a > b ? a : b)));
@@ -267,6 +267,8 @@ function dryRunResult(targets: (Plan | undefined)[], errors: SaveResult['errors'
 }
 
 /** A record's failure as its client reads it: typed errors say what to do; anything else is internal and never shown. */
-function errorMessage(error: unknown): string {
-  return error instanceof AppError ? error.message : 'internal error; this record was not saved';
+function errorMessage(deps: CommandDeps, error: unknown): string {
+  if (error instanceof AppError) return error.message;
+  deps.reportInternal?.(error);
+  return 'internal error; this record was not saved';
 }

@@ -1,6 +1,6 @@
 import type { RecordedEvent } from '../src/eventstore/port.js';
 import { filterKey } from '../src/readstore/filterKey.js';
-import { RECORDS_PROJECTION, type ReadTransaction, type RecordDocument, type Values } from '../src/readstore/port.js';
+import { RECORDS_PROJECTION, type LinkEdge, type ReadTransaction, type RecordDocument, type Values } from '../src/readstore/port.js';
 import { recordName } from '../src/schema/catalogue.js';
 import type { Catalogues } from '../src/schema/catalogues.js';
 import { RECORD_STREAM_PREFIX, upcast, type RecordEvent } from '../src/events/records.js';
@@ -31,11 +31,13 @@ export function recordProjection(catalogues: Catalogues): Projection {
     filter: { streamPrefixes: [RECORD_STREAM_PREFIX] },
     async apply(tx, events) {
       const dirty = new Map<string, RecordRef>();
+      const edges: LinkEdge[] = [];
       for (const event of events) {
         const recordEvent = upcast(event);
-        if (recordEvent) await applyEvent(tx, event, recordEvent, dirty, catalogues);
+        if (recordEvent) await applyEvent(tx, event, recordEvent, dirty, catalogues, edges);
       }
       await recomputeRollups(tx, dirty);
+      if (edges.length > 0) await tx.addLinks(edges);
     },
   };
 }
@@ -46,6 +48,7 @@ async function applyEvent(
   recordEvent: RecordEvent,
   dirty: Map<string, RecordRef>,
   catalogues: Catalogues,
+  edges: LinkEdge[],
 ): Promise<void> {
   const { workspaceId, object, recordId } = recordEvent.data;
   const existing = await tx.get(workspaceId, object, recordId);
@@ -88,8 +91,32 @@ async function applyEvent(
     next.name = await nameOf(next, catalogues);
     next.calculated = calculate(object, next.fields, existing?.calculated ?? {});
     await tx.put(next);
+    linkEdges(edges, next);
   }
   markParents(dirty, workspaceId, object, existing?.fields, next?.fields);
+}
+
+/** The links roll-ups follow, remembered for reads as of a past moment (queries/asOf.ts). */
+function linkEdges(edges: LinkEdge[], document: RecordDocument): void {
+  edges.push(...linkEdgesOf(document.workspaceId, document.object, document.id, document.fields));
+}
+
+/** The edges of the roll-up links among `values` (a record's fields, or the new values of an update). */
+export function linkEdgesOf(workspaceId: string, object: string, id: string, values: Values): LinkEdge[] {
+  const edges: LinkEdge[] = [];
+  for (const field of ROLLUP_LINKS.get(object) ?? []) {
+    const target = values[field];
+    if (typeof target === 'string') edges.push({ workspaceId, object, field, id, target });
+  }
+  return edges;
+}
+
+/** Per child object, the link fields its parents' roll-ups follow. */
+const ROLLUP_LINKS = new Map<string, string[]>();
+for (const rollup of rollups) {
+  const fields = ROLLUP_LINKS.get(rollup.source) ?? [];
+  if (!fields.includes(rollup.via)) fields.push(rollup.via);
+  ROLLUP_LINKS.set(rollup.source, fields);
 }
 
 async function nameOf(document: RecordDocument, catalogues: Catalogues): Promise<string | null> {

@@ -3,6 +3,7 @@ import type { ServerType } from '@hono/node-server';
 import type { Logger } from 'pino';
 import { AutoNumbers } from '../commands/autoNumbers.js';
 import type { CommandDeps } from '../commands/deps.js';
+import { backfillLinkEdges } from '../projections/linkBackfill.js';
 import { recordProjection } from '../projections/recordProjection.js';
 import { writeHealthScores } from '../commands/healthScore.js';
 import { firePlaybook } from '../commands/playbook/fire.js';
@@ -65,6 +66,10 @@ export async function startService(
         () => {
           logger.info('this process runs the projections');
           running = startProjection({ events: backends.events, readStore: backends.readStore, logger }, recordProjection(catalogues));
+          // Alongside, not before: the projection writes the edges after the checkpoint it starts from.
+          backfillLinkEdges({ events: backends.events, readStore: backends.readStore, logger }).catch((error: unknown) =>
+            logger.error({ err: error }, 'adding the link edges of older records failed; reads as of a past moment may miss children until the next start'),
+          );
           reactors = startReactors({
             events: backends.events,
             readStore: backends.readStore,
@@ -110,6 +115,7 @@ export async function startService(
       autoNumbers: new AutoNumbers(backends.events),
       listUsers: (workspaceId) => backends.setup.listUsers(workspaceId),
       waitVisible: (position: Position) => waitVisible(backends.readStore, position),
+      reportInternal: (err) => logger.error({ err }, 'a record of an upsert failed unexpectedly'),
     };
     app = createApp({ commands, readStore: backends.readStore, setup: backends.setup, catalogues, logger, clock });
     server = await listen(app.fetch, config);

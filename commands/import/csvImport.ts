@@ -55,7 +55,7 @@ function recordOf(columns: Column[], cells: string[]): Record<string, unknown> {
 
 export async function importCsv(deps: CommandDeps, input: Readable, options: ImportOptions): Promise<ImportResult> {
   const result: ImportResult = { created: 0, updated: 0, errors: [] };
-  const actor = { type: 'cli' as const, id: 'import', name: options.fileName };
+  const actor = { type: 'system' as const, id: 'import', name: options.fileName };
   let columns: Column[] | null = null;
   let rowNumber = 1;
   let batch: Row[] = [];

@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { ParseArgsConfig } from 'node:util';
 import type { Config } from '../config.js';
-import { createWebhookSender, embeddedFiles, openBackends, productionUrls } from '../backends.js';
+import { createWebhookSender, embeddedFiles, openBackends, productionUrls, type Backends } from '../backends.js';
 import { NotFound } from '../core/errors.js';
 import type { ReadStore } from '../readstore/port.js';
 import { ObjectManager } from '../setup/objects.js';
@@ -16,6 +16,10 @@ import { openRecordContext, type RecordContext } from './recordContext.js';
  */
 
 export interface CliContext {
+  /** The stores themselves, for the auditors' read-only commands (history, get, audit). */
+  backends: Pick<Backends, 'events' | 'readStore' | 'setup'>;
+  /** What the stores were opened with (a worker thread opens them again with it). */
+  config: Config;
   setup: SetupService;
   webhooks: WebhookSetup;
   /** The records read model (operator queries such as `records duplicates`). */
@@ -41,6 +45,8 @@ export async function openCliContext(config: Config, notice: (text: string) => v
   const sender = createWebhookSender(config);
   let records: RecordContext | null = null;
   return {
+    backends,
+    config,
     records: () => (records ??= openRecordContext(backends)),
     setup: new SetupService({ setup: backends.setup, events: backends.events, actor }),
     objects: new ObjectManager({ setup: backends.setup, events: backends.events, actor }),
@@ -75,6 +81,9 @@ export type OptionValues = Record<string, string | boolean | undefined>;
 export interface CommandArgs {
   positionals: string[];
   values: OptionValues;
+  /** Where a command that `streams` writes its output, and its progress lines. */
+  stdout: NodeJS.WritableStream;
+  stderr: NodeJS.WritableStream & { isTTY?: boolean };
 }
 
 export interface CliCommand {
@@ -92,14 +101,16 @@ export interface CliCommand {
   failed?(result: never): boolean;
   /** Text form of the result without --json (default: output.ts `formatText`). */
   text?(result: never): string;
+  /** The command writes its own output to `stdout` (e.g. NDJSON); its result is not printed. */
+  streams?: boolean;
 }
 
 export interface CliResource {
   name: string;
   description: string;
-  /** The command run when none is named. */
-  defaultCommand?: string;
   commands: Record<string, CliCommand>;
+  /** A resource that is itself the command (`csr history <object> <id>`): no command name follows. */
+  direct?: CliCommand;
 }
 
 /** A string option's value; undefined when absent. */

@@ -1,7 +1,6 @@
 import { createReadStream, statSync } from 'node:fs';
 import { basename } from 'node:path';
 import { importCsv, type ImportResult } from '../../commands/import/csvImport.js';
-import { DEFAULT_OBJECTS } from '../schema/defaultObjects.js';
 import { stringOption, UsageError, type CliCommand, type CliResource } from './context.js';
 import { progressReporter } from './progress.js';
 
@@ -10,15 +9,15 @@ import { progressReporter } from './progress.js';
  * (issue 26, docs/automation.md). Exit code 1 when any row failed; the others are saved.
  */
 
-function importCommand(objectKey: string): CliCommand {
+function importCommand(): CliCommand {
   return {
-    usage: '<file.csv> --workspace <slug> [--match <fields>] [--dry-run]',
-    description: `import ${objectKey} from a CSV file (UTF-8, header row of field keys or labels)`,
-    positionals: ['file.csv'],
+    usage: '<object> <file.csv> --workspace <slug> [--match <fields>] [--dry-run]',
+    description: 'import records of an object (default or the workspace\'s own) from a CSV file (UTF-8, header row of field keys or labels)',
+    positionals: ['object', 'file.csv'],
     options: { workspace: { type: 'string' }, match: { type: 'string' }, 'dry-run': { type: 'boolean' } },
     required: ['workspace'],
     async run({ positionals, values }, context) {
-      const path = positionals[0]!;
+      const [objectKey, path] = positionals as [string, string];
       let size: number;
       try {
         size = statSync(path).size;
@@ -55,6 +54,7 @@ function importCommand(objectKey: string): CliCommand {
 
 export const imports: CliResource = {
   name: 'import',
-  description: 'import records from a CSV file: csr import <object> <file.csv> --workspace <slug>',
-  commands: Object.fromEntries(DEFAULT_OBJECTS.map((object) => [object.key, importCommand(object.key)])),
+  description: 'records from a CSV file (docs/automation.md)',
+  commands: {},
+  direct: importCommand(),
 };

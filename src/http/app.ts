@@ -4,6 +4,7 @@ import { bearerAuth } from './auth.js';
 import { bodySizeLimit } from './body.js';
 import { errorResponse, handleError } from './errors.js';
 import { openApiRoute } from './openapiRoute.js';
+import { historyRoutes } from './history.js';
 import { recordRoutes } from './records.js';
 import { RequestLog } from './requestLog.js';
 import type { ApiDeps, AppEnv } from './types.js';
@@ -37,6 +38,7 @@ export function createApp(deps: ApiDeps): Hono<AppEnv> {
   app.on(['POST', 'PUT', 'PATCH'], '/api/*', bodySizeLimit());
   app.use('/api/*', bearerAuth(deps.setup, deps.clock));
   openApiRoute(app, deps);
+  historyRoutes(app, deps);
   recordRoutes(app, deps);
 
   app.notFound((c) => errorResponse(c, 404, `no such path: ${c.req.path}`));

@@ -1,4 +1,5 @@
 import type { Context, Hono } from 'hono';
+import { getRecordAsOf, parseAsOf } from '../../queries/asOf.js';
 import { getRecord } from '../../queries/get.js';
 import { listRecords } from '../../queries/list.js';
 import { todayUtc, type RenderContext } from '../../queries/recordFormat.js';
@@ -7,7 +8,7 @@ import { deleteRecord } from '../../commands/delete.js';
 import { patchRecord } from '../../commands/patch.js';
 import { upsertRecords, type SaveResult } from '../../commands/upsert.js';
 import { upsertPlaybooks } from '../../commands/playbook/fromTemplate.js';
-import { MethodNotAllowed, NotFound } from '../core/errors.js';
+import { MethodNotAllowed, NotFound, ValidationFailed } from '../core/errors.js';
 import { isUuid } from '../core/ids.js';
 import type { ObjectDef } from '../schema/types.js';
 import type { Caller } from './auth.js';
@@ -32,25 +33,19 @@ export function recordRoutes(app: Hono<AppEnv>, deps: ApiDeps): void {
     return newAction(caller.workspaceId, { type: 'apiKey', id: caller.key.id, name: caller.key.name }, 'api', c.get('requestId'));
   };
 
-  const readable = async (c: Context<AppEnv>): Promise<ObjectDef> => {
-    const { object, caller } = await objectOf(c);
-    caller.assertCanRead(object.key);
-    return object;
-  };
+  const readable = (c: Context<AppEnv>) => readableObject(c, deps);
   const writable = async (c: Context<AppEnv>): Promise<ObjectDef> => {
-    const { object, caller } = await objectOf(c);
+    const { object, caller } = await objectOf(c, deps);
     caller.assertCanWrite(object.key);
     return object;
   };
-  /** From the workspace's catalogue; read again before answering that the object is unknown. */
-  const objectOf = async (c: Context<AppEnv>): Promise<{ object: ObjectDef; caller: Caller }> => {
-    const caller = c.get('caller');
-    const key = c.req.param('object') ?? '';
-    const catalogue = deps.catalogues.peek(caller.workspaceId) ?? (await deps.catalogues.get(caller.workspaceId));
-    const object = catalogue.object(key) ?? (await deps.catalogues.refresh(caller.workspaceId)).object(key);
-    if (!object) throw new NotFound(`unknown object '${key}'`);
-    return { object, caller };
-  };
+  const asOfDeps = (c: Context<AppEnv>) => ({
+    events: deps.commands.events,
+    find: deps.readStore.find.bind(deps.readStore),
+    linkSources: deps.readStore.linkSources.bind(deps.readStore),
+    catalogue: deps.catalogues.peek(c.get('caller').workspaceId),
+    now: deps.clock(),
+  });
 
   /**
    * The object as the log has it now when the request names a field this process does not know
@@ -67,7 +62,7 @@ export function recordRoutes(app: Hono<AppEnv>, deps: ApiDeps): void {
   app.get('/api/v1/:object', async (c) => {
     const query = c.req.queries();
     const object = await current(c, await readable(c), Object.keys(query));
-    return c.json(await listRecords(renderContext(c), object, query));
+    return c.json(await listRecords(renderContext(c), object, query, asOfDeps(c)));
   });
 
   app.post('/api/v1/:object', async (c) => {
@@ -85,7 +80,12 @@ export function recordRoutes(app: Hono<AppEnv>, deps: ApiDeps): void {
 
   app.get('/api/v1/:object/:id', async (c) => {
     const object = await readable(c);
-    return c.json({ data: await getRecord(renderContext(c), object, recordId(c)) });
+    const asOf = c.req.queries('as_of');
+    if (asOf === undefined) return c.json({ data: await getRecord(renderContext(c), object, recordId(c)) });
+    if (asOf.length !== 1) throw new ValidationFailed(`query parameter 'as_of' is given ${asOf.length} times; give it once`);
+    const deps = asOfDeps(c);
+    const at = parseAsOf(asOf[0]!, deps.now);
+    return c.json({ data: await getRecordAsOf(renderContext(c), deps, object, recordId(c), at) });
   });
 
   app.patch('/api/v1/:object/:id', async (c) => {
@@ -126,7 +126,24 @@ function saveResultBody(result: SaveResult): SaveResult | (SaveResult & { error:
   return { ...errorBody(422, message), ...result };
 }
 
-function recordId(c: Context<AppEnv>): string {
+/** The object of the path, from the workspace's catalogue; read again before answering that it is unknown. */
+async function objectOf(c: Context<AppEnv>, deps: ApiDeps): Promise<{ object: ObjectDef; caller: Caller }> {
+  const caller = c.get('caller');
+  const key = c.req.param('object') ?? '';
+  const catalogue = deps.catalogues.peek(caller.workspaceId) ?? (await deps.catalogues.get(caller.workspaceId));
+  const object = catalogue.object(key) ?? (await deps.catalogues.refresh(caller.workspaceId)).object(key);
+  if (!object) throw new NotFound(`unknown object '${key}'`);
+  return { object, caller };
+}
+
+/** The object of the path, when the caller's key may read it. */
+export async function readableObject(c: Context<AppEnv>, deps: ApiDeps): Promise<ObjectDef> {
+  const { object, caller } = await objectOf(c, deps);
+  caller.assertCanRead(object.key);
+  return object;
+}
+
+export function recordId(c: Context<AppEnv>): string {
   const id = c.req.param('id') ?? '';
   // Ids are stored in lower case: another spelling names no record.
   if (!isUuid(id) || id !== id.toLowerCase()) throw new NotFound(`record '${id}' not found`);

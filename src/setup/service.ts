@@ -48,7 +48,7 @@ export interface NewUserInput {
   email: string;
 }
 
-/** The operator running the tool: OS user name, `csr`. */
+/** The operator running the tool: a user, named by their OS user name (history says "via app"). */
 export function cliActor(): Actor {
   let id = 'unknown';
   try {
@@ -56,7 +56,7 @@ export function cliActor(): Actor {
   } catch {
     // No passwd entry for this uid (some containers): the audit still says it came from csr.
   }
-  return { type: 'cli', id, name: 'csr' };
+  return { type: 'user', id, name: id };
 }
 
 const Slug = v.pipe(

@@ -173,7 +173,7 @@ describe('schema changes are events', () => {
   it('each is in the workspace stream with its actor, in order', async () => {
     const events = await svc.service.backends.events.readStream(workspaceStream(ws.id));
     const schema = events.filter((event) => ['ObjectCreated', 'FieldAdded', 'FieldDeactivated', 'FieldReactivated'].includes(event.type));
-    expect(schema[0]).toMatchObject({ type: 'ObjectCreated', data: { key: OBJECT, label: 'Onboarding Projects' }, metadata: { actor: { type: 'cli', name: 'csr' } } });
+    expect(schema[0]).toMatchObject({ type: 'ObjectCreated', data: { key: OBJECT, label: 'Onboarding Projects' }, metadata: { actor: { type: 'user', name: 'csr' } } });
     expect(schema.map((event) => `${event.type} ${event.data['object'] ?? event.data['key']}.${(event.data['field'] as { key?: string })?.key ?? event.data['key']}`)).toContain(
       'FieldDeactivated contacts.shoeSize',
     );

@@ -194,5 +194,7 @@ describe('csr import', () => {
     expect(bulk!.body).toMatchObject({ event: 'contacts.created.bulk', source: 'import', data: { count: 25 } });
     const [event] = await h.svc.service.backends.events.readStream(recordStream(bulk!.body.data.ids[0]));
     expect(event!.metadata).toMatchObject({ source: 'import', actor: { name: 'people.csv' } });
+    const history = await csr.json<{ via: string }[]>('history', 'contacts', bulk!.body.data.ids[0], '--workspace', ws.slug);
+    expect(history[0]!.via).toBe('via import · people.csv');
   });
 });

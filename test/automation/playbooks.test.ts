@@ -71,7 +71,7 @@ async function playbooksOf(api: Api, clientId: string, expected: number): Promis
 
 describe('When a client is created', () => {
   it('creates the playbook, its ordered steps and its tasks, assigned by the rules, with source automation', async () => {
-    const { api, ana, bo } = await workspace();
+    const { ws, api, ana, bo } = await workspace();
     const templateId = await template(api, { name: 'Onboarding', triggerType: 'When a client is created' }, bo);
     await save(api, 'playbookTemplates', { name: 'Inactive', active: false, triggerType: 'When a client is created' });
     const clientId = await save(api, 'clients', { name: 'Globex', owner: ana });
@@ -101,6 +101,12 @@ describe('When a client is created', () => {
 
     const events = await h.svc.service.backends.events.readStream(recordStream(playbook.id));
     expect(events[0]!.metadata).toMatchObject({ source: 'automation', actor: { type: 'system', id: templateId, name: 'Onboarding' } });
+    const csr = csrTool(h.svc.dataDir);
+    const history = await csr.json<{ via: string }[]>('history', 'playbooks', playbook.id, '--workspace', ws.slug);
+    expect(history[0]!.via).toBe('via automation · Onboarding');
+    // The client's health score came from the reactor too.
+    const clientHistory = await csr.json<{ via: string }[]>('history', 'clients', clientId, '--workspace', ws.slug);
+    expect(clientHistory.map((entry) => entry.via)).toContain('via health score');
   });
 });
 

@@ -199,3 +199,13 @@ describe('records of workspace-defined objects and fields (issue 25)', () => {
     expect(JSON.stringify(RECORD_INDEXES)).not.toMatch(/clients|phase/);
   });
 });
+
+describe('link edges', () => {
+  it('key an edge by all its parts, so that adding it again replaces it with itself', async () => {
+    const { toMongoLinkEdge, LINK_EDGE_INDEXES } = await import('../../src/readstore/mongodb/mapping.js');
+    const edge = { workspaceId: 'w', object: 'invoiceLines', field: 'invoice', id: 'l1', target: 'b1' };
+    expect(toMongoLinkEdge(edge)).toEqual({ _id: '["w","b1","invoiceLines","invoice","l1"]', ...edge });
+    expect(toMongoLinkEdge({ ...edge, id: 'l2' })._id).not.toBe(toMongoLinkEdge(edge)._id);
+    expect(Object.keys(LINK_EDGE_INDEXES[0]!.key)[0]).toBe('workspaceId');
+  });
+});

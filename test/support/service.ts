@@ -49,7 +49,7 @@ export async function startTestService(env: Record<string, string> = {}, options
     webhooks: service.backends.webhooks,
     events: service.backends.events,
     sender,
-    actor: { type: 'cli', id: 'test', name: 'csr' },
+    actor: { type: 'user', id: 'test', name: 'test' },
     retryDelaysMs: config.webhookRetryDelaysMs,
     allowPrivateTargets: config.webhookAllowPrivateTargets,
     clock,
@@ -60,7 +60,7 @@ export async function startTestService(env: Record<string, string> = {}, options
     service,
     config,
     webhooks,
-    objects: new ObjectManager({ setup, events: service.backends.events, actor: { type: 'cli', id: 'test', name: 'csr' } }),
+    objects: new ObjectManager({ setup, events: service.backends.events, actor: { type: 'user', id: 'test', name: 'csr' } }),
     async workspace(slug = `ws-${randomUUID().slice(0, 8)}`) {
       const id = randomUUID();
       await setup.createWorkspace({ id, slug, name: slug, createdAt: new Date().toISOString() });
