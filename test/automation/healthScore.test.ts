@@ -141,7 +141,6 @@ describe('health score', () => {
     } finally {
       now = new Date();
     }
-    await scoreBecomes(client, 85);
   });
 
   it('is written to the log with source "health score" (updated_since sees it); an unchanged score appends nothing', async () => {
