@@ -24,6 +24,12 @@ export interface Config {
   webhookAllowPrivateTargets: boolean;
   /** Extra CA certificates (PEM file) trusted for webhook receivers, e.g. a test receiver's. */
   webhookCaFile: string | null;
+  /** GET /metrics on the API port (METRICS=on; then protect it at the network). */
+  metricsOnApi: boolean;
+  /** A port on 127.0.0.1 serving only GET /metrics (METRICS_PORT), or null. */
+  metricsPort: number | null;
+  /** /health/ready fails when a projection's oldest unapplied event is older than this. */
+  readyMaxLagMs: number;
   /** How often the reactors look whether the date (UTC) changed, to make their daily pass. */
   reactorDailyCheckMs: number;
 }
@@ -53,6 +59,9 @@ const Env = v.object({
   WEBHOOK_TIMEOUT: v.optional(v.string(), '10s'),
   WEBHOOK_ALLOW_PRIVATE_TARGETS: v.optional(v.picklist(['true', 'false'], 'must be true or false'), 'false'),
   WEBHOOK_CA_FILE: v.optional(v.string()),
+  METRICS: v.optional(v.picklist(['on', 'off']), 'off'),
+  METRICS_PORT: v.optional(v.pipe(v.string(), v.regex(/^\d+$/, 'METRICS_PORT must be a port number'))),
+  READY_MAX_LAG: v.optional(v.string(), '30s'),
   REACTOR_DAILY_CHECK: v.optional(v.string(), '1m'),
 });
 
@@ -96,6 +105,9 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     webhookTimeoutMs: durationOf('WEBHOOK_TIMEOUT', e.WEBHOOK_TIMEOUT),
     webhookAllowPrivateTargets: e.WEBHOOK_ALLOW_PRIVATE_TARGETS === 'true',
     webhookCaFile: e.WEBHOOK_CA_FILE ?? null,
+    metricsOnApi: e.METRICS === 'on',
+    metricsPort: e.METRICS_PORT === undefined ? null : Number(e.METRICS_PORT),
+    readyMaxLagMs: parseDuration(e.READY_MAX_LAG),
     reactorDailyCheckMs: parseDuration(e.REACTOR_DAILY_CHECK),
   };
 }

@@ -40,6 +40,8 @@ export function automationReactor(deps: ReactorDeps): AutomationReactor {
 
   return {
     name: AUTOMATION_REACTOR,
+    version: 1,
+    kind: 'reactor',
     filter: { streamPrefixes: [RECORD_STREAM_PREFIX] },
     async apply() {
       // Nothing to project: the reactions are appended by `react`, before the checkpoint.

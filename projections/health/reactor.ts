@@ -61,6 +61,8 @@ export function healthScoreReactor(deps: ReactorDeps): HealthScoreReactor {
 
   return {
     name: HEALTH_SCORE_REACTOR,
+    version: 1,
+    kind: 'reactor',
     filter: { streamPrefixes: [RECORD_STREAM_PREFIX] },
     async apply() {
       // Nothing to project: the reactions are appended by `react`, before the checkpoint.

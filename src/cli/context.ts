@@ -16,10 +16,10 @@ import { openRecordContext, type RecordContext } from './recordContext.js';
  */
 
 export interface CliContext {
-  /** The stores themselves, for the auditors' read-only commands (history, get, audit). */
-  backends: Pick<Backends, 'events' | 'readStore' | 'setup'>;
   /** What the stores were opened with (a worker thread opens them again with it). */
   config: Config;
+  /** The stores themselves, for auditors' and operators' commands (history, audit, projections, backups). */
+  backends: Backends;
   setup: SetupService;
   webhooks: WebhookSetup;
   /** The records read model (operator queries such as `records duplicates`). */
@@ -45,8 +45,8 @@ export async function openCliContext(config: Config, notice: (text: string) => v
   const sender = createWebhookSender(config);
   let records: RecordContext | null = null;
   return {
-    backends,
     config,
+    backends,
     records: () => (records ??= openRecordContext(backends)),
     setup: new SetupService({ setup: backends.setup, events: backends.events, actor }),
     objects: new ObjectManager({ setup: backends.setup, events: backends.events, actor }),
@@ -92,6 +92,13 @@ export interface CliCommand {
   description: string;
   /** Names of the positional arguments, all required, e.g. ['slug']. */
   positionals?: string[];
+  /**
+   * Runs without opening the stores (its context holds only `config`): for commands that copy or
+   * replace the store files themselves (backup, restore).
+   */
+  withoutStores?: boolean;
+  /** Names of positional arguments that may follow the required ones. */
+  optionalPositionals?: string[];
   options?: NonNullable<ParseArgsConfig['options']>;
   /** Options that must be given. */
   required?: string[];

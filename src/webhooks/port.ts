@@ -34,6 +34,17 @@ export interface Webhook {
  * waiting: not attempted yet; retrying: failed, next attempt at nextAttemptAt; delivered: a 2xx
  * answer; failed: the 6th attempt failed; skipped: the webhook was switched off first.
  */
+export interface DeliveryStats {
+  /** Deliveries kept (the last 30 days) by status. */
+  byStatus: Record<DeliveryStatus, number>;
+  /** Claimed by a dispatcher and not settled yet: attempts under way. */
+  inFlight: number;
+  /** Waiting for a retry after a failed attempt. */
+  retrying: number;
+  /** Creation time of the oldest delivery not sent yet (waiting or retrying), or null. */
+  oldestPendingAt: string | null;
+}
+
 export type DeliveryStatus = 'waiting' | 'retrying' | 'delivered' | 'failed' | 'skipped';
 
 /** What is sent for one event, the same for every webhook receiving it (sentAt aside). */
@@ -161,5 +172,7 @@ export interface WebhookStore {
 
   /** Deletes deliveries created before `before`, then payloads and bulk members no delivery needs. */
   purge(before: string): Promise<number>;
+  /** Operators' figures (GET /metrics), as of `now`. */
+  deliveryStats(now: string): Promise<DeliveryStats>;
   close(): Promise<void>;
 }

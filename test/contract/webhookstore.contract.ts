@@ -107,6 +107,26 @@ export function webhookStoreContract(name: string, open: () => Promise<WebhookSt
       expect(await store.deliveries(a.id, 50)).toHaveLength(1);
     });
 
+    it('counts deliveries by status, in flight and retrying, and knows the oldest pending one', async () => {
+      const hooks = [await webhook()];
+      hooks.push(await webhook({ workspaceId: hooks[0]!.workspaceId }), await webhook({ workspaceId: hooks[0]!.workspaceId }));
+      const ids = hooks.map((hook) => hook.id);
+      const before = await store.deliveryStats(at(2));
+      await store.enqueue([{ payload: samplePayload(hooks[0]!.workspaceId), webhookIds: ids }], at(1));
+      const queued = await store.deliveryStats(at(2));
+      expect(queued.byStatus.waiting - before.byStatus.waiting).toBe(3);
+      expect(queued.oldestPendingAt !== null && queued.oldestPendingAt <= at(1)).toBe(true);
+      const [claimed] = await claim(at(1), [ids[0]!]);
+      const sending = await store.deliveryStats(at(2));
+      expect(sending.inFlight - before.inFlight).toBe(1);
+      await store.settle([outcome(claimed!.delivery.id, ids[0]!)]);
+      const settled = await store.deliveryStats(at(2));
+      expect(settled.inFlight - before.inFlight).toBe(0);
+      expect(settled.retrying - before.retrying).toBe(1);
+      expect(settled.byStatus.retrying - before.byStatus.retrying).toBe(1);
+      expect(settled.byStatus.waiting - before.byStatus.waiting).toBe(2);
+    });
+
     it('claims due deliveries once, with their webhook and payload, until the lease ends', async () => {
       const hook = await webhook();
       const event = samplePayload(hook.workspaceId);

@@ -37,7 +37,8 @@ import {
   type PayloadDoc,
   type WebhookDoc,
 } from './mapping.js';
-import type { ClaimedDelivery, Delivery, Webhook, WebhookStore } from '../port.js';
+import type { ClaimedDelivery, Delivery, DeliveryStatus, Webhook, WebhookStore } from '../port.js';
+import { toDeliveryStats } from './stats.js';
 
 /**
  * The webhook store on MongoDB. Collections `webhooks`, `webhookPayloads`, `deliveries`,
@@ -295,6 +296,16 @@ export async function openMongoWebhookStore(options: { client: MongoClient; dbNa
         if (error instanceof AlreadySent) return false;
         throw error;
       }
+    },
+
+    async deliveryStats(now) {
+      const pending = { status: { $in: ['waiting', 'retrying'] as DeliveryStatus[] } };
+      const [groups, inFlight, oldest] = await Promise.all([
+        deliveries.aggregate<{ _id: string; n: number }>([{ $group: { _id: '$status', n: { $sum: 1 } } }]).toArray(),
+        deliveries.countDocuments({ ...pending, claimedUntil: { $gt: now } }),
+        deliveries.find(pending, { sort: { createdAt: 1 }, limit: 1, projection: { createdAt: 1 } }).toArray(),
+      ]);
+      return toDeliveryStats(groups, inFlight, oldest[0]?.createdAt ?? null);
     },
 
     async purge(before) {

@@ -5,6 +5,7 @@ import type {
   BulkGroup,
   ClaimedDelivery,
   Delivery,
+  DeliveryStats,
   DeliveryStatus,
   EventKind,
   Webhook,
@@ -265,6 +266,19 @@ export function openSqliteWebhookStore(options: { path: string }): WebhookStore 
     return deleted;
   });
 
+  /** One snapshot: the counts and the oldest pending agree. */
+  const stats = db.transaction((now: string): DeliveryStats => {
+    const byStatus: Record<DeliveryStatus, number> = { waiting: 0, retrying: 0, delivered: 0, failed: 0, skipped: 0 };
+    for (const row of db.prepare('SELECT status, COUNT(*) AS n FROM deliveries GROUP BY status').all() as { status: DeliveryStatus; n: number }[]) {
+      byStatus[row.status] = row.n;
+    }
+    const inFlight = db
+      .prepare("SELECT COUNT(*) AS n FROM deliveries WHERE status IN ('waiting', 'retrying') AND claimed_until > ?")
+      .get(now) as { n: number };
+    const oldest = db.prepare("SELECT MIN(created_at) AS at FROM deliveries WHERE status IN ('waiting', 'retrying')").get() as { at: string | null };
+    return { byStatus, inFlight: inFlight.n, retrying: byStatus.retrying, oldestPendingAt: oldest.at };
+  });
+
   return {
     async createWebhook(webhook) {
       s.insertWebhook.run({
@@ -327,6 +341,9 @@ export function openSqliteWebhookStore(options: { path: string }): WebhookStore 
     },
     async purge(before) {
       return purge.immediate(before);
+    },
+    async deliveryStats(now) {
+      return stats.immediate(now);
     },
     async close() {
       db.close();
