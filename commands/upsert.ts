@@ -43,6 +43,7 @@ export async function upsertRecords(
   object: ObjectDef,
   body: unknown,
   match: string | undefined,
+  options: { dryRun?: boolean } = {},
 ): Promise<SaveResult> {
   const inputs = recordsOf(body);
   const matchFields = match === undefined ? null : parseMatch(object, match);
@@ -63,6 +64,9 @@ export async function upsertRecords(
     targets[index] = planned;
     if (planned.index === index) plans.push(planned);
   }
+
+  // Validated, resolved and matched exactly as a real save, then nothing is written (csv import --dry-run).
+  if (options.dryRun) return dryRunResult(targets, errors);
 
   const metadata = metadataFor(action, { [object.key]: new Set(plans.map((plan) => plan.recordId)).size });
   const numbersMetadata = metadataFor(action, {});
@@ -250,6 +254,16 @@ function numberedField(object: ObjectDef, values: Values): NumberedField | null 
     return (values[field.key] ?? null) === null ? { object, field: field.key, prefix: field.format.prefix } : null;
   }
   return null;
+}
+
+function dryRunResult(targets: (Plan | undefined)[], errors: SaveResult['errors']): SaveResult {
+  const result: SaveResult = { created: 0, updated: 0, errors, ids: [] };
+  targets.forEach((plan, index) => {
+    if (!plan) return;
+    if (plan.kind === 'create' && plan.index === index) result.created++;
+    else result.updated++;
+  });
+  return result;
 }
 
 /** A record's failure as its client reads it: typed errors say what to do; anything else is internal and never shown. */

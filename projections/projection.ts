@@ -19,4 +19,11 @@ export interface Projection {
   filter: EventFilter;
   /** Must be idempotent: a replayed event (already reflected in the read model) changes nothing. */
   apply(tx: ReadTransaction, events: RecordedEvent[]): Promise<void>;
+  /**
+   * A reactor's appends for the batch, made before the batch's transaction (which then holds only
+   * the checkpoint): a reaction may wait for other projections, which must not happen while this
+   * one holds the read store's write transaction. A crash between the two replays the batch, so
+   * every reaction carries a deterministic key that makes a repeat a no-op.
+   */
+  react?(events: RecordedEvent[]): Promise<void>;
 }

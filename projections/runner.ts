@@ -34,6 +34,7 @@ export function startProjection(
         logger.info({ from }, 'projection subscribing');
         subscription = deps.events.subscribeToAll({ from, filter: projection.filter });
         for await (const batch of readyBatches(subscription, MAX_BATCH)) {
+          await projection.react?.(batch);
           await deps.readStore.transaction(async (tx) => {
             await projection.apply(tx, batch);
             await tx.setCheckpoint(projection.name, batch.at(-1)!.position);

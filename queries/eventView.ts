@@ -30,7 +30,8 @@ export function viaText(metadata: EventMetadata): string {
     case 'api':
       return `via API · ${actor.name}`;
     case 'import':
-      return 'via import';
+      // csr import names the file as its actor (issue 26).
+      return actor.name ? `via import · ${actor.name}` : 'via import';
     case 'automation':
       return actor.name ? `via automation · ${actor.name}` : 'via automation';
     case 'health score':

@@ -30,6 +30,8 @@ export interface Config {
   metricsPort: number | null;
   /** /health/ready fails when a projection's oldest unapplied event is older than this. */
   readyMaxLagMs: number;
+  /** How often the reactors look whether the date (UTC) changed, to make their daily pass. */
+  reactorDailyCheckMs: number;
 }
 
 const ROLES: readonly Role[] = ['api', 'projector', 'dispatcher'];
@@ -60,6 +62,7 @@ const Env = v.object({
   METRICS: v.optional(v.picklist(['on', 'off']), 'off'),
   METRICS_PORT: v.optional(v.pipe(v.string(), v.regex(/^\d+$/, 'METRICS_PORT must be a port number'))),
   READY_MAX_LAG: v.optional(v.string(), '30s'),
+  REACTOR_DAILY_CHECK: v.optional(v.string(), '1m'),
 });
 
 /** A duration variable's value, or an error naming the variable and the accepted forms. */
@@ -105,5 +108,6 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     metricsOnApi: e.METRICS === 'on',
     metricsPort: e.METRICS_PORT === undefined ? null : Number(e.METRICS_PORT),
     readyMaxLagMs: parseDuration(e.READY_MAX_LAG),
+    reactorDailyCheckMs: parseDuration(e.REACTOR_DAILY_CHECK),
   };
 }

@@ -6,6 +6,9 @@ import type { CommandDeps } from '../commands/deps.js';
 import { backfillLinkEdges } from '../projections/linkBackfill.js';
 import { startProjector } from '../projections/projector.js';
 import type { RunningProjection } from '../projections/runner.js';
+import { writeHealthScores } from '../commands/healthScore.js';
+import { firePlaybook } from '../commands/playbook/fire.js';
+import { startReactors } from '../projections/reactors.js';
 import { createWebhookSender, openBackends, type Backends } from './backends.js';
 import type { Config } from './config.js';
 import { Unavailable } from './core/errors.js';
@@ -59,6 +62,7 @@ export async function startService(
 
   if (config.roles.includes('projector')) {
     let running: RunningProjection | null = null;
+    let reactors: RunningProjection | null = null;
     projections.push(
       backends.whileSoleProjector(
         () => {
@@ -68,10 +72,22 @@ export async function startService(
           backfillLinkEdges({ events: backends.events, readStore: backends.readStore, logger }).catch((error: unknown) =>
             logger.error({ err: error }, 'adding the link edges of older records failed; reads as of a past moment may miss children until the next start'),
           );
+          reactors = startReactors({
+            events: backends.events,
+            readStore: backends.readStore,
+            fire: (firing) => firePlaybook(backends, firing),
+            writeHealthScores: (workspaceId, scores) => writeHealthScores(backends.events, workspaceId, scores),
+            logger,
+            clock,
+            dailyCheckMs: config.reactorDailyCheckMs,
+            listWorkspaceIds: async () => (await backends.setup.listWorkspaces()).map((workspace) => workspace.id),
+          });
         },
         async () => {
+          await reactors?.stop();
           await running?.stop();
           running = null;
+          reactors = null;
         },
       ),
     );

@@ -22,7 +22,13 @@ describe('loadConfig', () => {
       metricsOnApi: false,
       metricsPort: null,
       readyMaxLagMs: 30_000,
+      reactorDailyCheckMs: 60_000,
     });
+  });
+
+  it('reads REACTOR_DAILY_CHECK as a duration', () => {
+    expect(loadConfig({ REACTOR_DAILY_CHECK: '50ms' }).reactorDailyCheckMs).toBe(50);
+    expect(() => loadConfig({ REACTOR_DAILY_CHECK: 'daily' })).toThrow('not a duration');
   });
 
   it('reads API_PROCESSES, ROLES and durations', () => {

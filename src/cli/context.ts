@@ -10,6 +10,7 @@ import { Catalogues } from '../schema/catalogues.js';
 import { ObjectManager } from '../setup/objects.js';
 import { cliActor, SetupService } from '../setup/service.js';
 import { WebhookSetup } from '../setup/webhooks.js';
+import { openRecordContext, type RecordContext } from './recordContext.js';
 
 /**
  * What `csr` commands work with, and the shape of the command table: a resource (workspaces,
@@ -28,6 +29,8 @@ export interface CliContext {
   /** The id of the workspace with this slug; NotFound when there is none. */
   workspaceId(slug: string): Promise<string>;
   objects: ObjectManager;
+  /** The record writing tools (opened on first use: they run a projector while the command runs). */
+  records(): RecordContext;
   close(): Promise<void>;
 }
 
@@ -42,9 +45,11 @@ export async function openCliContext(config: Config, notice: (text: string) => v
   if (fresh) notice(`no store in ${resolve(config.dataDir)} yet: created a new one there (DATA_DIR chooses another)`);
   const actor = cliActor();
   const sender = createWebhookSender(config);
+  let records: RecordContext | null = null;
   return {
     config,
     backends,
+    records: () => (records ??= openRecordContext(backends)),
     setup: new SetupService({ setup: backends.setup, events: backends.events, actor }),
     objects: new ObjectManager({ setup: backends.setup, events: backends.events, actor }),
     webhooks: new WebhookSetup({
@@ -64,6 +69,7 @@ export async function openCliContext(config: Config, notice: (text: string) => v
       return workspace.id;
     },
     async close() {
+      await records?.stop();
       sender.close();
       await backends.close();
     },

@@ -10,6 +10,8 @@ import { objects } from './objects.js';
 import { openapi } from './openapi.js';
 import { projections } from './projections.js';
 import { formatJson, formatText } from './output.js';
+import { imports } from './import.js';
+import { automation, playbooks } from './playbooks.js';
 import { get, history } from './history.js';
 import { records } from './records.js';
 import { didYouMean } from './suggest.js';
@@ -24,7 +26,7 @@ import { workspaces } from './workspaces.js';
  * code 2 for wrong usage and 1 for anything else, and then stdout stays empty.
  */
 
-const RESOURCES: readonly CliResource[] = [workspaces, keys, users, webhooks, records, objects, fields, openapi, history, get, audit, projections, backup, restore];
+const RESOURCES: readonly CliResource[] = [workspaces, keys, users, webhooks, records, objects, fields, openapi, history, get, audit, projections, backup, restore, playbooks, automation, imports];
 
 const GLOBAL_OPTIONS = {
   json: { type: 'boolean' },

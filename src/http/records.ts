@@ -7,6 +7,7 @@ import { newAction } from '../../commands/action.js';
 import { deleteRecord } from '../../commands/delete.js';
 import { patchRecord } from '../../commands/patch.js';
 import { upsertRecords, type SaveResult } from '../../commands/upsert.js';
+import { upsertPlaybooks } from '../../commands/playbook/fromTemplate.js';
 import { MethodNotAllowed, NotFound, ValidationFailed } from '../core/errors.js';
 import { isUuid } from '../core/ids.js';
 import type { ObjectDef } from '../schema/types.js';
@@ -72,7 +73,8 @@ export function recordRoutes(app: Hono<AppEnv>, deps: ApiDeps): void {
       return c.json(errorBody(422, `unknown or repeated query parameter: ${unknown[0] ?? 'match'} (only ?match= is accepted)`), 422);
     }
     const body = await readJsonBody(c);
-    const result = await upsertRecords(deps.commands, action(c), await current(c, object, namesIn(body)), body, match?.[0]);
+    const save = object.key === 'playbooks' ? upsertPlaybooks : upsertRecords;
+    const result = await save(deps.commands, action(c), await current(c, object, namesIn(body)), body, match?.[0]);
     return c.json(saveResultBody(result), saveStatus(result));
   });
 

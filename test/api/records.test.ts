@@ -138,7 +138,13 @@ describe('list', () => {
     const ws = await svc.workspace();
     const own = client(svc, (await ws.key()).key);
     const first = (await own.post('/api/v1/clients', { name: 'Old' })).body.ids[0];
-    const old = (await own.get(`/api/v1/clients/${first}`)).body.data;
+    // Its health score comes a moment later and moves updatedAt (docs/automation.md): wait for it.
+    let old = (await own.get(`/api/v1/clients/${first}`)).body.data;
+    for (let i = 0; i < 400 && old.healthScore === null; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      old = (await own.get(`/api/v1/clients/${first}`)).body.data;
+    }
+    expect(old.healthScore).toBe(85);
     await new Promise((resolve) => setTimeout(resolve, 5));
     await own.post('/api/v1/clients', { name: 'New' });
     const since = await own.get(`/api/v1/clients?updated_since=${encodeURIComponent(old.updatedAt)}`);

@@ -1,0 +1,86 @@
+import { RECORD_STREAM_PREFIX, upcast } from '../../src/events/records.js';
+import type { RecordedEvent } from '../../src/eventstore/port.js';
+import { todayUtc } from '../../queries/recordFormat.js';
+import { awaitRecords, Serial } from '../awaitRecords.js';
+import type { Projection } from '../projection.js';
+import type { ReactorDeps } from '../reactorDeps.js';
+import { affectedBy } from './affected.js';
+import { healthScore } from './formula.js';
+import { findAllDocuments, loadHealthInputs } from './inputs.js';
+
+/**
+ * The health score reactor (PRODUCT.md "Health score"): a projection over record events that
+ * appends `clients.healthScore` (source `health score`) for every client whose inputs changed,
+ * and, once a day, for every client (the date-relative inputs move by themselves). The score is
+ * a function of the current records, so a replayed batch computes the same numbers and appends
+ * nothing: an unchanged score appends no event.
+ */
+
+export const HEALTH_SCORE_REACTOR = 'health score';
+
+export interface HealthScoreReactor extends Projection {
+  /** Recomputes every client of the workspace (the daily pass). */
+  sweep(workspaceId: string): Promise<void>;
+}
+
+export function healthScoreReactor(deps: ReactorDeps): HealthScoreReactor {
+  const logger = deps.logger.child({ reactor: HEALTH_SCORE_REACTOR });
+  const serial = new Serial();
+
+  async function clientsOf(events: RecordedEvent[]): Promise<Map<string, Set<string>>> {
+    const dirty = new Map<string, Set<string>>();
+    const mark = (workspaceId: string, id: string) => {
+      let set = dirty.get(workspaceId);
+      if (!set) dirty.set(workspaceId, (set = new Set()));
+      set.add(id);
+    };
+    for (const event of events) {
+      const recordEvent = upcast(event);
+      if (!recordEvent) continue;
+      const { workspaceId, object, recordId } = recordEvent.data;
+      const current = recordEvent.type === 'RecordUpdated' ? await deps.readStore.get(workspaceId, object, recordId) : null;
+      const affected = affectedBy(recordEvent, current);
+      for (const client of affected.clients) mark(workspaceId, client);
+      for (const via of affected.via) {
+        const linked = await deps.readStore.get(workspaceId, via.object, via.id);
+        const client = linked?.fields['client'];
+        if (typeof client === 'string') mark(workspaceId, client);
+      }
+    }
+    return dirty;
+  }
+
+  async function recompute(workspaceId: string, clientIds: Iterable<string>): Promise<void> {
+    const today = todayUtc(deps.clock());
+    const scores: [string, number][] = [];
+    for (const clientId of clientIds) {
+      scores.push([clientId, healthScore(await loadHealthInputs(deps.readStore, workspaceId, clientId, today), today)]);
+    }
+    await deps.writeHealthScores(workspaceId, scores);
+  }
+
+  return {
+    name: HEALTH_SCORE_REACTOR,
+    version: 1,
+    kind: 'reactor',
+    filter: { streamPrefixes: [RECORD_STREAM_PREFIX] },
+    async apply() {
+      // Nothing to project: the reactions are appended by `react`, before the checkpoint.
+    },
+    react(events) {
+      return serial.run(async () => {
+        await awaitRecords(deps.readStore, events.at(-1)!.position);
+        for (const [workspaceId, clients] of await clientsOf(events)) await recompute(workspaceId, clients);
+      });
+    },
+    // Without waiting: what the read model does not show yet, a reaction recomputes afterwards
+    // (the two take turns, so a pass never overwrites a newer reaction's score).
+    sweep(workspaceId) {
+      return serial.run(async () => {
+        const clients = await findAllDocuments(deps.readStore, workspaceId, 'clients', []);
+        logger.debug({ workspaceId, clients: clients.length }, 'daily health score pass');
+        await recompute(workspaceId, clients.map((client) => client.id));
+      });
+    },
+  };
+}

@@ -1,0 +1,191 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { recordStream } from '../../src/events/records.js';
+import { addDays } from '../../src/schema/dates.js';
+import { startWebhookHarness, type WebhookHarness } from '../support/webhookHarness.js';
+
+/**
+ * The client health score (PRODUCT.md "Health score", issue 26): recomputed by a reactor when an
+ * input changes and once a day, appended with source `health score`, never sent to webhooks on
+ * its own, read only through the API. A fresh client scores 85: no meeting or conversation in
+ * the last 60 days costs 15.
+ */
+
+let h: WebhookHarness;
+let now = new Date();
+const today = () => now.toISOString().slice(0, 10);
+const day = (offset: number) => addDays(today(), offset)!;
+
+beforeAll(async () => {
+  h = await startWebhookHarness({ REACTOR_DAILY_CHECK: '50ms' }, { clock: () => now });
+});
+
+afterAll(async () => {
+  await h?.close();
+});
+
+async function newClient(name: string): Promise<string> {
+  const saved = await h.api.post('/api/v1/clients', { name });
+  expect(saved.status).toBe(201);
+  return saved.body.ids[0];
+}
+
+async function scoreOf(id: string): Promise<number | null> {
+  return (await h.api.get(`/api/v1/clients/${id}`)).body.data.healthScore;
+}
+
+async function scoreBecomes(id: string, expected: number): Promise<void> {
+  let last: number | null = null;
+  for (let i = 0; i < 200; i++) {
+    last = await scoreOf(id);
+    if (last === expected) return;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  throw new Error(`healthScore stayed ${last}, expected ${expected}`);
+}
+
+const post = async (object: string, body: unknown) => {
+  const saved = await h.api.post(`/api/v1/${object}`, body);
+  expect(saved.status, JSON.stringify(saved.body)).toBeLessThan(300);
+  return saved.body.ids[0] as string;
+};
+
+describe('health score', () => {
+  it('a new client scores 85 (no engagement); a recent conversation makes it 100', async () => {
+    const client = await newClient('Fresh Co');
+    await scoreBecomes(client, 85);
+    await post('conversations', { subject: 'Hello', client, date: `${today()}T10:00:00Z`, channel: 'Email' });
+    await scoreBecomes(client, 100);
+  });
+
+  it('a Completed meeting of the last 60 days counts as engagement; a Scheduled one does not', async () => {
+    const client = await newClient('Meeting Co');
+    const meeting = await post('meetings', { title: 'QBR', client, start: `${day(-10)}T10:00:00Z`, status: 'Scheduled' });
+    await scoreBecomes(client, 85);
+    await h.api.patch(`/api/v1/meetings/${meeting}`, { status: 'Completed' });
+    await scoreBecomes(client, 100);
+    await h.api.patch(`/api/v1/meetings/${meeting}`, { start: `${day(-61)}T10:00:00Z` });
+    await scoreBecomes(client, 85);
+  });
+
+  it('billing: 10 for an overdue invoice, 25 once it is more than 30 days overdue, 0 once paid', async () => {
+    const client = await newClient('Billing Co');
+    await scoreBecomes(client, 85);
+    const invoice = await post('billing', { client, status: 'Sent', issueDate: day(-10), paymentTerms: 'Due on receipt' });
+    await post('invoiceLines', { invoice, description: 'Licence', quantity: 1, unitPrice: 100 });
+    await scoreBecomes(client, 75);
+    await h.api.patch(`/api/v1/billing/${invoice}`, { issueDate: day(-31) });
+    await scoreBecomes(client, 60);
+    await h.api.patch(`/api/v1/billing/${invoice}`, { amountPaid: 100 });
+    await scoreBecomes(client, 85);
+  });
+
+  it('sentiment: the latest survey of the last 180 days, linked directly or through a contact', async () => {
+    const client = await newClient('Survey Co');
+    await scoreBecomes(client, 85);
+    const contact = await post('contacts', { firstName: 'Sam', lastName: 'Survey', client });
+    await post('surveys', { type: 'NPS', score: 3, date: day(-5), contact });
+    await scoreBecomes(client, 60);
+    const passive = await post('surveys', { type: 'CSAT', score: 3, date: day(-1), client });
+    await scoreBecomes(client, 75);
+    await h.api.patch(`/api/v1/surveys/${passive}`, { score: 5 });
+    await scoreBecomes(client, 85);
+    await h.api.delete(`/api/v1/surveys/${passive}`);
+    await scoreBecomes(client, 60);
+    // The contact moves to another client: its survey goes with it.
+    const other = await newClient('Other Survey Co');
+    await h.api.patch(`/api/v1/contacts/${contact}`, { client: other });
+    await scoreBecomes(client, 85);
+    await scoreBecomes(other, 60);
+  });
+
+  it('work: 5 per overdue task, at most 20', async () => {
+    const client = await newClient('Work Co');
+    await scoreBecomes(client, 85);
+    const tasks = Array.from({ length: 5 }, (_, i) => ({ subject: `Late ${i}`, client, status: 'Not started', dueDate: day(-2) }));
+    const saved = await h.api.post('/api/v1/tasks', tasks);
+    expect(saved.status).toBe(201);
+    await scoreBecomes(client, 65);
+    for (const id of saved.body.ids.slice(0, 3)) await h.api.patch(`/api/v1/tasks/${id}`, { status: 'Done' });
+    await scoreBecomes(client, 75);
+  });
+
+  it('renewal: 10 for an Upcoming or Lost renewal due within 90 days', async () => {
+    const client = await newClient('Renewal Co');
+    await scoreBecomes(client, 85);
+    const renewal = await post('renewals', { name: 'Renewal 1', client, renewalDate: day(30), stage: 'Upcoming' });
+    await scoreBecomes(client, 75);
+    await h.api.patch(`/api/v1/renewals/${renewal}`, { stage: 'Negotiation' });
+    await scoreBecomes(client, 85);
+    await h.api.patch(`/api/v1/renewals/${renewal}`, { stage: 'Lost', renewalDate: day(91) });
+    await scoreBecomes(client, 85);
+    await h.api.patch(`/api/v1/renewals/${renewal}`, { renewalDate: day(90) });
+    await scoreBecomes(client, 75);
+  });
+
+  it('goals: 10 for a goal At risk or Missed', async () => {
+    const client = await newClient('Goal Co');
+    await scoreBecomes(client, 85);
+    const goal = await post('goals', { name: 'Adoption', client, status: 'At risk' });
+    await scoreBecomes(client, 75);
+    await h.api.patch(`/api/v1/goals/${goal}`, { status: 'Achieved' });
+    await scoreBecomes(client, 85);
+  });
+
+  it('moves once a day for date-relative inputs (a task falling overdue), with the clock', async () => {
+    const client = await newClient('Clock Co');
+    await post('tasks', { subject: 'Due tomorrow', client, status: 'Waiting', dueDate: day(1) });
+    await scoreBecomes(client, 85);
+    now = new Date(now.getTime() + 2 * 86_400_000);
+    try {
+      await scoreBecomes(client, 80);
+    } finally {
+      now = new Date();
+    }
+  });
+
+  it('is written to the log with source "health score" (updated_since sees it); an unchanged score appends nothing', async () => {
+    const client = await newClient('Log Co');
+    await scoreBecomes(client, 85);
+    const before = (await h.api.get(`/api/v1/clients/${client}`)).body.data.updatedAt;
+    const goal = await post('goals', { name: 'Retention', client, status: 'Missed' });
+    await scoreBecomes(client, 75);
+    const since = await h.api.get(`/api/v1/clients?updated_since=${encodeURIComponent(before)}`);
+    expect(since.body.data.map((record: { id: string }) => record.id)).toContain(client);
+    const stream = await h.svc.service.backends.events.readStream(recordStream(client));
+    const last = stream.at(-1)!;
+    expect(last.metadata.source).toBe('health score');
+    expect(last.data['changes']).toEqual({ healthScore: { from: 85, to: 75 } });
+    // An input change that keeps the score appends nothing to the client.
+    await h.api.patch(`/api/v1/goals/${goal}`, { description: 'still missed' });
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(await h.svc.service.backends.events.readStream(recordStream(client))).toHaveLength(stream.length);
+  });
+
+  it('cannot be written through the API (422, read only)', async () => {
+    const client = await newClient('Read Only Co');
+    const patched = await h.api.patch(`/api/v1/clients/${client}`, { healthScore: 10 });
+    expect(patched.status).toBe(422);
+    expect(patched.body.error.message).toContain('read only');
+    const posted = await h.api.post('/api/v1/clients', { name: 'Scored', healthScore: 50 });
+    expect(posted.status).toBe(422);
+  });
+
+  it('a change of only healthScore is not sent to webhooks; a change of health is', async () => {
+    const hook = await h.hook('/health', { objects: ['clients'] });
+    const client = await newClient('Webhook Co');
+    await h.receiver.waitFor('/health', (all) => all.length === 1);
+    await scoreBecomes(client, 85);
+    await post('goals', { name: 'Goal', client, status: 'At risk' });
+    await scoreBecomes(client, 75);
+    const patched = await h.api.patch(`/api/v1/clients/${client}`, { health: 'At Risk' });
+    expect(patched.status).toBe(200);
+    const requests = await h.receiver.waitFor('/health', (all) => all.length >= 2);
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    const received = h.receiver.received('/health').filter((request) => request.body.data.id === client);
+    expect(received.map((request) => request.body.event)).toEqual(['clients.created', 'clients.updated']);
+    expect(received[1]!.body.source).toBe('api');
+    expect(received[1]!.body.data.health).toBe('At Risk');
+    expect(requests.length).toBeGreaterThan(0);
+    expect(hook).toBeTruthy();
+  });
+});

@@ -1,0 +1,249 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { firePlaybook } from '../../commands/playbook/fire.js';
+import { listRuns } from '../../commands/playbook/runs.js';
+import { recordStream } from '../../src/events/records.js';
+import { addDays } from '../../src/schema/dates.js';
+import { csrTool } from '../support/cli.js';
+import { client as apiClient } from '../support/service.js';
+import { startWebhookHarness, type WebhookHarness } from '../support/webhookHarness.js';
+
+/**
+ * Playbook rules (issue 26): each trigger type, assignment rules, failed runs, manual starts from
+ * `csr` and POST /playbooks with a template, exactly once per trigger instance.
+ */
+
+let h: WebhookHarness;
+let now = new Date();
+const today = () => now.toISOString().slice(0, 10);
+const day = (offset: number) => addDays(today(), offset)!;
+
+beforeAll(async () => {
+  h = await startWebhookHarness({ REACTOR_DAILY_CHECK: '50ms' }, { clock: () => now });
+});
+
+afterAll(async () => {
+  await h?.close();
+});
+
+type Api = ReturnType<typeof apiClient>;
+
+async function workspace() {
+  const ws = await h.svc.workspace();
+  const api = apiClient(h.svc.url, (await ws.key()).key);
+  const ana = await ws.addUser('Ana Lima', 'ana@x.test');
+  const bo = await ws.addUser('Bo Chen', 'bo@x.test');
+  return { ws, api, ana, bo };
+}
+
+async function save(api: Api, object: string, body: unknown): Promise<string> {
+  const saved = await api.post(`/api/v1/${object}`, body);
+  expect(saved.status, JSON.stringify(saved.body)).toBeLessThan(300);
+  return saved.body.ids[0];
+}
+
+/** A template with two steps (given out of order) and one task per assignment rule. */
+async function template(api: Api, fields: Record<string, unknown>, bo: string): Promise<string> {
+  const id = await save(api, 'playbookTemplates', { active: true, ...fields });
+  // Posted with ?match=template,name: step and task names repeat across templates.
+  const second = await save(api, 'templateSteps?match=template,name', { name: 'Second', template: id, order: 2, dueAfterDays: 14 });
+  const first = await save(api, 'templateSteps?match=template,name', { name: 'First', template: id, order: 1, dueAfterDays: 7 });
+  await save(api, 'templateTasks?match=template,subject', [
+    { subject: 'Kick off', step: first, template: id, dueAfterDays: 2, priority: 'High', assignTo: 'Playbook owner' },
+    { subject: 'Call the owner', step: first, template: id, assignTo: "Client's account owner" },
+    { subject: 'Review', step: second, template: id, dueAfterDays: 10, assignTo: 'Specific user', assignee: bo },
+  ]);
+  return id;
+}
+
+async function playbooksOf(api: Api, clientId: string, expected: number): Promise<any[]> {
+  let found: any[] = [];
+  for (let i = 0; i < 200; i++) {
+    found = (await api.get(`/api/v1/playbooks?client=${clientId}`)).body.data;
+    if (found.length >= expected) break;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  // Nothing more comes later.
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  found = (await api.get(`/api/v1/playbooks?client=${clientId}`)).body.data;
+  expect(found).toHaveLength(expected);
+  return found;
+}
+
+describe('When a client is created', () => {
+  it('creates the playbook, its ordered steps and its tasks, assigned by the rules, with source automation', async () => {
+    const { ws, api, ana, bo } = await workspace();
+    const templateId = await template(api, { name: 'Onboarding', triggerType: 'When a client is created' }, bo);
+    await save(api, 'playbookTemplates', { name: 'Inactive', active: false, triggerType: 'When a client is created' });
+    const clientId = await save(api, 'clients', { name: 'Globex', owner: ana });
+
+    const [playbook] = await playbooksOf(api, clientId, 1);
+    expect(playbook).toMatchObject({
+      name: 'Onboarding',
+      client: { id: clientId, name: 'Globex' },
+      owner: { id: ana, name: 'Ana Lima' },
+      status: 'Not started',
+      startDate: today(),
+      template: { id: templateId, name: 'Onboarding' },
+      source: 'When a client is created',
+      triggerKey: `${templateId}:${clientId}:created`,
+      taskCount: 3,
+    });
+    const steps = (await api.get(`/api/v1/playbookSteps?playbook=${playbook.id}`)).body.data;
+    expect(steps.map((step: any) => [step.name, step.order, step.dueDate])).toEqual([
+      ['First', 1, day(7)],
+      ['Second', 2, day(14)],
+    ]);
+    const tasks = (await api.get(`/api/v1/tasks?playbook=${playbook.id}`)).body.data;
+    const bySubject = Object.fromEntries(tasks.map((task: any) => [task.subject, task]));
+    expect(bySubject['Kick off']).toMatchObject({ assignee: { id: ana }, dueDate: day(2), priority: 'High', status: 'Not started', step: { id: steps[0].id }, client: { id: clientId } });
+    expect(bySubject['Call the owner']).toMatchObject({ assignee: { id: ana }, dueDate: day(7), step: { id: steps[0].id } });
+    expect(bySubject['Review']).toMatchObject({ assignee: { id: bo }, dueDate: day(10), step: { id: steps[1].id } });
+
+    const events = await h.svc.service.backends.events.readStream(recordStream(playbook.id));
+    expect(events[0]!.metadata).toMatchObject({ source: 'automation', actor: { type: 'system', id: templateId, name: 'Onboarding' } });
+    const csr = csrTool(h.svc.dataDir);
+    const history = await csr.json<{ via: string }[]>('history', 'playbooks', playbook.id, '--workspace', ws.slug);
+    expect(history[0]!.via).toBe('via automation · Onboarding');
+    // The client's health score came from the reactor too.
+    const clientHistory = await csr.json<{ via: string }[]>('history', 'clients', clientId, '--workspace', ws.slug);
+    expect(clientHistory.map((entry) => entry.via)).toContain('via health score');
+  });
+});
+
+describe('When a field changes', () => {
+  it('fires when the field changes to the value (any case), once per change; an empty value fires on any change', async () => {
+    const { api, ana, bo } = await workspace();
+    await template(api, { name: 'Rescue', triggerType: 'When a field changes', triggerField: 'health', triggerValue: 'at risk' }, bo);
+    await template(api, { name: 'Tier review', triggerType: 'When a field changes', triggerField: 'tier' }, bo);
+    const clientId = await save(api, 'clients', { name: 'Initech', owner: ana, health: 'At Risk' });
+    await playbooksOf(api, clientId, 0); // creating is not a change
+    await api.patch(`/api/v1/clients/${clientId}`, { notes: 'unrelated' });
+    await api.patch(`/api/v1/clients/${clientId}`, { health: 'Healthy' });
+    await playbooksOf(api, clientId, 0);
+    await api.patch(`/api/v1/clients/${clientId}`, { health: 'At Risk' });
+    const [rescue] = await playbooksOf(api, clientId, 1);
+    expect(rescue).toMatchObject({ name: 'Rescue', source: 'When a field changes' });
+    await api.patch(`/api/v1/clients/${clientId}`, { health: 'Healthy' });
+    await api.patch(`/api/v1/clients/${clientId}`, { health: 'At Risk', tier: 'SMB' });
+    const all = await playbooksOf(api, clientId, 3);
+    expect(all.map((playbook) => playbook.name).sort()).toEqual(['Rescue', 'Rescue', 'Tier review']);
+    expect(new Set(all.map((playbook) => playbook.triggerKey)).size).toBe(3);
+  });
+});
+
+describe('Days before a date', () => {
+  it('fires when the date comes within triggerDays, when it is set and on the daily pass, once per date', async () => {
+    const { api, ana, bo } = await workspace();
+    const templateId = await template(api, { name: 'Renewal prep', triggerType: 'Days before a date', triggerField: 'renewalDate', triggerDays: 30 }, bo);
+    const soon = await save(api, 'clients', { name: 'Soon Co', owner: ana, renewalDate: day(40) });
+    const later = await save(api, 'clients', { name: 'Later Co', owner: ana });
+    await playbooksOf(api, soon, 0);
+    await api.patch(`/api/v1/clients/${later}`, { renewalDate: day(12) });
+    const [laterPlaybook] = await playbooksOf(api, later, 1);
+    expect(laterPlaybook.triggerKey).toBe(`${templateId}:${later}:date:renewalDate=${day(12)}`);
+
+    const renewal = day(40);
+    now = new Date(now.getTime() + 10 * 86_400_000);
+    try {
+      const [playbook] = await playbooksOf(api, soon, 1);
+      expect(playbook).toMatchObject({ name: 'Renewal prep', source: 'Days before a date', startDate: today() });
+      expect(playbook.triggerKey).toBe(`${templateId}:${soon}:date:renewalDate=${renewal}`);
+      // Another day passes: the same date does not fire again.
+      now = new Date(now.getTime() + 86_400_000);
+      await playbooksOf(api, soon, 1);
+    } finally {
+      now = new Date();
+    }
+  });
+});
+
+describe('Manually', () => {
+  it('csr playbooks start makes the playbook for a client by name; automation runs lists it', async () => {
+    const { ws, api, ana, bo } = await workspace();
+    const templateId = await template(api, { name: 'QBR prep', triggerType: 'Manually' }, bo);
+    const clientId = await save(api, 'clients', { name: 'Hooli', owner: ana });
+    await playbooksOf(api, clientId, 0);
+    const csr = csrTool(h.svc.dataDir);
+    const started = await csr.json<{ id: string; triggerKey: string }>('playbooks', 'start', '--workspace', ws.slug, '--template', 'qbr prep', '--client', 'Hooli');
+    const [playbook] = await playbooksOf(api, clientId, 1);
+    expect(playbook).toMatchObject({ id: started.id, source: 'Manually', template: { id: templateId }, taskCount: 3 });
+    const runs = await csr.json<any[]>('automation', 'runs', '--workspace', ws.slug);
+    expect(runs[0]).toMatchObject({ status: 'fired', trigger: 'Manually', playbookId: started.id, client: { id: clientId, name: 'Hooli' } });
+    const missing = await csr.fails(1, 'playbooks', 'start', '--workspace', ws.slug, '--template', 'QBR prep', '--client', 'Nobody');
+    expect(missing).toContain('no client with id or name "Nobody"');
+  });
+
+  it('POST /playbooks with a template creates its steps and tasks; the rules use the playbook owner', async () => {
+    const { api, ana, bo } = await workspace();
+    const templateId = await template(api, { name: 'Expansion', triggerType: 'Manually' }, bo);
+    const clientId = await save(api, 'clients', { name: 'Umbrella', owner: ana });
+    const saved = await api.post('/api/v1/playbooks', { name: 'Expansion for Umbrella', client: clientId, owner: 'Bo Chen', status: 'In progress', startDate: '2030-01-01', template: 'Expansion' });
+    expect(saved.status).toBe(201);
+    const playbookId = saved.body.ids[0];
+    // Visible when the POST answers.
+    const tasks = (await api.get(`/api/v1/tasks?playbook=${playbookId}`)).body.data;
+    const bySubject = Object.fromEntries(tasks.map((task: any) => [task.subject, task]));
+    expect(bySubject['Kick off']).toMatchObject({ assignee: { id: bo }, dueDate: '2030-01-03' });
+    expect(bySubject['Call the owner']).toMatchObject({ assignee: { id: ana } });
+    expect(bySubject['Review']).toMatchObject({ assignee: { id: bo } });
+    expect((await api.get(`/api/v1/playbookSteps?playbook=${playbookId}`)).body.total).toBe(2);
+    expect((await api.get(`/api/v1/playbooks/${playbookId}`)).body.data.template).toEqual({ id: templateId, name: 'Expansion' });
+    // Saving it again adds nothing.
+    await api.post('/api/v1/playbooks', { id: playbookId, status: 'On hold', template: templateId });
+    expect((await api.get(`/api/v1/tasks?playbook=${playbookId}`)).body.total).toBe(3);
+  });
+
+  it('more than 20 tasks of one firing are one action: bulk webhook events', async () => {
+    const { ws, api, ana } = await workspace();
+    const templateId = await save(api, 'playbookTemplates', { name: 'Big', active: true, triggerType: 'When a client is created' });
+    const step = await save(api, 'templateSteps', { name: 'All', template: templateId });
+    await save(api, 'templateTasks', Array.from({ length: 21 }, (_, i) => ({ subject: `Task ${i}`, step, template: templateId })));
+    await h.svc.webhooks.create(ws.slug, { name: 'bulk', url: `${h.receiver.origin}/automation-bulk`, objects: ['tasks'] });
+    const clientId = await save(api, 'clients', { name: 'Bulk Co', owner: ana });
+    await playbooksOf(api, clientId, 1);
+    const [bulk] = await h.receiver.waitFor('/automation-bulk', (all) => all.length >= 1);
+    expect(bulk!.body).toMatchObject({ event: 'tasks.created.bulk', source: 'automation', data: { count: 21 } });
+  });
+});
+
+describe('failed runs and exactly once', () => {
+  it('a template without steps is a failed run with its reason, and the templates behind it still fire', async () => {
+    const { ws, api, ana, bo } = await workspace();
+    await save(api, 'playbookTemplates', { name: 'Empty', active: true, triggerType: 'When a client is created' });
+    await template(api, { name: 'Welcome', triggerType: 'When a client is created' }, bo);
+    const clientId = await save(api, 'clients', { name: 'Failing Co', owner: ana });
+    const [playbook] = await playbooksOf(api, clientId, 1);
+    expect(playbook.name).toBe('Welcome');
+    const runs = await csrTool(h.svc.dataDir).json<any[]>('automation', 'runs', '--workspace', ws.slug);
+    const failed = runs.filter((run) => run.status === 'failed');
+    expect(failed).toHaveLength(1);
+    expect(failed[0]).toMatchObject({ template: { name: 'Empty' }, client: { id: clientId }, reason: 'the playbook template "Empty" has no steps' });
+  });
+
+  it('a deleted client is a failed run, recorded once however often the trigger is replayed', async () => {
+    const { ws, api, ana, bo } = await workspace();
+    const templateId = await template(api, { name: 'Late', triggerType: 'Manually' }, bo);
+    const clientId = await save(api, 'clients', { name: 'Gone Co', owner: ana });
+    expect((await api.delete(`/api/v1/clients/${clientId}`)).status).toBe(200);
+    const deps = h.svc.service.backends;
+    const firing = { workspaceId: ws.id, templateId, clientId, trigger: 'Manually', triggerKey: `${templateId}:${clientId}:test`, startDate: today() };
+    const outcomes = await Promise.all([firePlaybook(deps, firing), firePlaybook(deps, firing)]);
+    expect(outcomes.every((outcome) => outcome.status === 'failed')).toBe(true);
+    const runs = await listRuns(deps.events, ws.id);
+    expect(runs.filter((run) => run.status === 'failed')).toHaveLength(1);
+    expect(runs[0]!.reason).toContain('does not exist');
+  });
+
+  it('the same trigger instance fired twice at once makes one playbook with its steps and tasks once', async () => {
+    const { ws, api, ana, bo } = await workspace();
+    const templateId = await template(api, { name: 'Twice', triggerType: 'Manually' }, bo);
+    const clientId = await save(api, 'clients', { name: 'Twice Co', owner: ana });
+    const deps = h.svc.service.backends;
+    const firing = { workspaceId: ws.id, templateId, clientId, trigger: 'Manually', triggerKey: `${templateId}:${clientId}:once`, startDate: today() };
+    const outcomes = await Promise.all([firePlaybook(deps, firing), firePlaybook(deps, firing), firePlaybook(deps, firing)]);
+    expect(outcomes.filter((outcome) => outcome.status === 'fired' && outcome.created)).toHaveLength(1);
+    const [playbook] = await playbooksOf(api, clientId, 1);
+    expect((await api.get(`/api/v1/tasks?playbook=${playbook.id}`)).body.total).toBe(3);
+    expect((await listRuns(deps.events, ws.id)).filter((run) => run.status === 'fired')).toHaveLength(1);
+  });
+});
