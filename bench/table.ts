@@ -4,7 +4,8 @@ import type { LoadResult } from './wrk.js';
  * The HTTP table of `npm run bench`. Every row is a server under one scenario's load, with the
  * bare Hono endpoint's rate measured just before it: the machine's speed drifts within a run, so
  * each rate is read as a share of that baseline, and the ratio of two servers in one scenario is
- * the ratio of their shares (each against its own baseline), not of their raw rates.
+ * the ratio of their shares (each against its own baseline), not of their raw rates. CPU time per
+ * request moves less than a rate when neighbours take the cores, so the rows also compare that.
  */
 
 export type Measured = LoadResult & { cpuUs: number | null };
@@ -50,8 +51,8 @@ const times = (value: number | null) => (value === null ? '' : `${value.toFixed(
 
 export function httpTable(rows: HttpRow[]): string {
   const lines = [
-    '| scenario | server | req/s | p99 ms | CPU µs/req | of bare Hono (its req/s, CPU µs/req just before) | x Emmett | x 1 process | target |',
-    '|---|---|---|---|---|---|---|---|---|',
+    '| scenario | server | req/s | p99 ms | CPU µs/req | of bare Hono (its req/s, CPU µs/req just before) | x Emmett | Emmett CPU/req over this | x 1 process | target |',
+    '|---|---|---|---|---|---|---|---|---|---|',
   ];
   for (const row of rows) {
     const same = (other: HttpRow) => other.scenario === row.scenario && other.stage === row.stage;
@@ -59,11 +60,12 @@ export function httpTable(rows: HttpRow[]): string {
     const one = rows.find((other) => same(other) && other.server === row.server && other.processes === 1);
     const vsEmmett = peer && row !== peer ? share(row) / share(peer) : null;
     const vsOne = one && row !== one ? share(row) / share(one) : null;
+    const cpuVsEmmett = peer && row !== peer && peer.measured.cpuUs !== null && row.measured.cpuUs ? peer.measured.cpuUs / row.measured.cpuUs : null;
     const { measured, baseline } = row;
     const server = row.server === 'Emmett' ? 'Emmett' : `this service, API_PROCESSES=${row.processes}`;
     const bare = `${Math.round(100 * share(row))}% (${int(baseline.requestsPerSecond)}, ${baseline.cpuUs === null ? '?' : int(baseline.cpuUs)}${row.commitMs === null ? '' : `; one commit ${row.commitMs.toFixed(2)} ms`})`;
     lines.push(
-      `| ${row.scenario}, ${row.stage} | ${server} | ${int(measured.requestsPerSecond)} | ${measured.p99Ms.toFixed(1)} | ${measured.cpuUs === null ? '' : int(measured.cpuUs)} | ${bare} | ${times(vsEmmett)} | ${times(vsOne)} | ${target(row, vsEmmett, vsOne)} |`,
+      `| ${row.scenario}, ${row.stage} | ${server} | ${int(measured.requestsPerSecond)} | ${measured.p99Ms.toFixed(1)} | ${measured.cpuUs === null ? '' : int(measured.cpuUs)} | ${bare} | ${times(vsEmmett)} | ${times(cpuVsEmmett)} | ${times(vsOne)} | ${target(row, vsEmmett, vsOne)} |`,
     );
   }
   return lines.join('\n');
