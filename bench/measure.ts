@@ -2,7 +2,7 @@ import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Sqlite } from '../src/sqliteDriver.js';
+import { Sqlite } from '../src/sqlite/driver.js';
 import { cpuPerRequest } from './cpu.js';
 import type { Measured } from './table.js';
 import { wrk, type LoadOptions } from './wrk.js';

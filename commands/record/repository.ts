@@ -1,9 +1,9 @@
-import { newId } from '../../src/ids.js';
-import { Conflict } from '../../src/errors.js';
+import { newId } from '../../src/core/ids.js';
+import { Conflict } from '../../src/core/errors.js';
 import type { EventMetadata, EventStore, ExpectedRevision, StreamAppend } from '../../src/eventstore/port.js';
 import type { Position } from '../../src/eventstore/position.js';
 import { decide, evolve, initialState, type RecordCommand, type RecordState } from './decider.js';
-import { recordStream, upcast, type RecordEvent } from './events.js';
+import { recordStream, upcast, type RecordEvent } from '../../src/events/records.js';
 
 /** Loads a record's state by folding its stream, and runs commands against it. */
 

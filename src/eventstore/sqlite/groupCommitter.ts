@@ -1,7 +1,7 @@
-import { Conflict, Unavailable } from '../../errors.js';
+import { Conflict, Unavailable } from '../../core/errors.js';
 import type { AppendResult, ChainResult, ExpectedRevision, NewEvent, StreamAppend } from '../port.js';
 import { formatPosition } from '../position.js';
-import { BUSY_TIMEOUT_MS, isBusy } from '../../sqliteFile.js';
+import { BUSY_TIMEOUT_MS, isBusy } from '../../sqlite/file.js';
 import type { Db, EventLog } from './eventLog.js';
 
 /**
