@@ -1,6 +1,8 @@
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
 import type { ParseArgsConfig } from 'node:util';
 import type { Config } from '../config.js';
-import { createWebhookSender, openBackends } from '../backends.js';
+import { createWebhookSender, embeddedFiles, openBackends, productionUrls } from '../backends.js';
 import { cliActor, SetupService } from '../setup/service.js';
 import { WebhookSetup } from '../setup/webhooks.js';
 
@@ -15,9 +17,15 @@ export interface CliContext {
   close(): Promise<void>;
 }
 
-/** The same backends as the server, chosen by the composition root (the server may be running). */
-export async function openCliContext(config: Config): Promise<CliContext> {
+/**
+ * The same backends as the server, chosen by the composition root (the server may be running).
+ * `notice` tells the operator when there was no store yet and a new one was made, so that a
+ * command run in the wrong folder does not quietly work on an empty store.
+ */
+export async function openCliContext(config: Config, notice: (text: string) => void = () => {}): Promise<CliContext> {
+  const fresh = !productionUrls(config) && !existsSync(embeddedFiles(config.dataDir).events);
   const backends = await openBackends(config);
+  if (fresh) notice(`no store in ${resolve(config.dataDir)} yet: created a new one there (DATA_DIR chooses another)`);
   const actor = cliActor();
   const sender = createWebhookSender(config);
   return {
@@ -59,6 +67,8 @@ export interface CliCommand {
   required?: string[];
   /** The result, printed as JSON with --json. */
   run(args: CommandArgs, context: CliContext): Promise<unknown>;
+  /** True when the result reports a failure (e.g. a test delivery that failed): exit code 1. */
+  failed?(result: never): boolean;
   /** Text form of the result without --json (default: output.ts `formatText`). */
   text?(result: never): string;
 }

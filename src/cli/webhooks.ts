@@ -90,10 +90,13 @@ export const webhooks: CliResource = {
     },
     test: {
       usage: '<id>',
-      description: 'send a webhook.test event now and show its delivery',
+      description: 'send a webhook.test event now and show its delivery (exit code 1 when it was not delivered)',
       positionals: ['id'],
       async run({ positionals }, context) {
         return shownDelivery(await context.webhooks.test(positionals[0]!));
+      },
+      failed(delivery: { status: string }) {
+        return delivery.status !== 'delivered';
       },
     },
     deliveries: {
