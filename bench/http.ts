@@ -75,6 +75,17 @@ async function loadUpTo(loaded: Loaded, records: number, start: () => Promise<Se
   writeFileSync(loaded.idsFile, loaded.ids.join('\n'));
 }
 
+function meanOf(a: Measured, b: Measured): Measured {
+  const mean = (x: number, y: number) => (x + y) / 2;
+  return {
+    requests: a.requests + b.requests,
+    requestsPerSecond: mean(a.requestsPerSecond, b.requestsPerSecond),
+    p99Ms: Math.max(a.p99Ms, b.p99Ms),
+    failures: a.failures + b.failures,
+    cpuUs: a.cpuUs === null || b.cpuUs === null ? null : mean(a.cpuUs, b.cpuUs),
+  };
+}
+
 export async function httpBenchmarks(options: HttpOptions): Promise<{ rows: HttpRow[]; textRows: TextRow[]; peerVersion: string | null }> {
   const rows: HttpRow[] = [];
   const textRows: TextRow[] = [];
@@ -88,12 +99,16 @@ export async function httpBenchmarks(options: HttpOptions): Promise<{ rows: Http
   textRows.push({ scenario: 'bare Hono GET (baseline)', result: perSecond(await measureBare('GET', options.durationS)), target: '' });
   textRows.push({ scenario: 'bare Hono POST (baseline)', result: perSecond(await measureBare('POST', options.durationS)), target: '' });
 
-  /** A scenario's measured load, after its warm-up and right after the bare endpoint's. */
+  /**
+   * A scenario's measured load, after its warm-up, between two runs of the bare endpoint: their
+   * mean is its baseline, so a change of the machine's speed during the scenario is half in it.
+   */
   const measure = async (method: Method, title: string, server: ChildProcess, loadOptions: (run: 'warm-up' | 'measured') => Omit<LoadOptions, 'connections' | 'durationS'>) => {
     if (options.warmUpS > 0) await load(`${title} (warm-up)`, server, { ...loadOptions('warm-up'), durationS: options.warmUpS });
-    const baseline = await measureBare(method, BASELINE_S);
+    const before = await measureBare(method, BASELINE_S);
     const commit = method === 'POST' ? commitMs() : null;
-    return { measured: await load(title, server, { ...loadOptions('measured'), durationS: options.durationS }), baseline, commitMs: commit };
+    const measured = await load(title, server, { ...loadOptions('measured'), durationS: options.durationS });
+    return { measured, baseline: meanOf(before, await measureBare(method, BASELINE_S)), commitMs: commit };
   };
 
   /** The scenarios of one stage on one running server. */
@@ -168,4 +183,3 @@ export async function httpBenchmarks(options: HttpOptions): Promise<{ rows: Http
   return { rows, textRows, peerVersion };
 }
 
-export type { Measured };

@@ -2,7 +2,7 @@ import type { LoadResult } from './wrk.js';
 
 /**
  * The HTTP table of `npm run bench`. Every row is a server under one scenario's load, with the
- * bare Hono endpoint's rate measured just before it: the machine's speed drifts within a run, so
+ * bare Hono endpoint's rate measured just before and just after it: the machine's speed drifts within a run, so
  * each rate is read as a share of that baseline, and the ratio of two servers in one scenario is
  * the ratio of their shares (each against its own baseline), not of their raw rates. CPU time per
  * request moves less than a rate when neighbours take the cores, so the rows also compare that.
@@ -51,7 +51,7 @@ const times = (value: number | null) => (value === null ? '' : `${value.toFixed(
 
 export function httpTable(rows: HttpRow[]): string {
   const lines = [
-    '| scenario | server | req/s | p99 ms | CPU µs/req | of bare Hono (its req/s, CPU µs/req just before) | x Emmett | Emmett CPU/req over this | x 1 process | target |',
+    '| scenario | server | req/s | p99 ms | CPU µs/req | of bare Hono (its req/s, CPU µs/req around it) | x Emmett | Emmett CPU/req over this | x 1 process | target |',
     '|---|---|---|---|---|---|---|---|---|---|',
   ];
   for (const row of rows) {
