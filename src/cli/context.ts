@@ -3,6 +3,8 @@ import { resolve } from 'node:path';
 import type { ParseArgsConfig } from 'node:util';
 import type { Config } from '../config.js';
 import { createWebhookSender, embeddedFiles, openBackends, productionUrls } from '../backends.js';
+import { NotFound } from '../core/errors.js';
+import type { ReadStore } from '../readstore/port.js';
 import { cliActor, SetupService } from '../setup/service.js';
 import { WebhookSetup } from '../setup/webhooks.js';
 
@@ -14,6 +16,10 @@ import { WebhookSetup } from '../setup/webhooks.js';
 export interface CliContext {
   setup: SetupService;
   webhooks: WebhookSetup;
+  /** The records read model (operator queries such as `records duplicates`). */
+  readStore: ReadStore;
+  /** The id of the workspace with this slug; NotFound when there is none. */
+  workspaceId(slug: string): Promise<string>;
   close(): Promise<void>;
 }
 
@@ -39,6 +45,12 @@ export async function openCliContext(config: Config, notice: (text: string) => v
       retryDelaysMs: config.webhookRetryDelaysMs,
       allowPrivateTargets: config.webhookAllowPrivateTargets,
     }),
+    readStore: backends.readStore,
+    async workspaceId(slug) {
+      const workspace = await backends.setup.workspaceBySlug(slug);
+      if (!workspace) throw new NotFound(`workspace "${slug}" not found`);
+      return workspace.id;
+    },
     async close() {
       sender.close();
       await backends.close();

@@ -4,6 +4,7 @@ import { loadConfig } from '../config.js';
 import { openCliContext, UsageError, type CliCommand, type CliResource, type OptionValues } from './context.js';
 import { keys } from './keys.js';
 import { formatJson, formatText } from './output.js';
+import { records } from './records.js';
 import { didYouMean } from './suggest.js';
 import { users } from './users.js';
 import { webhooks } from './webhooks.js';
@@ -16,7 +17,7 @@ import { workspaces } from './workspaces.js';
  * code 2 for wrong usage and 1 for anything else, and then stdout stays empty.
  */
 
-const RESOURCES: readonly CliResource[] = [workspaces, keys, users, webhooks];
+const RESOURCES: readonly CliResource[] = [workspaces, keys, users, webhooks, records];
 
 const GLOBAL_OPTIONS = {
   json: { type: 'boolean' },

@@ -63,7 +63,22 @@ export interface StreamAppend {
   expectedRevision: ExpectedRevision;
 }
 
-/** What `appendThen` wrote: the claim's result and, per dependent append, its result or error. */
+/**
+ * One append, or several written together: all or none on a store with multi-stream transactions
+ * (the embedded one). EventStoreDB 24 has none: it writes a group's appends one after another and
+ * stops at the first that fails, leaving those before it written. So a group puts its claims
+ * (reservations) first and the append they protect last: that one is never written without them.
+ */
+export type AppendGroup = StreamAppend | StreamAppend[];
+
+export function asGroup(group: AppendGroup): StreamAppend[] {
+  return Array.isArray(group) ? group : [group];
+}
+
+/**
+ * What `appendThen` wrote: the claim's result and, per dependent, its result or error (for a
+ * group, the result of its last append).
+ */
 export interface ChainResult {
   first: AppendResult;
   then: PromiseSettledResult<AppendResult>[];
@@ -128,8 +143,10 @@ export interface EventStore {
    * nothing is written and the call rejects with its error, so nothing that depends on a claim is
    * ever written without it. The embedded store commits all of them in one transaction (one fsync
    * for a claim and the records numbered from it); EventStoreDB appends `first` before the others.
+   * `first` and each dependent may be a group (see AppendGroup): a group fails as a whole with the
+   * error of its first failing append.
    */
-  appendThen(first: StreamAppend, then: StreamAppend[]): Promise<ChainResult>;
+  appendThen(first: AppendGroup, then: AppendGroup[]): Promise<ChainResult>;
   /** The stream's events ([] when the stream does not exist). */
   readStream(stream: string, options?: ReadStreamOptions): Promise<RecordedEvent[]>;
   subscribeToAll(options: SubscribeToAllOptions): Subscription;

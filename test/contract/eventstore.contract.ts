@@ -289,6 +289,80 @@ export function eventStoreContract(
       });
     });
 
+    describe('appendThen with groups (reservations before the record they protect)', () => {
+      it('writes a claim group and a dependent group, each in order', async () => {
+        const [reservation, counter, record] = [streamName('reservation'), streamName('counter'), streamName()];
+        const result = await store.appendThen(
+          [
+            { stream: counter, events: [newEvent('Counted')], expectedRevision: 'no_stream' },
+            { stream: reservation, events: [newEvent('Reserved')], expectedRevision: 'no_stream' },
+          ],
+          [[{ stream: reservation, events: [newEvent('Confirmed')], expectedRevision: 0 }, { stream: record, events: [newEvent()], expectedRevision: 'no_stream' }]],
+        );
+        expect(result.then.map((outcome) => outcome.status)).toEqual(['fulfilled']);
+        const recordResult = (result.then[0] as PromiseFulfilledResult<AppendResult>).value;
+        expect(result.first.position < recordResult.position).toBe(true);
+        expect((await store.readStream(reservation)).map((e) => e.type)).toEqual(['Reserved', 'Confirmed']);
+        expect((await store.readStream(record)).map((e) => e.position)).toEqual([recordResult.position]);
+      });
+
+      it('a claim group with a conflicting reservation rejects with its Conflict and writes no dependent', async () => {
+        const [free, taken, record] = [streamName('free'), streamName('taken'), streamName()];
+        await appendOne(taken, 'no_stream', 'Reserved');
+        await expectConflict(
+          store.appendThen(
+            [
+              { stream: free, events: [newEvent('Reserved')], expectedRevision: 'no_stream' },
+              { stream: taken, events: [newEvent('Reserved')], expectedRevision: 'no_stream' },
+            ],
+            [{ stream: record, events: [newEvent()], expectedRevision: 'no_stream' }],
+          ),
+          taken,
+        );
+        expect(await store.readStream(record)).toEqual([]);
+        expect(await store.readStream(taken)).toHaveLength(1);
+      });
+
+      it('a dependent group fails as a whole with the Conflict of its reservation: its record is not written, the others are', async () => {
+        const [claim, taken, lost, kept] = [streamName('claim'), streamName('taken'), streamName(), streamName()];
+        await appendOne(taken, 'no_stream', 'Reserved');
+        const result = await store.appendThen({ stream: claim, events: [newEvent('Claimed')], expectedRevision: 'no_stream' }, [
+          [
+            { stream: taken, events: [newEvent('Reserved')], expectedRevision: 'no_stream' },
+            { stream: lost, events: [newEvent()], expectedRevision: 'no_stream' },
+          ],
+          [{ stream: kept, events: [newEvent()], expectedRevision: 'no_stream' }],
+        ]);
+        expect(result.then.map((outcome) => outcome.status)).toEqual(['rejected', 'fulfilled']);
+        expect((result.then[0] as PromiseRejectedResult).reason).toBeInstanceOf(Conflict);
+        expect((result.then[0] as PromiseRejectedResult).reason.stream).toBe(taken);
+        expect(await store.readStream(lost)).toEqual([]);
+        expect(await store.readStream(kept)).toHaveLength(1);
+      });
+
+      it('of concurrent claims of one reservation exactly one group is written', async () => {
+        const reservation = streamName('reservation');
+        const records = Array.from({ length: 6 }, () => streamName());
+        const settled = await Promise.allSettled(
+          records.map((record) =>
+            store.appendThen([{ stream: reservation, events: [newEvent('Reserved')], expectedRevision: 'no_stream' }, { stream: record, events: [newEvent()], expectedRevision: 'no_stream' }], []),
+          ),
+        );
+        expect(settled.filter((s) => s.status === 'fulfilled')).toHaveLength(1);
+        for (const lost of settled.filter((s): s is PromiseRejectedResult => s.status === 'rejected')) expect(lost.reason).toBeInstanceOf(Conflict);
+        const written = await Promise.all(records.map((record) => store.readStream(record)));
+        expect(written.filter((events) => events.length > 0)).toHaveLength(1);
+      });
+
+      it('rejects a group with an empty append and writes nothing', async () => {
+        const [claim, record] = [streamName('claim'), streamName()];
+        await expect(
+          store.appendThen([{ stream: claim, events: [newEvent('Claimed')], expectedRevision: 'no_stream' }, { stream: record, events: [], expectedRevision: 'no_stream' }], []),
+        ).rejects.toBeInstanceOf(RangeError);
+        expect(await store.readStream(claim)).toEqual([]);
+      });
+    });
+
     describe('subscribeToAll', () => {
       it('replays from the start in log order, only the filtered streams', async () => {
         const written = await appendAcross(4);

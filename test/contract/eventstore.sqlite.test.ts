@@ -115,6 +115,31 @@ describe('SQLite event store', () => {
     expect((await store.readStream('s')).map((e) => e.revision)).toEqual([0, 1]);
   });
 
+  it('writes a group all or none: a conflicting reservation undoes the ones before it', async () => {
+    const store = open(freshPath());
+    await store.append('taken', [newEvent()], { expectedRevision: 'no_stream' });
+    const claim = store.appendThen(
+      [
+        { stream: 'free', events: [newEvent()], expectedRevision: 'no_stream' },
+        { stream: 'taken', events: [newEvent()], expectedRevision: 'no_stream' },
+      ],
+      [{ stream: 'record', events: [newEvent()], expectedRevision: 'no_stream' }],
+    );
+    await expect(claim).rejects.toBeInstanceOf(Conflict);
+    expect(await store.readStream('free')).toEqual([]);
+    const dependent = await store.appendThen({ stream: 'claim', events: [newEvent()], expectedRevision: 'no_stream' }, [
+      [
+        { stream: 'free', events: [newEvent()], expectedRevision: 'no_stream' },
+        { stream: 'taken', events: [newEvent()], expectedRevision: 'no_stream' },
+        { stream: 'record', events: [newEvent()], expectedRevision: 'no_stream' },
+      ],
+    ]);
+    expect(dependent.then[0]!.status).toBe('rejected');
+    expect(await store.readStream('free')).toEqual([]);
+    expect(await store.readStream('record')).toEqual([]);
+    expect(await store.readStream('claim')).toHaveLength(1);
+  });
+
   it('keeps a persistent group checkpoint, retry counts and parked events across a restart', async () => {
     const path = freshPath();
     const first = open(path);

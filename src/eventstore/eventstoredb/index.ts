@@ -20,7 +20,9 @@ import type {
   ResolvedEvent,
 } from '@eventstore/db-client';
 import { Conflict } from '../../core/errors.js';
+import { asGroup } from '../port.js';
 import type {
+  AppendGroup,
   AppendResult,
   ChainResult,
   EventStore,
@@ -140,15 +142,24 @@ export function openEventStoreDb(options: EventStoreDbOptions): EventStore {
     return { position, nextRevision: Number(result.nextExpectedRevision) };
   }
 
-  /** EventStoreDB 24 has no multi-stream transaction: the claim is acknowledged before the rest is sent. */
-  async function appendThen(first: StreamAppend, then: StreamAppend[]): Promise<ChainResult> {
+  /**
+   * EventStoreDB 24 has no multi-stream transaction: the claim is acknowledged before the rest is
+   * sent, and a group's appends are sent one after another, stopping at the first that fails.
+   */
+  async function appendThen(first: AppendGroup, then: AppendGroup[]): Promise<ChainResult> {
+    const groups = [first, ...then].map(asGroup);
     // Checked before the claim is sent: an append refused for its shape must not leave the claim written.
-    for (const append of [first, ...then]) {
-      assertSomeEvents(append.stream, append.events);
-      toExpectedRevision(append.expectedRevision); // throws RangeError for a negative revision
+    for (const part of groups.flat()) {
+      assertSomeEvents(part.stream, part.events);
+      toExpectedRevision(part.expectedRevision); // throws RangeError for a negative revision
     }
-    const claimed = await append(first.stream, first.events, { expectedRevision: first.expectedRevision });
-    const written = await Promise.allSettled(then.map((next) => append(next.stream, next.events, { expectedRevision: next.expectedRevision })));
+    const inOrder = async (group: StreamAppend[]): Promise<AppendResult> => {
+      let last!: AppendResult;
+      for (const part of group) last = await append(part.stream, part.events, { expectedRevision: part.expectedRevision });
+      return last;
+    };
+    const claimed = await inOrder(groups[0]!);
+    const written = await Promise.allSettled(groups.slice(1).map(inOrder));
     return { first: claimed, then: written };
   }
 

@@ -1,4 +1,6 @@
+import { asGroup } from '../port.js';
 import type {
+  AppendGroup,
   AppendResult,
   ChainResult,
   EventFilter,
@@ -9,7 +11,6 @@ import type {
   PersistentSubscriptionOptions,
   ReadStreamOptions,
   RecordedEvent,
-  StreamAppend,
   SubscribeToAllOptions,
   Subscription,
 } from '../port.js';
@@ -106,10 +107,11 @@ class SqliteEventStore implements EventStore {
     return this.committer.enqueue({ stream, events, expectedRevision: options.expectedRevision });
   }
 
-  async appendThen(first: StreamAppend, then: StreamAppend[]): Promise<ChainResult> {
+  async appendThen(first: AppendGroup, then: AppendGroup[]): Promise<ChainResult> {
     this.assertOpen();
-    for (const append of [first, ...then]) validateAppend(append.stream, append.events, append.expectedRevision);
-    return this.committer.enqueueChain(first, then);
+    const groups = [first, ...then].map(asGroup);
+    for (const append of groups.flat()) validateAppend(append.stream, append.events, append.expectedRevision);
+    return this.committer.enqueueChain(groups[0]!, groups.slice(1));
   }
 
   async readStream(stream: string, options: ReadStreamOptions = {}): Promise<RecordedEvent[]> {
