@@ -45,7 +45,7 @@ const LIST_PATH = '/api/v1/clients?industry=retail&limit=100';
 export const WEBHOOK_ENV = { WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true', WEBHOOK_CA_FILE: BENCH_CA_FILE };
 
 export function csr(dataDir: string, ...args: string[]): any {
-  return JSON.parse(execFileSync(process.execPath, ['bin/csr.js', ...args, '--json'], { cwd: root, env: { ...process.env, DATA_DIR: dataDir, ...WEBHOOK_ENV }, encoding: 'utf8' }));
+  return JSON.parse(execFileSync(process.execPath, ['bin/csr', ...args, '--json'], { cwd: root, env: { ...process.env, DATA_DIR: dataDir, ...WEBHOOK_ENV }, encoding: 'utf8' }));
 }
 
 type Method = 'GET' | 'POST';
