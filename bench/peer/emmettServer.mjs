@@ -41,6 +41,9 @@ const clientsProjection = sqliteProjection({
 });
 
 const writer = sqliteConnection({ fileName });
+// sqliteConnection switches to WAL without waiting for it; a schema transaction racing that
+// statement failed to commit ("SQL statements in progress") on a fresh file.
+await writer.command('PRAGMA journal_mode = WAL');
 const eventStore = getSQLiteEventStore({ fileName, connectionOptions: { singleton: true, connection: writer }, projections: projections.inline([clientsProjection]) });
 await eventStore.schema.migrate();
 const writes = InProcessLock();
