@@ -8,6 +8,7 @@ import { executeRecordCommand } from './record/repository.js';
 export async function deleteRecord(deps: CommandDeps, action: Action, object: ObjectDef, recordId: string): Promise<void> {
   const position = await executeRecordCommand(
     deps.events,
+    object,
     recordId,
     async ({ createdAt, updatedAt }) => {
       const projected = await deps.readStore.get(action.workspaceId, object.key, recordId);

@@ -12,4 +12,6 @@ export interface CommandDeps {
   listUsers(workspaceId: string): Promise<User[]>;
   /** Resolves once the read models show everything up to `position` (read your writes). */
   waitVisible(position: Position): Promise<void>;
+  /** Logs an unexpected failure of one record of an upsert (its client only reads "internal error"). */
+  reportInternal?(error: unknown): void;
 }

@@ -19,6 +19,7 @@ export async function patchRecord(deps: CommandDeps, action: Action, object: Obj
 
   const position = await executeRecordCommand(
     deps.events,
+    object,
     recordId,
     // decide checks the record's rules on the merged record, on every retry.
     () => ({ type: 'UpdateRecord', workspaceId: action.workspaceId, object: object.key, recordId, fields: resolved.values }),

@@ -1,7 +1,8 @@
 import type { RecordedEvent } from '../src/eventstore/port.js';
 import { filterKey } from '../src/readstore/filterKey.js';
-import { RECORDS_PROJECTION, type ReadTransaction, type RecordDocument, type Values } from '../src/readstore/port.js';
-import { getObject, recordName } from '../src/schema/catalogue.js';
+import { RECORDS_PROJECTION, type LinkEdge, type ReadTransaction, type RecordDocument, type Values } from '../src/readstore/port.js';
+import { recordName } from '../src/schema/catalogue.js';
+import type { Catalogues } from '../src/schema/catalogues.js';
 import { RECORD_STREAM_PREFIX, upcast, type RecordEvent } from '../src/events/records.js';
 import { ownCalculations, rollups } from '../src/schema/calculated.js';
 import type { Projection } from './projection.js';
@@ -20,20 +21,35 @@ interface RecordRef {
   id: string;
 }
 
-export const recordProjection: Projection = {
-  name: RECORDS_PROJECTION,
-  filter: { streamPrefixes: [RECORD_STREAM_PREFIX] },
-  async apply(tx, events) {
-    const dirty = new Map<string, RecordRef>();
-    for (const event of events) {
-      const recordEvent = upcast(event);
-      if (recordEvent) await applyEvent(tx, event, recordEvent, dirty);
-    }
-    await recomputeRollups(tx, dirty);
-  },
-};
+/**
+ * The catalogues give each record its name fields; a workspace-defined object created after the
+ * catalogue was read is found by reading the schema again (it precedes its records in the log).
+ */
+export function recordProjection(catalogues: Catalogues): Projection {
+  return {
+    name: RECORDS_PROJECTION,
+    filter: { streamPrefixes: [RECORD_STREAM_PREFIX] },
+    async apply(tx, events) {
+      const dirty = new Map<string, RecordRef>();
+      const edges: LinkEdge[] = [];
+      for (const event of events) {
+        const recordEvent = upcast(event);
+        if (recordEvent) await applyEvent(tx, event, recordEvent, dirty, catalogues, edges);
+      }
+      await recomputeRollups(tx, dirty);
+      if (edges.length > 0) await tx.addLinks(edges);
+    },
+  };
+}
 
-async function applyEvent(tx: ReadTransaction, event: RecordedEvent, recordEvent: RecordEvent, dirty: Map<string, RecordRef>): Promise<void> {
+async function applyEvent(
+  tx: ReadTransaction,
+  event: RecordedEvent,
+  recordEvent: RecordEvent,
+  dirty: Map<string, RecordRef>,
+  catalogues: Catalogues,
+  edges: LinkEdge[],
+): Promise<void> {
   const { workspaceId, object, recordId } = recordEvent.data;
   const existing = await tx.get(workspaceId, object, recordId);
   if (existing && existing.revision >= event.revision) return;
@@ -72,15 +88,40 @@ async function applyEvent(tx: ReadTransaction, event: RecordedEvent, recordEvent
   }
 
   if (next) {
-    next.name = nameOf(next);
+    next.name = await nameOf(next, catalogues);
     next.calculated = calculate(object, next.fields, existing?.calculated ?? {});
     await tx.put(next);
+    linkEdges(edges, next);
   }
   markParents(dirty, workspaceId, object, existing?.fields, next?.fields);
 }
 
-function nameOf(document: RecordDocument): string | null {
-  const def = getObject(document.workspaceId, document.object);
+/** The links roll-ups follow, remembered for reads as of a past moment (queries/asOf.ts). */
+function linkEdges(edges: LinkEdge[], document: RecordDocument): void {
+  edges.push(...linkEdgesOf(document.workspaceId, document.object, document.id, document.fields));
+}
+
+/** The edges of the roll-up links among `values` (a record's fields, or the new values of an update). */
+export function linkEdgesOf(workspaceId: string, object: string, id: string, values: Values): LinkEdge[] {
+  const edges: LinkEdge[] = [];
+  for (const field of ROLLUP_LINKS.get(object) ?? []) {
+    const target = values[field];
+    if (typeof target === 'string') edges.push({ workspaceId, object, field, id, target });
+  }
+  return edges;
+}
+
+/** Per child object, the link fields its parents' roll-ups follow. */
+const ROLLUP_LINKS = new Map<string, string[]>();
+for (const rollup of rollups) {
+  const fields = ROLLUP_LINKS.get(rollup.source) ?? [];
+  if (!fields.includes(rollup.via)) fields.push(rollup.via);
+  ROLLUP_LINKS.set(rollup.source, fields);
+}
+
+async function nameOf(document: RecordDocument, catalogues: Catalogues): Promise<string | null> {
+  const catalogue = catalogues.peek(document.workspaceId) ?? (await catalogues.get(document.workspaceId));
+  const def = catalogue.object(document.object) ?? (await catalogues.refresh(document.workspaceId)).object(document.object);
   return def ? recordName(def, document.fields) : null;
 }
 

@@ -3,6 +3,7 @@ import type { ServerType } from '@hono/node-server';
 import type { Logger } from 'pino';
 import { AutoNumbers } from '../commands/autoNumbers.js';
 import type { CommandDeps } from '../commands/deps.js';
+import { backfillLinkEdges } from '../projections/linkBackfill.js';
 import { recordProjection } from '../projections/recordProjection.js';
 import { startProjection, type RunningProjection } from '../projections/runner.js';
 import { createWebhookSender, openBackends, type Backends } from './backends.js';
@@ -12,6 +13,7 @@ import { createLogger } from './core/logger.js';
 import type { Position } from './eventstore/position.js';
 import type { Hono } from 'hono';
 import { createApp } from './http/app.js';
+import { Catalogues } from './schema/catalogues.js';
 import type { AppEnv } from './http/types.js';
 import { RECORDS_PROJECTION, type ReadStore } from './readstore/port.js';
 import { startBackgroundRole } from './runtime/backgroundRole.js';
@@ -43,6 +45,9 @@ export async function startService(
   clock: () => Date = () => new Date(),
 ): Promise<RunningService> {
   const backends = await openBackends(config, logger);
+  // Every role of this thread reads the workspaces' catalogues from here; a schema event drops one.
+  const catalogues = new Catalogues(backends.events);
+  await catalogues.watch();
   const projections: RunningProjection[] = [];
   let dispatcher: RunningDispatcher | null = null;
   let sender: WebhookSender | null = null;
@@ -56,7 +61,11 @@ export async function startService(
       backends.whileSoleProjector(
         () => {
           logger.info('this process runs the projections');
-          running = startProjection({ events: backends.events, readStore: backends.readStore, logger }, recordProjection);
+          running = startProjection({ events: backends.events, readStore: backends.readStore, logger }, recordProjection(catalogues));
+          // Alongside, not before: the projection writes the edges after the checkpoint it starts from.
+          backfillLinkEdges({ events: backends.events, readStore: backends.readStore, logger }).catch((error: unknown) =>
+            logger.error({ err: error }, 'adding the link edges of older records failed; reads as of a past moment may miss children until the next start'),
+          );
         },
         async () => {
           await running?.stop();
@@ -75,6 +84,7 @@ export async function startService(
       readStore: backends.readStore,
       webhooks: backends.webhooks,
       listUsers: (workspaceId) => backends.setup.listUsers(workspaceId),
+      catalogues,
       sender,
       logger,
       clock,
@@ -89,8 +99,9 @@ export async function startService(
       autoNumbers: new AutoNumbers(backends.events),
       listUsers: (workspaceId) => backends.setup.listUsers(workspaceId),
       waitVisible: (position: Position) => waitVisible(backends.readStore, position),
+      reportInternal: (err) => logger.error({ err }, 'a record of an upsert failed unexpectedly'),
     };
-    app = createApp({ commands, readStore: backends.readStore, setup: backends.setup, logger, clock });
+    app = createApp({ commands, readStore: backends.readStore, setup: backends.setup, catalogues, logger, clock });
     server = await listen(app.fetch, config);
     const address = server.address() as AddressInfo;
     url = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
@@ -106,6 +117,7 @@ export async function startService(
       await dispatcher?.stop();
       sender?.close();
       await Promise.all(projections.map((projection) => projection.stop()));
+      await catalogues.close();
       await backends.close();
     },
   };

@@ -88,6 +88,14 @@ export const webhooks: CliResource = {
       },
       text: secretNotice,
     },
+    delete: {
+      usage: '<id>',
+      description: 'delete a webhook and its deliveries; nothing more is sent to it',
+      positionals: ['id'],
+      async run({ positionals }, context) {
+        return context.webhooks.delete(positionals[0]!);
+      },
+    },
     test: {
       usage: '<id>',
       description: 'send a webhook.test event now and show its delivery (exit code 1 when it was not delivered)',
@@ -97,6 +105,13 @@ export const webhooks: CliResource = {
       },
       failed(delivery: { status: string }) {
         return delivery.status !== 'delivered';
+      },
+    },
+    'replay-parked': {
+      usage: '',
+      description: 'send again the webhook events set aside after repeated fan-out failures (once the cause is fixed)',
+      async run(_input, context) {
+        return context.webhooks.replayParked();
       },
     },
     deliveries: {

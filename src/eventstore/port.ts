@@ -7,7 +7,8 @@ import type { Position } from './position.js';
 
 /** Who or what caused an event; history shows it as e.g. "via API · <key name>". */
 export interface Actor {
-  type: 'apiKey' | 'cli' | 'system';
+  /** Events written before 'user' existed say 'cli' for the operator running `csr`; readers map it (queries/eventView.ts). */
+  type: 'apiKey' | 'user' | 'system';
   id: string;
   name: string;
 }
@@ -23,6 +24,8 @@ export interface EventMetadata {
   causationId: string;
   /** Per object key: how many records this action changed (drives bulk webhook events). */
   actionCounts?: Record<string, number>;
+  /** The audit hash chain (src/eventstore/chain.ts): set by the store when it appends; absent on events written before the chain. */
+  hash?: string;
 }
 
 export interface NewEvent {
@@ -94,6 +97,17 @@ export interface EventFilter {
   streamPrefixes: string[];
 }
 
+/** How a store chains its events' audit hashes (chain.ts): along the whole log, or per stream. */
+export type ChainScope = 'log' | 'stream';
+
+export interface ReadAllOptions {
+  /** Events strictly after this position; 'start' for the whole log. */
+  from: Position | 'start';
+  /** At most this many events (>= 1). */
+  maxCount: number;
+  filter?: EventFilter;
+}
+
 export interface SubscribeToAllOptions {
   /** Deliver events strictly after this position; 'start' for the whole log. */
   from: Position | 'start';
@@ -111,6 +125,21 @@ export interface PersistentSubscriptionOptions {
   maxRetryCount?: number;
   /** Events handed out and not yet acked, at most. */
   bufferSize?: number;
+  /** How long a retried event waits before it is handed out again (see retryDelayMs). */
+  retryBackoff?: RetryBackoff;
+}
+
+/** The wait before the n-th retry: `initialMs` doubled per earlier retry, at most `maxMs`. */
+export interface RetryBackoff {
+  initialMs: number;
+  maxMs: number;
+}
+
+export const DEFAULT_RETRY_BACKOFF: RetryBackoff = { initialMs: 500, maxMs: 30_000 };
+
+/** The wait before handing out again an event nacked with 'retry' after `retryCount` earlier retries. */
+export function retryDelayMs(retryCount: number, backoff: RetryBackoff = DEFAULT_RETRY_BACKOFF): number {
+  return Math.min(backoff.maxMs, backoff.initialMs * 2 ** Math.min(retryCount, 30));
 }
 
 export interface PersistentEvent {
@@ -123,12 +152,16 @@ export interface PersistentEvent {
 }
 
 /**
- * A consumer of a persistent subscription group on $all. Groups are created when missing,
- * remember their checkpoint across restarts and deliver at least once; several consumers of
- * one group compete for its events.
+ * A consumer of a persistent subscription group on $all. Groups are created when missing and
+ * then start at the current end of the log (a new group never re-sends history); they remember
+ * their checkpoint across restarts and deliver at least once; several consumers of one group
+ * compete for its events. A nack('retry') hands the event out again only after retryDelayMs;
+ * after maxRetryCount retries it is parked until an operator replays the group's parked events.
  */
 export interface PersistentSubscription extends AsyncIterable<PersistentEvent> {
   close(): Promise<void>;
+  /** False while the consumer is not joined to its group (a dropped connection being re-made). */
+  connected(): boolean;
 }
 
 export interface EventStore {
@@ -149,8 +182,20 @@ export interface EventStore {
   appendThen(first: AppendGroup, then: AppendGroup[]): Promise<ChainResult>;
   /** The stream's events ([] when the stream does not exist). */
   readStream(stream: string, options?: ReadStreamOptions): Promise<RecordedEvent[]>;
+  /**
+   * One page of the log in order, without going live: [] once `from` is the head. Audit export,
+   * verification and the as-of reads page through the log with it.
+   */
+  readAll(options: ReadAllOptions): Promise<RecordedEvent[]>;
+  /** How this store chains its events' hashes: over the whole log, or per stream (chain.ts). */
+  readonly chainScope: ChainScope;
   subscribeToAll(options: SubscribeToAllOptions): Subscription;
   persistentSubscription(group: string, options?: PersistentSubscriptionOptions): PersistentSubscription;
+  /**
+   * Hands the group's parked events out again (an operator's command, from any process) and
+   * resolves with how many there were. Replayed events start their retries afresh.
+   */
+  replayParked(group: string): Promise<number>;
   /** Position of the newest event in the log (null when empty). */
   headPosition(): Promise<Position | null>;
   close(): Promise<void>;

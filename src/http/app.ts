@@ -3,6 +3,8 @@ import { Hono } from 'hono';
 import { bearerAuth } from './auth.js';
 import { bodySizeLimit } from './body.js';
 import { errorResponse, handleError } from './errors.js';
+import { openApiRoute } from './openapiRoute.js';
+import { historyRoutes } from './history.js';
 import { recordRoutes } from './records.js';
 import { RequestLog } from './requestLog.js';
 import type { ApiDeps, AppEnv } from './types.js';
@@ -35,6 +37,8 @@ export function createApp(deps: ApiDeps): Hono<AppEnv> {
   // Only where a body is read.
   app.on(['POST', 'PUT', 'PATCH'], '/api/*', bodySizeLimit());
   app.use('/api/*', bearerAuth(deps.setup, deps.clock));
+  openApiRoute(app, deps);
+  historyRoutes(app, deps);
   recordRoutes(app, deps);
 
   app.notFound((c) => errorResponse(c, 404, `no such path: ${c.req.path}`));

@@ -2,6 +2,7 @@ import type { HttpBindings } from '@hono/node-server';
 import type { Logger } from 'pino';
 import type { CommandDeps } from '../../commands/deps.js';
 import type { ReadStore } from '../readstore/port.js';
+import type { Catalogues } from '../schema/catalogues.js';
 import type { SetupStore } from '../setup/port.js';
 import type { Caller } from './auth.js';
 import type { RequestLog } from './requestLog.js';
@@ -12,6 +13,8 @@ export interface ApiDeps {
   commands: CommandDeps;
   readStore: ReadStore;
   setup: SetupStore;
+  /** The workspaces' catalogues (default objects plus their own), kept until a schema event. */
+  catalogues: Catalogues;
   logger: Logger;
   clock: () => Date;
 }

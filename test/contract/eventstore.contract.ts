@@ -2,6 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Conflict } from '../../src/core/errors.js';
 import { until } from '../support/until.js';
+import { withoutHash } from '../../src/eventstore/chain.js';
+import { ChainCheck } from '../../src/eventstore/chainCheck.js';
 import type {
   AppendResult,
   EventStore,
@@ -13,6 +15,7 @@ import type {
   RecordedEvent,
   Subscription,
 } from '../../src/eventstore/port.js';
+import { retryDelayMs } from '../../src/eventstore/port.js';
 
 export interface EventStoreContractOptions {
   /** How long to wait for an event that must arrive (default 5 s; a remote server may need more). */
@@ -60,7 +63,44 @@ export function eventStoreContract(
     }
 
     function consumer(group: string, settings: PersistentSubscriptionOptions = {}): PersistentSubscription {
-      return track(store.persistentSubscription(group, { filter: { streamPrefixes: [prefix] }, ...settings }));
+      return track(store.persistentSubscription(group, { filter: { streamPrefixes: [prefix] }, retryBackoff: QUICK_RETRIES, ...settings }));
+    }
+
+    /**
+     * A consumer of a new group once the group exists (it starts at the end of the log, and a
+     * server may create it a moment after the call): probe events are appended until one arrives;
+     * probes are acked and never shown to the test.
+     */
+    async function startedConsumer(group: string, settings: PersistentSubscriptionOptions = {}): Promise<PersistentSubscription> {
+      const inner = consumer(group, settings);
+      const iterator = inner[Symbol.asyncIterator]();
+      const probes = streamName('probe');
+      let arrived = false;
+      const first = (async () => {
+        for (;;) {
+          const next = await iterator.next();
+          if (next.done) throw new Error('the group ended while starting');
+          await next.value.ack();
+          if (next.value.event.type === PROBE) return;
+        }
+      })();
+      first.then(() => (arrived = true), () => undefined);
+      const deadline = Date.now() + waitMs;
+      while (!arrived) {
+        if (Date.now() > deadline) throw new Error('the new group never handed out an event');
+        await appendOne(probes, 'any', PROBE);
+        await Promise.race([first, new Promise((resolve) => setTimeout(resolve, 200))]);
+      }
+      const skipping: AsyncIterator<PersistentEvent> = {
+        async next() {
+          for (;;) {
+            const next = await iterator.next();
+            if (next.done || next.value.event.type !== PROBE) return next;
+            await next.value.ack();
+          }
+        },
+      };
+      return { [Symbol.asyncIterator]: () => skipping, close: () => inner.close(), connected: () => inner.connected() };
     }
 
     async function appendOne(stream: string, expectedRevision: ExpectedRevision = 'any', type = 'Happened') {
@@ -90,7 +130,7 @@ export function eventStoreContract(
 
         const read = await store.readStream(stream);
 
-        expect(read.map((e) => ({ id: e.id, type: e.type, stream: e.stream, revision: e.revision, data: e.data, metadata: e.metadata }))).toEqual(
+        expect(read.map((e) => ({ id: e.id, type: e.type, stream: e.stream, revision: e.revision, data: e.data, metadata: withoutHash(e.metadata) }))).toEqual(
           events.map((e, revision) => ({ id: e.id, type: e.type, stream, revision, data: e.data, metadata: e.metadata })),
         );
         for (const event of read) {
@@ -289,6 +329,47 @@ export function eventStoreContract(
       });
     });
 
+    describe('readAll and the audit hash chain', () => {
+      async function readWhole(filter = true): Promise<RecordedEvent[]> {
+        const all: RecordedEvent[] = [];
+        for (let from: RecordedEvent['position'] | 'start' = 'start'; ; ) {
+          const page = await store.readAll({ from, maxCount: 2, ...(filter ? { filter: { streamPrefixes: [prefix] } } : {}) });
+          if (page.length === 0) return all;
+          all.push(...page);
+          from = page.at(-1)!.position;
+        }
+      }
+
+      it('pages through the log in order, strictly after `from`, filter respected, [] at the head', async () => {
+        const [a, b] = [streamName('a'), streamName('b')];
+        await store.append(a, [newEvent(), newEvent()], { expectedRevision: 'no_stream' });
+        await store.append(`other-${randomUUID()}`, [newEvent()], { expectedRevision: 'no_stream' });
+        await store.append(b, [newEvent()], { expectedRevision: 'no_stream' });
+        await store.append(a, [newEvent()], { expectedRevision: 1 });
+        const read = await readWhole();
+        expect(read.map((e) => `${e.stream === a ? 'a' : 'b'}${e.revision}`)).toEqual(['a0', 'a1', 'b0', 'a2']);
+        expect(await store.readAll({ from: read.at(-1)!.position, maxCount: 10, filter: { streamPrefixes: [prefix] } })).toEqual([]);
+        expect((await store.readAll({ from: read[1]!.position, maxCount: 1, filter: { streamPrefixes: [prefix] } }))[0]!.id).toBe(read[2]!.id);
+      });
+
+      it('chains every appended event, and an edited event breaks the chain', async () => {
+        const stream = streamName();
+        await store.append(stream, [newEvent(), newEvent('Other', { n: 1.5, list: ['x', null] })], { expectedRevision: 'no_stream' });
+        await Promise.all([store.append(stream, [newEvent()], { expectedRevision: 'any' }), store.append(streamName(), [newEvent()], { expectedRevision: 'any' })]);
+        // The log scope chains over everything in the log; the stream scope per stream.
+        const events = store.chainScope === 'log' ? await readWhole(false) : await store.readStream(stream);
+        expect(events.every((event) => typeof event.metadata.hash === 'string')).toBe(true);
+        const check = new ChainCheck(store.chainScope);
+        for (const event of events) check.add(event);
+        expect(check.firstBreak).toBeNull();
+        expect(check.head).toBe(events.at(-1)!.metadata.hash);
+
+        const edited = new ChainCheck(store.chainScope);
+        for (const [index, event] of events.entries()) edited.add(index === 1 ? { ...event, data: { ...event.data, n: 2 } } : event);
+        expect(edited.firstBreak?.position).toBe(events[1]!.position);
+      });
+    });
+
     describe('appendThen with groups (reservations before the record they protect)', () => {
       it('writes a claim group and a dependent group, each in order', async () => {
         const [reservation, counter, record] = [streamName('reservation'), streamName('counter'), streamName()];
@@ -426,29 +507,30 @@ export function eventStoreContract(
     });
 
     describe('persistentSubscription', () => {
-      it('creates a missing group that starts at the beginning of the log, filter respected', async () => {
+      it('creates a missing group that starts at the current end of the log, filter respected', async () => {
         const wanted = `${prefix}wanted-`;
+        await appendOne(`${wanted}${randomUUID()}`);
+        const group = await startedConsumer(`group-${randomUUID()}`, { filter: { streamPrefixes: [wanted, `${prefix}probe-`] } });
         const expected: string[] = [];
         await appendOne(`${prefix}unwanted-${randomUUID()}`);
         expected.push((await appendOne(`${wanted}${randomUUID()}`)).event.id);
         await appendOne(`${prefix}unwanted-${randomUUID()}`);
         expected.push((await appendOne(`${wanted}${randomUUID()}`)).event.id);
 
-        const group = track(store.persistentSubscription(`group-${randomUUID()}`, { filter: { streamPrefixes: [wanted] } }));
         const received = await takeAcking(group, 2, waitMs);
         expect(received.map((e) => e.event.id)).toEqual(expected);
         expect(received.map((e) => e.retryCount)).toEqual([0, 0]);
       });
 
       it('hands each event to exactly one of the competing consumers', async () => {
-        const written = await appendAcross(20);
         const group = `group-${randomUUID()}`;
-        const consumers = [consumer(group), consumer(group)];
+        const consumers = [await startedConsumer(group), consumer(group)];
+        const written = await appendAcross(20);
         const received: string[] = [];
         const done = until(() => received.length >= written.length, waitMs);
         const loops = consumers.map(async (c) => {
           for await (const delivery of c) {
-            received.push(delivery.event.id);
+            if (delivery.event.type !== PROBE) received.push(delivery.event.id);
             await delivery.ack();
           }
         });
@@ -461,10 +543,10 @@ export function eventStoreContract(
       });
 
       it('does not hand out acked events again to a later consumer of the group', async () => {
+        const group = `group-${randomUUID()}`;
+        const first = await startedConsumer(group);
         const stream = streamName();
         await store.append(stream, [newEvent(), newEvent()], { expectedRevision: 'no_stream' });
-        const group = `group-${randomUUID()}`;
-        const first = consumer(group);
         await takeAcking(first, 2, waitMs);
         await first.close();
 
@@ -474,8 +556,8 @@ export function eventStoreContract(
       });
 
       it("hands an event out again after nack('retry'), counting the retries", async () => {
+        const iterator = (await startedConsumer(`group-${randomUUID()}`))[Symbol.asyncIterator]();
         const { event } = await appendOne(streamName());
-        const iterator = consumer(`group-${randomUUID()}`)[Symbol.asyncIterator]();
 
         const first = await nextWithin(iterator, waitMs);
         expect(first).toMatchObject({ retryCount: 0, event: { id: event.id } });
@@ -485,10 +567,29 @@ export function eventStoreContract(
         await second.ack();
       });
 
+      it("backs off before handing out a retried event again, longer each time", async () => {
+        const backoff = { initialMs: 300, maxMs: 5_000 };
+        const iterator = (await startedConsumer(`group-${randomUUID()}`, { retryBackoff: backoff }))[Symbol.asyncIterator]();
+        await appendOne(streamName());
+        const gaps: number[] = [];
+        let delivery = await nextWithin(iterator, waitMs);
+        for (let retry = 0; retry < 2; retry++) {
+          const nackedAt = Date.now();
+          await delivery.nack('retry', 'receiver down');
+          delivery = await nextWithin(iterator, waitMs + 2_000);
+          gaps.push(Date.now() - nackedAt);
+        }
+        await delivery.ack();
+        expect(delivery.retryCount).toBe(2);
+        // retryDelayMs: 300 ms, then 600 ms (a little slack for timers that fire early).
+        expect(gaps[0]).toBeGreaterThanOrEqual(retryDelayMs(0, backoff) - 20);
+        expect(gaps[1]).toBeGreaterThanOrEqual(retryDelayMs(1, backoff) - 20);
+      });
+
       it('parks an event after maxRetryCount retries', async () => {
+        const iterator = (await startedConsumer(`group-${randomUUID()}`, { maxRetryCount: 2 }))[Symbol.asyncIterator]();
         const stream = streamName();
         const { event } = await appendOne(stream);
-        const iterator = consumer(`group-${randomUUID()}`, { maxRetryCount: 2 })[Symbol.asyncIterator]();
 
         for (const retryCount of [0, 1, 2]) {
           const delivery = await nextWithin(iterator, waitMs);
@@ -500,10 +601,10 @@ export function eventStoreContract(
       });
 
       it("sets an event aside on nack('park'); it counts as done for the group", async () => {
+        const group = `group-${randomUUID()}`;
+        const first = await startedConsumer(group);
         const stream = streamName();
         await appendOne(stream);
-        const group = `group-${randomUUID()}`;
-        const first = consumer(group);
         const iterator = first[Symbol.asyncIterator]();
         await (await nextWithin(iterator, waitMs)).nack('park', 'cannot be handled');
         const second = await appendOne(stream);
@@ -517,12 +618,33 @@ export function eventStoreContract(
         expect(afterReopen!.event.id).toBe(third.event.id);
       });
 
+      it('replays parked events on request, counting them, with their retries afresh', async () => {
+        const group = `group-${randomUUID()}`;
+        const iterator = (await startedConsumer(group, { maxRetryCount: 1 }))[Symbol.asyncIterator]();
+        const parkedByHand = await appendOne(streamName());
+        await (await nextWithin(iterator, waitMs)).nack('park', 'cannot be handled');
+        const parkedByRetries = await appendOne(streamName());
+        for (let i = 0; i < 2; i++) await (await nextWithin(iterator, waitMs)).nack('retry', 'still failing');
+        // Both are done for the group: the next event is a new one.
+        const sentinel = await appendOne(streamName());
+        const next = await nextWithin(iterator, waitMs);
+        expect(next.event.id).toBe(sentinel.event.id);
+        await next.ack();
+
+        expect(await store.replayParked(group)).toBe(2);
+        const replayed = [await nextWithin(iterator, waitMs), await nextWithin(iterator, waitMs)];
+        expect(new Set(replayed.map((d) => d.event.id))).toEqual(new Set([parkedByHand.event.id, parkedByRetries.event.id]));
+        expect(replayed.map((d) => d.retryCount)).toEqual([0, 0]);
+        for (const delivery of replayed) await delivery.ack();
+        expect(await store.replayParked(group)).toBe(0);
+      });
+
       it('hands un-acked events out again after the consumer closed (at least once)', async () => {
+        const group = `group-${randomUUID()}`;
+        const first = await startedConsumer(group);
         const stream = streamName();
         const events = [newEvent(), newEvent(), newEvent()];
         await store.append(stream, events, { expectedRevision: 'no_stream' });
-        const group = `group-${randomUUID()}`;
-        const first = consumer(group);
         const iterator = first[Symbol.asyncIterator]();
         const deliveries = [await nextWithin(iterator, waitMs), await nextWithin(iterator, waitMs), await nextWithin(iterator, waitMs)];
         expect(deliveries.map((d) => d.event.id)).toEqual(events.map((e) => e.id));
@@ -543,6 +665,11 @@ export function eventStoreContract(
     }
   });
 }
+
+/** Probe events make sure a new group exists before a test appends (see startedConsumer). */
+const PROBE = 'GroupProbe';
+/** Retries in the suite wait little, unless a test is about the wait. */
+const QUICK_RETRIES = { initialMs: 10, maxMs: 50 };
 
 export function newEvent(type = 'Happened', data: Record<string, unknown> = { at: randomUUID() }): NewEvent {
   const actionId = randomUUID();

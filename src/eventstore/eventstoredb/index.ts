@@ -31,12 +31,15 @@ import type {
   PersistentEvent,
   PersistentSubscription,
   PersistentSubscriptionOptions,
+  ReadAllOptions,
   ReadStreamOptions,
   RecordedEvent,
   StreamAppend,
   SubscribeToAllOptions,
   Subscription,
 } from '../port.js';
+import { chainForStream, hashOf } from '../chain.js';
+import { DEFAULT_RETRY_BACKOFF, retryDelayMs } from '../port.js';
 import type { Position } from '../position.js';
 import {
   PERSISTENT_DEFAULTS,
@@ -48,7 +51,10 @@ import {
   isKnownPosition,
   matchesFilter,
   persistentGroupSettings,
+  inFlightLimit,
+  nackBackoff,
   toEsdbPosition,
+  chainedAppend,
   toEventData,
   toExpectedRevision,
   toRecordedEvent,
@@ -75,7 +81,7 @@ export interface EventStoreDbOptions {
   /** e.g. `esdb://localhost:2113?tls=false`, or a cluster: `esdb+discover://host:2113`. */
   connectionString: string;
   /** Told about resubscriptions after errors (pino-compatible; optional). */
-  logger?: { warn(details: object, message: string): void };
+  logger?: { warn(details: object, message: string): void; error(details: object, message: string): void };
   /** How long a persistent-subscription event may stay un-acked before it is handed out again. */
   messageTimeoutMs?: number;
 }
@@ -119,15 +125,27 @@ export function openEventStoreDb(options: EventStoreDbOptions): EventStore {
   ): Promise<AppendResult> {
     assertOpen();
     assertSomeEvents(stream, events);
-    const expectedRevision = toExpectedRevision(appendOptions.expectedRevision);
+    toExpectedRevision(appendOptions.expectedRevision); // throws RangeError for a negative revision
     let result;
-    try {
-      result = await client.appendToStream(stream, events.map(toEventData), { expectedRevision });
-    } catch (error) {
-      if (error instanceof WrongExpectedVersionError) {
-        throw new Conflict(stream, String(appendOptions.expectedRevision), describeRevision(error.actualVersion));
+    for (let attempt = 1; ; attempt++) {
+      // The hash chain runs per stream here (chain.ts): the stream's last event gives the previous
+      // hash, and the append expects exactly that revision, so two writers cannot fork the chain.
+      const [last] = await readResolved(stream, { direction: BACKWARDS, fromRevision: END, maxCount: 1, requiresLeader: true });
+      const lastEvent = last?.event;
+      const plan = chainedAppend(appendOptions.expectedRevision, lastEvent ? { revision: lastEvent.revision, hash: lastEvent.isJson ? hashOf(lastEvent.metadata as Record<string, unknown>) : null } : null);
+      if (plan === 'conflict') throw new Conflict(stream, String(appendOptions.expectedRevision), lastEvent ? String(lastEvent.revision) : 'no_stream');
+      try {
+        const chained = chainForStream(stream, plan.firstRevision, plan.previous, events);
+        result = await client.appendToStream(stream, chained.map(toEventData), { expectedRevision: plan.expectedRevision });
+        break;
+      } catch (error) {
+        if (error instanceof WrongExpectedVersionError) {
+          // Someone appended since the read: a caller that expected 'any' loses nothing by a new try.
+          if (plan.retryable && attempt < CHAIN_ATTEMPTS) continue;
+          throw new Conflict(stream, String(appendOptions.expectedRevision), describeRevision(error.actualVersion));
+        }
+        throw error;
       }
-      throw error;
     }
     // The port promises the position of the *last* appended event, exactly as subscriptions will
     // deliver it: callers wait for projections to pass it (read your writes). The append result's
@@ -161,6 +179,36 @@ export function openEventStoreDb(options: EventStoreDbOptions): EventStore {
     const claimed = await inOrder(groups[0]!);
     const written = await Promise.allSettled(groups.slice(1).map(inOrder));
     return { first: claimed, then: written };
+  }
+
+  async function readAll(readOptions: ReadAllOptions): Promise<RecordedEvent[]> {
+    assertOpen();
+    if (!Number.isSafeInteger(readOptions.maxCount) || readOptions.maxCount < 1) throw new RangeError('maxCount must be an integer >= 1');
+    // The server's fromPosition is inclusive and its pages hold system events too: read on until
+    // something of ours after `from` turns up or the log ends.
+    let from: Position | 'start' = readOptions.from;
+    for (;;) {
+      const page: RecordedEvent[] = [];
+      let count = 0;
+      let lastSeen: Position | null = null;
+      const read = client.readAll({
+        direction: FORWARDS,
+        fromPosition: from === 'start' ? START : toEsdbPosition(from),
+        maxCount: readOptions.maxCount + 1,
+        resolveLinkTos: false,
+      });
+      for await (const resolved of read as AsyncIterable<AllStreamResolvedEvent>) {
+        count += 1;
+        const position = resolved.event?.position;
+        if (isKnownPosition(position)) lastSeen = fromEsdbPosition(position);
+        const event = toRecordedEvent(resolved);
+        if (event === null || !isAfter(event.position, from) || !matchesFilter(event, readOptions.filter)) continue;
+        page.push(event);
+        if (page.length === readOptions.maxCount) break;
+      }
+      if (page.length > 0 || count < readOptions.maxCount + 1 || lastSeen === null || lastSeen === from) return page;
+      from = lastSeen;
+    }
   }
 
   async function readStream(stream: string, readOptions: ReadStreamOptions = {}): Promise<RecordedEvent[]> {
@@ -234,21 +282,31 @@ export function openEventStoreDb(options: EventStoreDbOptions): EventStore {
 
   function persistentSubscription(group: string, subscribeOptions: PersistentSubscriptionOptions = {}): PersistentSubscription {
     assertOpen();
+    const messageTimeoutMs = options.messageTimeoutMs ?? PERSISTENT_DEFAULTS.messageTimeoutMs;
+    const requested = subscribeOptions.bufferSize ?? PERSISTENT_DEFAULTS.bufferSize;
     const settings = persistentGroupSettings({
       ...(subscribeOptions.maxRetryCount !== undefined ? { maxRetryCount: subscribeOptions.maxRetryCount } : {}),
-      ...(options.messageTimeoutMs !== undefined ? { messageTimeoutMs: options.messageTimeoutMs } : {}),
+      messageTimeoutMs,
+      bufferSize: requested,
     });
     const serverFilter = toServerFilter(subscribeOptions.filter);
-    const bufferSize = subscribeOptions.bufferSize ?? PERSISTENT_DEFAULTS.bufferSize;
+    const bufferSize = inFlightLimit(requested, messageTimeoutMs);
+    const backoff = nackBackoff(subscribeOptions.retryBackoff ?? DEFAULT_RETRY_BACKOFF, messageTimeoutMs);
+    let live = false;
     const control = new Control();
     let current: { sub: PersistentSubscriptionToAll; connection: Connection } | null = null;
 
+    /**
+     * Creates the group, or brings an existing one's settings in line with this code's (retries,
+     * timeout, buffers): a group is never left with the settings of an older release. The server
+     * cannot change a group's filter; this adapter filters again on its side (matchesFilter).
+     */
     async function ensureGroup(): Promise<void> {
       try {
         await client.createPersistentSubscriptionToAll(group, settings, { filter: serverFilter });
       } catch (error) {
-        if (error instanceof PersistentSubscriptionExistsError) return;
-        throw error;
+        if (!(error instanceof PersistentSubscriptionExistsError)) throw error;
+        await client.updatePersistentSubscriptionToAll(group, settings);
       }
     }
 
@@ -270,6 +328,7 @@ export function openEventStoreDb(options: EventStoreDbOptions): EventStore {
             }
           }
           const sub = client.subscribeToPersistentSubscriptionToAll(group, { bufferSize });
+          sub.on('confirmation', () => (live = true));
           const connection: Connection = { alive: true, pending: new Set() };
           current = { sub, connection };
           try {
@@ -284,20 +343,25 @@ export function openEventStoreDb(options: EventStoreDbOptions): EventStore {
                 event,
                 retryCount: resolved.retryCount,
                 ack: () => settle(connection, () => sub.ack(resolved)),
-                nack: (action, reason) => settle(connection, () => sub.nack(action === 'park' ? PARK : RETRY, reason, resolved)),
+                nack: async (action, reason) => {
+                  // The server would hand a retried event out again at once: wait first, longer each time.
+                  if (action === 'retry') await control.sleepFor(retryDelayMs(resolved.retryCount, backoff));
+                  await settle(connection, () => sub.nack(action === 'park' ? PARK : RETRY, reason, resolved));
+                },
               };
               if (control.closed) return;
             }
             if (control.closed) return;
-            logger?.warn({ group }, 'EventStoreDB persistent subscription ended by the server; rejoining');
+            logger?.error({ group }, 'EventStoreDB persistent subscription ended by the server; rejoining');
           } catch (error) {
             connection.alive = false; // acks can no longer reach the server: it redelivers instead
             if (control.closed) return;
             const kind = classifySubscriptionError(error);
             if (kind === 'fatal') throw error;
             if (kind === 'group-missing') groupReady = false;
-            logger?.warn({ err: error, group, attempt }, 'EventStoreDB persistent subscription dropped; rejoining');
+            logger?.error({ err: error, group, attempt }, 'EventStoreDB persistent subscription dropped; rejoining');
           } finally {
+            live = false;
             current = null;
             if (connection.alive) await drain(connection);
             connection.alive = false;
@@ -326,7 +390,15 @@ export function openEventStoreDb(options: EventStoreDbOptions): EventStore {
     };
     open.add(handle);
     const iterator = events();
-    return { [Symbol.asyncIterator]: () => iterator, close: handle.close };
+    return { [Symbol.asyncIterator]: () => iterator, close: handle.close, connected: () => live && !control.closed };
+  }
+
+  async function replayParked(group: string): Promise<number> {
+    assertOpen();
+    const info = await client.getPersistentSubscriptionToAllInfo(group);
+    const parked = Number(info.stats.parkedMessageCount);
+    if (parked > 0) await client.replayParkedMessagesToAll(group);
+    return parked;
   }
 
   async function headPosition(): Promise<Position | null> {
@@ -361,8 +433,11 @@ export function openEventStoreDb(options: EventStoreDbOptions): EventStore {
     await client.dispose();
   }
 
-  return { append, appendThen, readStream, subscribeToAll, persistentSubscription, headPosition, close };
+  return { chainScope: 'stream', append, appendThen, readAll, readStream, subscribeToAll, persistentSubscription, replayParked, headPosition, close };
 }
+
+/** How often an append expecting 'any' is tried again when another writer extends the stream's chain first. */
+const CHAIN_ATTEMPTS = 5;
 
 function assertSomeEvents(stream: string, events: NewEvent[]): void {
   if (events.length === 0) throw new RangeError(`append to ${stream} needs at least one event`);
@@ -371,6 +446,7 @@ function assertSomeEvents(stream: string, events: NewEvent[]): void {
 /** Close flag plus an interruptible backoff sleep for one subscription. */
 class Control {
   closed = false;
+  private readonly waits = new Set<() => void>();
   private wake: (() => void) | null = null;
 
   sleep(ms: number): Promise<void> {
@@ -390,6 +466,21 @@ class Control {
   close(): void {
     this.closed = true;
     this.wake?.();
+    for (const done of [...this.waits]) done();
+  }
+
+  /** A wait of its own (beside the reconnect sleep), cut short when the subscription closes. */
+  sleepFor(ms: number): Promise<void> {
+    if (this.closed || ms <= 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        this.waits.delete(done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.waits.add(done);
+    });
   }
 }
 

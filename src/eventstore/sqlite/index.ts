@@ -9,12 +9,14 @@ import type {
   NewEvent,
   PersistentSubscription,
   PersistentSubscriptionOptions,
+  ReadAllOptions,
   ReadStreamOptions,
   RecordedEvent,
   SubscribeToAllOptions,
   Subscription,
 } from '../port.js';
 import { fileSignal, type FileSignal } from '../../runtime/fileSignal.js';
+import { DEFAULT_RETRY_BACKOFF } from '../port.js';
 import { formatPosition, parsePosition, type Position } from '../position.js';
 import { CatchUpSubscription } from './catchUpSubscription.js';
 import { EventLog, openLogFile, type Db } from './eventLog.js';
@@ -78,6 +80,8 @@ function validateAppend(stream: string, events: NewEvent[], expected: ExpectedRe
 }
 
 class SqliteEventStore implements EventStore {
+  /** One writer holds the file's write lock per commit, so the chain can run along the whole log. */
+  readonly chainScope = 'log' as const;
   private closed = false;
   private readonly log: EventLog;
   private readonly watcher: LogWatcher;
@@ -121,6 +125,14 @@ class SqliteEventStore implements EventStore {
     return this.log.readStream(stream, options.direction === 'backwards', maxCount);
   }
 
+  async readAll(options: ReadAllOptions): Promise<RecordedEvent[]> {
+    this.assertOpen();
+    validateFilter(options.filter);
+    validateCount('maxCount', options.maxCount, 1);
+    const from = options.from === 'start' ? 0 : positionToSeq(options.from);
+    return this.log.readAfter(from, options.filter, options.maxCount).entries.map((entry) => entry.event);
+  }
+
   subscribeToAll(options: SubscribeToAllOptions): Subscription {
     this.assertOpen();
     validateFilter(options.filter);
@@ -138,6 +150,16 @@ class SqliteEventStore implements EventStore {
     const bufferSize = options.bufferSize ?? DEFAULT_BUFFER_SIZE;
     validateCount('bufferSize', bufferSize, 1);
     return (this.groups.get(group) ?? this.createGroup(group, options)).attach(bufferSize);
+  }
+
+  async replayParked(group: string): Promise<number> {
+    this.assertOpen();
+    this.groupTables ??= new GroupTables(this.db);
+    this.groups.get(group)?.persist();
+    const count = this.groupTables.requestReplay(group);
+    // Served here: at once; served by another process: at its next look (groupTables.ts).
+    this.groups.get(group)?.takeReplays();
+    return count;
   }
 
   async headPosition(): Promise<Position | null> {
@@ -165,7 +187,7 @@ class SqliteEventStore implements EventStore {
     this.groupTables ??= new GroupTables(this.db);
     const group = new PersistentGroup(
       name,
-      { filter: options.filter, maxRetryCount },
+      { filter: options.filter, maxRetryCount, retryBackoff: options.retryBackoff ?? DEFAULT_RETRY_BACKOFF },
       this.groupTables,
       this.log,
       this.watcher,
