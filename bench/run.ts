@@ -11,6 +11,7 @@ import { startService } from '../src/service.js';
 import { Sqlite } from '../src/sqlite/driver.js';
 import { auditBench } from './audit.js';
 import { csr, httpBenchmarks, WEBHOOK_ENV } from './http.js';
+import { rebuildBench } from './rebuild.js';
 import { CONNECTIONS, percentile, type TextRow } from './measure.js';
 import { root, spawnServer, stop } from './servers.js';
 import { httpTable, type HttpRow, type Scenario } from './table.js';
@@ -22,7 +23,7 @@ import { startBenchReceiver, webhookLatency, webhookThroughput, type BenchReceiv
  * the HTTP table (with each row's share of bare Hono and its ratio to Emmett) and a table of the
  * rest (loading, projection lag, webhooks). Method and figures: docs/performance.md.
  *
- * BENCH_ONLY: a comma-separated list of http, lag, webhooks, audit, or the HTTP scenarios post, get, list
+ * BENCH_ONLY: a comma-separated list of http, lag, webhooks, audit, rebuild, or the HTTP scenarios post, get, list
  * (only those, on the full store only); BENCH_PEER=false leaves Emmett out; BENCH_API_PROCESSES
  * (default 1,2); BENCH_DURATION, BENCH_WARMUP (s); BENCH_RECORDS; BENCH_PROFILE=<dir>.
  */
@@ -33,7 +34,7 @@ const LIST_RECORDS = Number(process.env['BENCH_RECORDS'] ?? 100_000);
 const SCENARIO_NAMES: Record<string, Scenario> = { post: 'POST one record', get: 'GET one record', list: 'GET list' };
 
 const only = new Set((process.env['BENCH_ONLY'] ?? '').split(',').map((token) => token.trim()).filter(Boolean));
-for (const token of only) if (!['http', 'lag', 'webhooks', 'audit', ...Object.keys(SCENARIO_NAMES)].includes(token)) throw new Error(`BENCH_ONLY: unknown '${token}' (http, lag, webhooks, audit, post, get, list)`);
+for (const token of only) if (!['http', 'lag', 'webhooks', 'audit', 'rebuild', ...Object.keys(SCENARIO_NAMES)].includes(token)) throw new Error(`BENCH_ONLY: unknown '${token}' (http, lag, webhooks, audit, rebuild, post, get, list)`);
 const chosenScenarios = Object.keys(SCENARIO_NAMES).filter((name) => only.has(name));
 const runs = (section: string) => only.size === 0 || only.has(section) || (section === 'http' && chosenScenarios.length > 0);
 
@@ -145,6 +146,7 @@ if (runs('http')) {
 if (runs('lag')) await projectionLag();
 if (runs('webhooks')) await webhookBench();
 if (runs('audit')) rows.push(...(await auditBench(root)));
+if (runs('rebuild')) rows.push(...(await rebuildBench()));
 
 /** Node 20 and Node 22.14+/24 load different better-sqlite3 majors, with different SQLite releases and planners. */
 const sqliteVersion = (new Sqlite(':memory:').prepare('SELECT sqlite_version() AS version').get() as { version: string }).version;

@@ -3,6 +3,8 @@ import { Hono } from 'hono';
 import { bearerAuth } from './auth.js';
 import { bodySizeLimit } from './body.js';
 import { errorResponse, handleError } from './errors.js';
+import { healthRoutes } from './health.js';
+import { httpMetrics, metricsRoute } from './metrics.js';
 import { openApiRoute } from './openapiRoute.js';
 import { historyRoutes } from './history.js';
 import { recordRoutes } from './records.js';
@@ -13,6 +15,7 @@ const REQUEST_ID = /^[\w.-]{1,128}$/;
 
 export function createApp(deps: ApiDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
+  if (deps.metrics) app.use('*', httpMetrics(deps.metrics));
 
   app.use('*', async (c, next) => {
     const given = c.req.header('X-Request-Id');
@@ -34,6 +37,8 @@ export function createApp(deps: ApiDeps): Hono<AppEnv> {
       'request',
     );
   });
+  healthRoutes(app, deps.readiness ?? []);
+  if (deps.metrics && deps.serveMetrics) metricsRoute(app, deps.metrics);
   // Only where a body is read.
   app.on(['POST', 'PUT', 'PATCH'], '/api/*', bodySizeLimit());
   app.use('/api/*', bearerAuth(deps.setup, deps.clock));
