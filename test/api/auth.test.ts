@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openSqliteSetupStore } from '../../src/setup/sqlite/index.js';
+import { KEY_RECHECK_MS, openSqliteSetupStore } from '../../src/setup/sqlite/index.js';
 import { client, startTestService, type TestService } from '../support/service.js';
 
 /** Spec section 5: bearer keys, read only vs read & write, chosen objects, revocation, isolation. */
@@ -31,7 +31,7 @@ describe('authentication', () => {
     expect((await api.get('/api/v1/clients')).status).toBe(401);
   });
 
-  it('a revocation by another connection (the csr tool) takes effect on the next request, after the key was cached', async () => {
+  it('a revocation by another connection (the csr tool) takes effect within KEY_RECHECK_MS, after the key was cached', async () => {
     const ws = await svc.workspace();
     const { key, record } = await ws.key();
     const api = client(svc, key);
@@ -42,6 +42,7 @@ describe('authentication', () => {
     } finally {
       await csr.close();
     }
+    await new Promise((resolve) => setTimeout(resolve, KEY_RECHECK_MS + 1));
     expect((await api.get('/api/v1/clients')).status).toBe(401);
   });
 

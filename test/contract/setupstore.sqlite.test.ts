@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ValidationFailed } from '../../src/core/errors.js';
 import type { ApiKey } from '../../src/setup/port.js';
-import { openSqliteSetupStore } from '../../src/setup/sqlite/index.js';
+import { KEY_RECHECK_MS, openSqliteSetupStore } from '../../src/setup/sqlite/index.js';
 import { setupStoreContract } from './setupstore.contract.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'csr-setupstore-'));
@@ -26,7 +26,7 @@ describe('sqlite setup store', () => {
     revokedAt: null,
   });
 
-  it('the server sees what the csr tool writes in another process, on its next read', async () => {
+  it('the server sees what the csr tool writes in another process: at once when not remembered, a remembered key within KEY_RECHECK_MS', async () => {
     const path = join(dir, 'shared.db');
     const server = openSqliteSetupStore({ path });
     const cli = openSqliteSetupStore({ path });
@@ -37,6 +37,7 @@ describe('sqlite setup store', () => {
       expect(await server.keyByFingerprint(created.fingerprint)).toEqual(created);
       await server.touchKey(created.id, '2025-01-02T00:00:00.000Z');
       await cli.revokeKey(created.id, '2025-01-03T00:00:00.000Z');
+      await new Promise((resolve) => setTimeout(resolve, KEY_RECHECK_MS + 1));
       expect(await server.keyByFingerprint(created.fingerprint)).toMatchObject({
         lastUsedAt: '2025-01-02T00:00:00.000Z',
         revokedAt: '2025-01-03T00:00:00.000Z',

@@ -11,7 +11,7 @@ import type { ApiKey, KeyAccess, SetupStore, User, Workspace } from '../port.js'
  * consistent, at worst the newest lastUsedAt is lost on a power cut).
  *
  * The `csr` tool and the server open the same file at the same time; both see each other's
- * commits on their next statement, so a revocation takes effect on the next request.
+ * commits on their next statement (a remembered key: within KEY_RECHECK_MS, see KeyCache).
  *
  * keyByFingerprint runs on every API request, so found keys are remembered, but only while the
  * file is unchanged: see KeyCache.
@@ -114,18 +114,25 @@ function constraintError(error: unknown, workspaceId: string, unique: Record<str
 
 /** At most this many keys are remembered; more distinct keys in use just mean more lookups. */
 const KEY_CACHE_SIZE = 1_000;
+/** How long a lookup trusts that no other process changed the file: the log watcher's shortest poll. */
+export const KEY_RECHECK_MS = 2;
 
 /**
- * Keys by fingerprint, valid while the setup file is unchanged. `PRAGMA data_version` changes
- * whenever another connection commits to the file (the `csr` tool in another process, or this
- * store's touch connection); the store's own connection counts its writes, which data_version
- * does not report. Either change drops every entry, so a revocation is seen on the next lookup.
+ * Keys by fingerprint, valid while the setup file is unchanged. The store's own connection counts
+ * its writes, checked on every lookup: a revocation through this store (this process) takes
+ * effect on the next request. `PRAGMA data_version` changes whenever another connection commits
+ * to the file (the `csr` tool in another process, or this store's touch connection); reading it
+ * opens a read transaction on the file, the largest cost of authenticating a request, so it is
+ * read at most every KEY_RECHECK_MS: a revocation by another process takes effect within that
+ * time, as other processes' appends reach this one's log watcher within one poll. Either change
+ * drops every entry.
  */
 class KeyCache {
   private readonly keys = new Map<string, ApiKey>();
   private readonly dataVersion: Database.Statement<[], number>;
   private seenVersion = -1;
   private seenWrites = -1;
+  private checkedAt = -Infinity;
   /** Bumped by every write on the store's own connection. */
   writes = 0;
 
@@ -134,11 +141,15 @@ class KeyCache {
   }
 
   get(fingerprint: string): ApiKey | undefined {
-    const version = this.dataVersion.get()!;
-    if (version !== this.seenVersion || this.writes !== this.seenWrites) {
-      this.keys.clear();
-      this.seenVersion = version;
-      this.seenWrites = this.writes;
+    const now = performance.now();
+    if (this.writes !== this.seenWrites || now - this.checkedAt >= KEY_RECHECK_MS) {
+      const version = this.dataVersion.get()!;
+      this.checkedAt = now;
+      if (version !== this.seenVersion || this.writes !== this.seenWrites) {
+        this.keys.clear();
+        this.seenVersion = version;
+        this.seenWrites = this.writes;
+      }
     }
     return this.keys.get(fingerprint);
   }

@@ -1,0 +1,72 @@
+import type { LoadResult } from './wrk.js';
+
+/**
+ * The HTTP table of `npm run bench`. Every row is a server under one scenario's load, with the
+ * bare Hono endpoint's rate measured just before and just after it: the machine's speed drifts within a run, so
+ * each rate is read as a share of that baseline, and the ratio of two servers in one scenario is
+ * the ratio of their shares (each against its own baseline), not of their raw rates. CPU time per
+ * request moves less than a rate when neighbours take the cores, so the rows also compare that.
+ */
+
+export type Measured = LoadResult & { cpuUs: number | null };
+
+export type Scenario = 'POST one record' | 'GET one record' | 'GET list';
+
+export interface HttpRow {
+  scenario: Scenario;
+  /** What the scenario ran on (records loaded, filter matches); rows compare within one stage. */
+  stage: string;
+  server: 'this service' | 'Emmett';
+  processes: number;
+  measured: Measured;
+  baseline: Measured;
+  /** POST: one fsync'd SQLite commit measured just before (the disk drifts too). */
+  commitMs: number | null;
+}
+
+const share = (row: HttpRow) => row.measured.requestsPerSecond / row.baseline.requestsPerSecond;
+
+/** The issue's targets, for the service's rows; null where a scenario has none. */
+function target(row: HttpRow, vsEmmett: number | null, vsOne: number | null): string {
+  const checks: [string, boolean | null][] = [];
+  const atLeast = (label: string, value: number | null, floor: number) => checks.push([label, value === null ? null : value >= floor]);
+  if (row.server !== 'this service') return '';
+  if (row.processes === 1) {
+    if (row.scenario === 'POST one record') (atLeast('>= 25% of bare', share(row), 0.25), atLeast('>= 5x Emmett', vsEmmett, 5));
+    if (row.scenario === 'GET one record') {
+      atLeast('>= 45% of bare', share(row), 0.45);
+      atLeast('>= 1.3x Emmett', vsEmmett, 1.3);
+      checks.push(['<= 55 µs CPU', row.measured.cpuUs === null ? null : row.measured.cpuUs <= 55]);
+    }
+    if (row.scenario === 'GET list') (atLeast('>= 2x Emmett', vsEmmett, 2), checks.push(['p99 <= 50 ms', row.measured.p99Ms <= 50]));
+  } else if (row.scenario !== 'POST one record') {
+    atLeast('>= 1.7x 1 process', vsOne, 1.7);
+    if (row.scenario === 'GET list') checks.push(['p99 <= 50 ms', row.measured.p99Ms <= 50]);
+  }
+  return checks.map(([label, met]) => `${label} ${met === null ? '(no figure)' : met ? 'met' : 'MISSED'}`).join(', ');
+}
+
+const int = (value: number) => Math.round(value).toLocaleString('en');
+const times = (value: number | null) => (value === null ? '' : `${value.toFixed(2)}x`);
+
+export function httpTable(rows: HttpRow[]): string {
+  const lines = [
+    '| scenario | server | req/s | p99 ms | CPU µs/req | of bare Hono (its req/s, CPU µs/req around it) | x Emmett | Emmett CPU/req over this | x 1 process | target |',
+    '|---|---|---|---|---|---|---|---|---|---|',
+  ];
+  for (const row of rows) {
+    const same = (other: HttpRow) => other.scenario === row.scenario && other.stage === row.stage;
+    const peer = rows.find((other) => same(other) && other.server === 'Emmett');
+    const one = rows.find((other) => same(other) && other.server === row.server && other.processes === 1);
+    const vsEmmett = peer && row !== peer ? share(row) / share(peer) : null;
+    const vsOne = one && row !== one ? share(row) / share(one) : null;
+    const cpuVsEmmett = peer && row !== peer && peer.measured.cpuUs !== null && row.measured.cpuUs ? peer.measured.cpuUs / row.measured.cpuUs : null;
+    const { measured, baseline } = row;
+    const server = row.server === 'Emmett' ? 'Emmett' : `this service, API_PROCESSES=${row.processes}`;
+    const bare = `${Math.round(100 * share(row))}% (${int(baseline.requestsPerSecond)}, ${baseline.cpuUs === null ? '?' : int(baseline.cpuUs)}${row.commitMs === null ? '' : `; one commit ${row.commitMs.toFixed(2)} ms`})`;
+    lines.push(
+      `| ${row.scenario}, ${row.stage} | ${server} | ${int(measured.requestsPerSecond)} | ${measured.p99Ms.toFixed(1)} | ${measured.cpuUs === null ? '' : int(measured.cpuUs)} | ${bare} | ${times(vsEmmett)} | ${times(cpuVsEmmett)} | ${times(vsOne)} | ${target(row, vsEmmett, vsOne)} |`,
+    );
+  }
+  return lines.join('\n');
+}
