@@ -12,6 +12,7 @@ import { loadConfig } from '../src/config.js';
 import { startService } from '../src/main.js';
 import { Sqlite } from '../src/sqliteDriver.js';
 import { cpuPerRequest } from './cpu.js';
+import { longStreamBench } from './longStreams.js';
 import { wrk, type LoadOptions, type LoadResult } from './wrk.js';
 import { BENCH_CA_FILE, startBenchReceiver, webhookLatency, webhookThroughput, type BenchReceiver, type WebhookBenchDeps } from './webhooks.js';
 
@@ -344,10 +345,24 @@ async function webhookBench(): Promise<void> {
   rmSync(allDir, { recursive: true, force: true });
 }
 
+/** Issue 22's faults: long streams (and large bodies), each on a store of its own. */
+async function faultsBench(): Promise<void> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'csr-bench-faults-'));
+  const workspaceId = csr(dataDir, 'workspaces', 'create', 'faults').id as string;
+  const key = csr(dataDir, 'keys', 'create', '--workspace', 'faults', '--name', 'bench').key as string;
+  const startServer = async () => {
+    const server = await spawnServer('dist/src/main.js', { DATA_DIR: dataDir });
+    return { url: server.url, child: server.child, stop: () => stop(server.child) };
+  };
+  rows.push(await longStreamBench({ dataDir, workspaceId, key, startServer }));
+  rmSync(dataDir, { recursive: true, force: true });
+}
+
 const only = process.env['BENCH_ONLY'];
 if (!only || only === 'http') await httpBenchmarks();
 if (!only || only === 'lag') await projectionLag();
 if (!only || only === 'webhooks') await webhookBench();
+if (!only || only === 'faults') await faultsBench();
 
 /** Node 20 and Node 22.14+/24 load different better-sqlite3 majors, with different SQLite releases and planners. */
 const sqliteVersion = (new Sqlite(':memory:').prepare('SELECT sqlite_version() AS version').get() as { version: string }).version;
