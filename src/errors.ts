@@ -34,6 +34,19 @@ export class Unavailable extends AppError {
   readonly status = 503;
 }
 
+/** The disk of a store is full: nothing was written; the same write succeeds once space is freed. */
+export class InsufficientStorage extends AppError {
+  readonly status = 507;
+  constructor(message = 'the service has no storage space left; nothing was saved. Retry once the operator has freed space') {
+    super(message);
+  }
+}
+
+/** The same request (same Idempotency-Key) is being run right now by another call. */
+export class RequestInProgress extends AppError {
+  readonly status = 409;
+}
+
 /**
  * Optimistic concurrency failure: the stream is not at the expected revision.
  * Callers retry the whole command (load, decide, append), never the append alone.

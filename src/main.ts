@@ -19,6 +19,8 @@ import { Unavailable } from './errors.js';
 import type { EventStore } from './eventstore/port.js';
 import type { Position } from './eventstore/position.js';
 import { openSqliteEventStore } from './eventstore/sqlite.js';
+import type { IdempotencyStore } from './idempotency/port.js';
+import { openSqliteIdempotencyStore } from './idempotency/sqlite/index.js';
 import { createApp } from './http/app.js';
 import { createLogger } from './logger.js';
 import type { ReadStore } from './readstore/port.js';
@@ -42,6 +44,7 @@ export interface Backends {
   readStore: ReadStore;
   setup: SetupStore;
   webhooks: WebhookStore;
+  idempotency: IdempotencyStore;
   /**
    * Runs `start` only while this process may be the one active projector, and `stop` when it
    * may no longer be (production: a lease in MongoDB). The embedded store runs it at once: its
@@ -57,8 +60,14 @@ function productionUrls(config: Config): { eventStore: string; mongoDb: string }
 }
 
 /** The embedded store's files in DATA_DIR, one per port. */
-function embeddedFiles(dataDir: string): Record<'events' | 'readStore' | 'setup' | 'webhooks', string> {
-  return { events: join(dataDir, 'events.db'), readStore: join(dataDir, 'read.db'), setup: join(dataDir, 'setup.db'), webhooks: join(dataDir, 'webhooks.db') };
+function embeddedFiles(dataDir: string): Record<'events' | 'readStore' | 'setup' | 'webhooks' | 'idempotency', string> {
+  return {
+    events: join(dataDir, 'events.db'),
+    readStore: join(dataDir, 'read.db'),
+    setup: join(dataDir, 'setup.db'),
+    webhooks: join(dataDir, 'webhooks.db'),
+    idempotency: join(dataDir, 'idempotency.db'),
+  };
 }
 
 export async function openBackends(config: Config, logger?: Logger): Promise<Backends> {
@@ -70,17 +79,19 @@ export async function openBackends(config: Config, logger?: Logger): Promise<Bac
   const readStore = openSqliteReadStore({ path: files.readStore });
   const setup = openSqliteSetupStore({ path: files.setup });
   const webhooks = openSqliteWebhookStore({ path: files.webhooks });
+  const idempotency = openSqliteIdempotencyStore({ path: files.idempotency });
   return {
     events,
     readStore,
     setup,
     webhooks,
+    idempotency,
     whileSoleProjector(start, stop) {
       start();
       return { stop };
     },
     async close() {
-      await Promise.all([events.close(), readStore.close(), setup.close(), webhooks.close()]);
+      await Promise.all([events.close(), readStore.close(), setup.close(), webhooks.close(), idempotency.close()]);
     },
   };
 }
@@ -89,24 +100,27 @@ export async function openBackends(config: Config, logger?: Logger): Promise<Bac
 async function openProductionBackends(eventStoreUrl: string, mongoDbUrl: string, logger?: Logger): Promise<Backends> {
   // Loaded only here: their clients take about 0.2 s to load (importing this module took 0.52 s
   // with them, 0.31 s without), which every embedded start and every `csr` command would pay.
-  const [{ openEventStoreDb }, { mongoDatabase, openMongoReadStore }, { keepLease }, { openMongoSetupStore }, { openMongoWebhookStore }] =
+  const [{ openEventStoreDb }, { mongoDatabase, openMongoReadStore }, { keepLease }, { openMongoSetupStore }, { openMongoWebhookStore }, { openMongoIdempotencyStore }] =
     await Promise.all([
       import('./eventstore/eventstoredb.js'),
       import('./readstore/mongodb.js'),
       import('./readstore/mongodbLease.js'),
       import('./setup/mongodb.js'),
       import('./webhooks/mongodb.js'),
+      import('./idempotency/mongodb/index.js'),
     ]);
   const events = openEventStoreDb({ connectionString: eventStoreUrl, ...(logger ? { logger } : {}) });
   const { client, db } = await mongoDatabase({ url: mongoDbUrl });
   const readStore = await openMongoReadStore({ client });
   const setup = await openMongoSetupStore({ client });
   const webhooks = await openMongoWebhookStore({ client });
+  const idempotency = await openMongoIdempotencyStore({ client });
   return {
     events,
     readStore,
     setup,
     webhooks,
+    idempotency,
     whileSoleProjector(start, stop) {
       // Taken over within seconds (the lease's ttl) when the holder dies.
       const keeper = keepLease(db, {
@@ -118,7 +132,7 @@ async function openProductionBackends(eventStoreUrl: string, mongoDbUrl: string,
       return { stop: () => keeper.stop() };
     },
     async close() {
-      await Promise.all([events.close(), readStore.close(), setup.close(), webhooks.close()]);
+      await Promise.all([events.close(), readStore.close(), setup.close(), webhooks.close(), idempotency.close()]);
       await client.close();
     },
   };
@@ -195,7 +209,7 @@ export async function startService(
       listUsers: (workspaceId) => backends.setup.listUsers(workspaceId),
       waitVisible: (position: Position) => waitVisible(backends.readStore, position),
     };
-    const app = createApp({ commands, readStore: backends.readStore, setup: backends.setup, logger, clock });
+    const app = createApp({ commands, readStore: backends.readStore, setup: backends.setup, idempotency: backends.idempotency, logger, clock });
     server = await new Promise<ServerType>((resolve) => {
       const started = serve({ fetch: app.fetch, port: config.port, hostname: config.host }, () => resolve(started));
     });

@@ -8,6 +8,8 @@ import type { SetupStore } from '../setup/port.js';
 import { bearerAuth, type Caller } from './auth.js';
 import { bodySizeLimit } from './body.js';
 import { errorResponse, handleError } from './errors.js';
+import { idempotency } from './idempotency.js';
+import type { IdempotencyStore } from '../idempotency/port.js';
 import { recordRoutes } from './records.js';
 import { RequestLog } from './requestLog.js';
 
@@ -15,6 +17,7 @@ export interface ApiDeps {
   commands: CommandDeps;
   readStore: ReadStore;
   setup: SetupStore;
+  idempotency: IdempotencyStore;
   logger: Logger;
   clock: () => Date;
 }
@@ -46,6 +49,7 @@ export function createApp(deps: ApiDeps): Hono<AppEnv> {
   // Only where a body is read.
   app.on(['POST', 'PUT', 'PATCH'], '/api/*', bodySizeLimit());
   app.use('/api/*', bearerAuth(deps.setup, deps.clock));
+  app.on(['POST', 'PATCH', 'DELETE'], '/api/*', idempotency(deps.idempotency, deps.clock));
   recordRoutes(app, deps);
 
   app.notFound((c) => errorResponse(c, 404, `no such path: ${c.req.path}`));
