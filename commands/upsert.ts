@@ -1,4 +1,4 @@
-import { ValidationFailed } from '../src/errors.js';
+import { InsufficientStorage, ValidationFailed } from '../src/errors.js';
 import type { EventMetadata } from '../src/eventstore/port.js';
 import type { Position } from '../src/eventstore/position.js';
 import { newId } from '../src/ids.js';
@@ -76,9 +76,12 @@ export async function upsertRecords(
 
   const positions: Position[] = [];
   const failedPlans = new Map<Plan, string>();
+  let storageFull: InsufficientStorage | null = null;
   const settle = (plan: Plan, outcome: PromiseSettledResult<Position | null>) => {
-    if (outcome.status === 'rejected') failedPlans.set(plan, errorMessage(outcome.reason));
-    else if (outcome.value) positions.push(outcome.value);
+    if (outcome.status === 'rejected') {
+      failedPlans.set(plan, errorMessage(outcome.reason));
+      if (outcome.reason instanceof InsufficientStorage) storageFull = outcome.reason;
+    } else if (outcome.value) positions.push(outcome.value);
   };
   numbering?.plans.forEach((plan, i) => settle(plan, numberedOutcomes[i]!));
   others.forEach((plan, i) => settle(plan, otherOutcomes[i]!));
@@ -97,6 +100,9 @@ export async function upsertRecords(
     else result.updated++;
   });
   errors.sort((a, b) => a.index - b.index);
+  // Nothing saved for want of space is the store's failure, not the records': 507, not 422.
+  // When some records were saved the answer must say which (207), full disk or not.
+  if (storageFull && result.ids.length === 0) throw storageFull;
   return result;
 }
 
