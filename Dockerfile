@@ -3,7 +3,7 @@
 #   docker build -t csr . && docker run -e EVENTSTORE_URL=... -e MONGODB_URL=... -e ROLES=api -p 8080:8080 csr
 
 # Node 24: better-sqlite3 13 ships a Node-API binary for it, so the image needs no compilers
-# (see src/sqliteDriver.ts for why Node 20 gets 12.x instead).
+# (see src/sqlite/driver.ts for why Node 20 gets 12.x instead).
 FROM node:24-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./

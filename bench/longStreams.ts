@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
-import { recordStream } from '../commands/record/events.js';
+import { recordStream } from '../src/events/records.js';
 import type { EventMetadata, NewEvent } from '../src/eventstore/port.js';
-import { openSqliteEventStore } from '../src/eventstore/sqlite.js';
+import { openSqliteEventStore } from '../src/eventstore/sqlite/index.js';
 
 /**
  * Issue 22 item 10: a PATCH of a record with a long history against one of a fresh record, one

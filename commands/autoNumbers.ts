@@ -1,5 +1,5 @@
-import { newId } from '../src/ids.js';
-import { Conflict } from '../src/errors.js';
+import { newId } from '../src/core/ids.js';
+import { Conflict } from '../src/core/errors.js';
 import type { AppendResult, EventMetadata, EventStore, StreamAppend } from '../src/eventstore/port.js';
 
 /**

@@ -1,4 +1,4 @@
-import { NotFound } from '../src/errors.js';
+import { NotFound } from '../src/core/errors.js';
 import type { ObjectDef } from '../src/schema/types.js';
 import { metadataFor, type Action } from './action.js';
 import type { CommandDeps } from './deps.js';

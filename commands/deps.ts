@@ -4,7 +4,7 @@ import type { ReadStore } from '../src/readstore/port.js';
 import type { User } from '../src/setup/port.js';
 import type { AutoNumbers } from './autoNumbers.js';
 
-/** What the write side needs; chosen and wired in src/main.ts. */
+/** What the write side needs; chosen and wired in src/service.ts. */
 export interface CommandDeps {
   events: EventStore;
   readStore: ReadStore;

@@ -1,4 +1,4 @@
-import { ValidationFailed } from '../src/errors.js';
+import { ValidationFailed } from '../src/core/errors.js';
 import type { ObjectDef } from '../src/schema/types.js';
 import { checkRecordRules, validateRecord } from '../src/schema/validate.js';
 import { metadataFor, type Action } from './action.js';

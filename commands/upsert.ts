@@ -1,7 +1,7 @@
-import { InsufficientStorage, ValidationFailed } from '../src/errors.js';
+import { InsufficientStorage, ValidationFailed } from '../src/core/errors.js';
 import type { EventMetadata } from '../src/eventstore/port.js';
 import type { Position } from '../src/eventstore/position.js';
-import { newId } from '../src/ids.js';
+import { newId } from '../src/core/ids.js';
 import { filterKey } from '../src/readstore/filterKey.js';
 import type { FieldFilter, Values } from '../src/readstore/port.js';
 import { formatAutoNumber, recordName, uniqueFields } from '../src/schema/catalogue.js';

@@ -1,9 +1,9 @@
 import type { RecordedEvent } from '../src/eventstore/port.js';
 import { filterKey } from '../src/readstore/filterKey.js';
-import type { ReadTransaction, RecordDocument, Values } from '../src/readstore/port.js';
+import { RECORDS_PROJECTION, type ReadTransaction, type RecordDocument, type Values } from '../src/readstore/port.js';
 import { getObject, recordName } from '../src/schema/catalogue.js';
-import { RECORD_STREAM_PREFIX, upcast, type RecordEvent } from '../commands/record/events.js';
-import { ownCalculations, rollups } from './calculated.js';
+import { RECORD_STREAM_PREFIX, upcast, type RecordEvent } from '../src/events/records.js';
+import { ownCalculations, rollups } from '../src/schema/calculated.js';
 import type { Projection } from './projection.js';
 
 /**
@@ -13,7 +13,6 @@ import type { Projection } from './projection.js';
  * (invoice line -> invoice -> client's open balance).
  */
 
-export const RECORDS_PROJECTION = 'records';
 
 interface RecordRef {
   workspaceId: string;

@@ -1,4 +1,4 @@
-import { ValidationFailed } from '../src/errors.js';
+import { ValidationFailed } from '../src/core/errors.js';
 import type { FieldFilter } from '../src/readstore/port.js';
 import type { ObjectDef } from '../src/schema/types.js';
 import { parseFilterValue } from '../src/schema/validate.js';

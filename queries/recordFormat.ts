@@ -1,7 +1,7 @@
 import type { ReadStore, RecordDocument, StoredValue } from '../src/readstore/port.js';
 import type { User } from '../src/setup/port.js';
 import type { ObjectDef } from '../src/schema/types.js';
-import { lookups, timeDependentCalculations } from '../projections/calculated.js';
+import { lookups, timeDependentCalculations } from '../src/schema/calculated.js';
 
 /**
  * The REST record format (spec 2.2), shared by the API and by webhook payloads: every field key of

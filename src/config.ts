@@ -17,6 +17,8 @@ export interface Config {
   /** Processes serving the API on the port (node:cluster) when this process has the api role. */
   apiProcesses: number;
   logLevel: string;
+  /** 'pretty': readable lines (pino-pretty); 'json': one JSON object per line; 'auto': pretty on a terminal. */
+  logFormat: 'json' | 'pretty' | 'auto';
   webhookRetryDelaysMs: number[];
   webhookTimeoutMs: number;
   webhookAllowPrivateTargets: boolean;
@@ -36,19 +38,29 @@ export function parseDuration(text: string): number {
 }
 
 const Env = v.object({
-  PORT: v.optional(v.pipe(v.string(), v.regex(/^\d+$/, 'PORT must be a port number')), '8080'),
+  PORT: v.optional(v.pipe(v.string(), v.regex(/^\d+$/, 'must be a port number from 0 to 65535 (0 picks a free one)')), '8080'),
   HOST: v.optional(v.string(), '127.0.0.1'),
   DATA_DIR: v.optional(v.pipe(v.string(), v.minLength(1)), './data'),
   EVENTSTORE_URL: v.optional(v.string()),
   MONGODB_URL: v.optional(v.string()),
   ROLES: v.optional(v.string(), 'api,projector,dispatcher'),
-  API_PROCESSES: v.optional(v.pipe(v.string(), v.regex(/^[1-9]\d?$/, 'API_PROCESSES must be a whole number from 1 to 99')), '1'),
-  LOG_LEVEL: v.optional(v.picklist(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']), 'info'),
+  API_PROCESSES: v.optional(v.pipe(v.string(), v.regex(/^[1-9]\d?$/, 'must be a whole number from 1 to 99')), '1'),
+  LOG_LEVEL: v.optional(v.picklist(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], 'must be one of fatal, error, warn, info, debug, trace, silent'), 'info'),
+  LOG_FORMAT: v.optional(v.picklist(['json', 'pretty'], 'must be json or pretty'), undefined),
   WEBHOOK_RETRY_DELAYS: v.optional(v.string(), '1m,5m,30m,2h,12h'),
   WEBHOOK_TIMEOUT: v.optional(v.string(), '10s'),
-  WEBHOOK_ALLOW_PRIVATE_TARGETS: v.optional(v.picklist(['true', 'false']), 'false'),
+  WEBHOOK_ALLOW_PRIVATE_TARGETS: v.optional(v.picklist(['true', 'false'], 'must be true or false'), 'false'),
   WEBHOOK_CA_FILE: v.optional(v.string()),
 });
+
+/** A duration variable's value, or an error naming the variable and the accepted forms. */
+function durationOf(variable: string, text: string): number {
+  try {
+    return parseDuration(text);
+  } catch {
+    throw new Error(`invalid configuration: ${variable} must be a duration such as 500ms, 10s, 1m or 2h (units ms, s, m, h, d), not "${text}"`);
+  }
+}
 
 export function loadConfig(env: Record<string, string | undefined>): Config {
   const present = Object.fromEntries(Object.entries(env).filter(([, value]) => value !== undefined && value !== ''));
@@ -59,7 +71,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
   }
   const e = parsed.output;
   const port = Number(e.PORT);
-  if (port > 65535) throw new Error('invalid configuration: PORT must be at most 65535');
+  if (port > 65535) throw new Error('invalid configuration: PORT must be a port number from 0 to 65535 (0 picks a free one)');
   const roles = e.ROLES.split(',').map((role) => role.trim()).filter(Boolean);
   for (const role of roles) {
     if (!ROLES.includes(role as Role)) throw new Error(`invalid configuration: unknown role "${role}" (use ${ROLES.join(', ')})`);
@@ -76,8 +88,9 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     roles: roles as Role[],
     apiProcesses: Number(e.API_PROCESSES),
     logLevel: e.LOG_LEVEL,
-    webhookRetryDelaysMs: e.WEBHOOK_RETRY_DELAYS.split(',').map(parseDuration),
-    webhookTimeoutMs: parseDuration(e.WEBHOOK_TIMEOUT),
+    logFormat: e.LOG_FORMAT ?? 'auto',
+    webhookRetryDelaysMs: e.WEBHOOK_RETRY_DELAYS.split(',').map((text) => durationOf('WEBHOOK_RETRY_DELAYS', text)),
+    webhookTimeoutMs: durationOf('WEBHOOK_TIMEOUT', e.WEBHOOK_TIMEOUT),
     webhookAllowPrivateTargets: e.WEBHOOK_ALLOW_PRIVATE_TARGETS === 'true',
     webhookCaFile: e.WEBHOOK_CA_FILE ?? null,
   };

@@ -1,6 +1,6 @@
-import { NotFound } from '../../src/errors.js';
+import { NotFound } from '../../src/core/errors.js';
 import type { StoredValue, Values } from '../../src/readstore/port.js';
-import type { FieldChange, RecordEvent } from './events.js';
+import type { FieldChange, RecordEvent } from '../../src/events/records.js';
 
 /**
  * The record aggregate as pure functions: decide(command, state) -> events and

@@ -1,8 +1,8 @@
 import type { ParseArgsConfig } from 'node:util';
 import type { Config } from '../config.js';
-import { createWebhookSender, openBackends } from '../main.js';
+import { createWebhookSender, openBackends } from '../backends.js';
 import { cliActor, SetupService } from '../setup/service.js';
-import { WebhookSetup } from '../webhooks/setup.js';
+import { WebhookSetup } from '../setup/webhooks.js';
 
 /**
  * What `csr` commands work with, and the shape of the command table: a resource (workspaces,

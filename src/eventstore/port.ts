@@ -123,7 +123,7 @@ export interface PersistentSubscription extends AsyncIterable<PersistentEvent> {
 
 export interface EventStore {
   /**
-   * Appends atomically to one stream. Throws `Conflict` (src/errors.ts) when the stream is not
+   * Appends atomically to one stream. Throws `Conflict` (src/core/errors.ts) when the stream is not
    * at `expectedRevision`. Resolves only once the events are durable.
    */
   append(stream: string, events: NewEvent[], options: { expectedRevision: ExpectedRevision }): Promise<AppendResult>;

@@ -1,5 +1,5 @@
 import type { MiddlewareHandler } from 'hono';
-import { Forbidden, Unauthorized } from '../errors.js';
+import { Forbidden, Unauthorized } from '../core/errors.js';
 import { fingerprint } from '../setup/apiKeys.js';
 import type { ApiKey, SetupStore } from '../setup/port.js';
 import type { RequestLog } from './requestLog.js';

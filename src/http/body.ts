@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { HttpBindings } from '@hono/node-server';
 import type { Context, MiddlewareHandler } from 'hono';
-import { PayloadTooLarge, ValidationFailed } from '../errors.js';
+import { PayloadTooLarge, ValidationFailed } from '../core/errors.js';
 
 /**
  * Request bodies: JSON within MAX_BODY_BYTES and at most MAX_DEPTH levels deep. Both limits are

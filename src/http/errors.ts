@@ -1,7 +1,7 @@
 import type { Context } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { Logger } from 'pino';
-import { AppError } from '../errors.js';
+import { AppError } from '../core/errors.js';
 import type { RequestLog } from './requestLog.js';
 
 /** The one place where errors become the spec's Error body: { error: { status, message } }. */

@@ -1,10 +1,10 @@
 import { createHash } from 'node:crypto';
 import type { MiddlewareHandler } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
-import { RequestInProgress, ValidationFailed } from '../errors.js';
+import { RequestInProgress, ValidationFailed } from '../core/errors.js';
 import type { IdempotencyStore, IdempotentRequest } from '../idempotency/port.js';
 import { readBodyText } from './body.js';
-import type { AppEnv } from './app.js';
+import type { AppEnv } from './types.js';
 
 /**
  * Idempotency-Key on POST, PATCH and DELETE (PRODUCT.md "Idempotency"). The first request with a

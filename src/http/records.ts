@@ -6,13 +6,13 @@ import { newAction } from '../../commands/action.js';
 import { deleteRecord } from '../../commands/delete.js';
 import { patchRecord } from '../../commands/patch.js';
 import { upsertRecords, type SaveResult } from '../../commands/upsert.js';
-import { MethodNotAllowed, NotFound } from '../errors.js';
-import { isUuid } from '../ids.js';
+import { MethodNotAllowed, NotFound } from '../core/errors.js';
+import { isUuid } from '../core/ids.js';
 import { getObject } from '../schema/catalogue.js';
 import type { ObjectDef } from '../schema/types.js';
 import type { Caller } from './auth.js';
 import { readJsonBody } from './body.js';
-import type { ApiDeps, AppEnv } from './app.js';
+import type { ApiDeps, AppEnv } from './types.js';
 import { errorBody } from './errors.js';
 
 /** The records endpoints of spec section 4. */

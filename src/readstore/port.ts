@@ -85,3 +85,6 @@ export interface ReadStore {
   reset(projection: string): Promise<void>;
   close(): Promise<void>;
 }
+
+/** The projection that builds the records read model; writes wait for its checkpoint (read your writes). */
+export const RECORDS_PROJECTION = 'records';

@@ -1,6 +1,6 @@
 import * as v from 'valibot';
 import type { StoredValue } from '../readstore/port.js';
-import { isUuid } from '../ids.js';
+import { isUuid } from '../core/ids.js';
 import { isCalendarDate, normalizeDateTime } from './dates.js';
 import type { FieldFormat } from './types.js';
 

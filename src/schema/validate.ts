@@ -1,8 +1,8 @@
-import { lookups } from '../../projections/calculated.js';
+import { lookups } from './calculated.js';
 import { filterKey } from '../readstore/filterKey.js';
 import type { Values } from '../readstore/port.js';
 import { isCalendarDate, normalizeDateTime } from './dates.js';
-import { isUuid } from '../ids.js';
+import { isUuid } from '../core/ids.js';
 import { describe, formatSchema, parseFormat, type FieldInput } from './formats.js';
 import type { FieldDef, ObjectDef } from './types.js';
 

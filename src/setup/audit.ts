@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { newId } from '../ids.js';
+import { newId } from '../core/ids.js';
 import type { Actor, EventStore } from '../eventstore/port.js';
 
 /**

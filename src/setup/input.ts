@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { ValidationFailed } from '../errors.js';
+import { ValidationFailed } from '../core/errors.js';
 
 /** Input rules shared by the Setup use cases (keys, users, webhooks). */
 

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { userInfo } from 'node:os';
 import * as v from 'valibot';
-import { NotFound } from '../errors.js';
+import { NotFound } from '../core/errors.js';
 import type { Actor, EventStore } from '../eventstore/port.js';
 import { listObjects } from '../schema/catalogue.js';
 import { fingerprint, generateApiKey } from './apiKeys.js';

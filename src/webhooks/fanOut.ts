@@ -1,11 +1,10 @@
 import type { Logger } from 'pino';
-import { recordStream, upcast, type RecordDeletedData } from '../../commands/record/events.js';
-import { RECORDS_PROJECTION } from '../../projections/recordProjection.js';
+import { recordStream, upcast, type RecordDeletedData } from '../events/records.js';
 import { renderRecords, todayUtc } from '../../queries/recordFormat.js';
 import type { EventStore, PersistentEvent, RecordedEvent } from '../eventstore/port.js';
 import { comparePositions } from '../eventstore/position.js';
 import { readyBatches } from '../eventstore/readyBatches.js';
-import type { ReadStore, RecordDocument } from '../readstore/port.js';
+import { RECORDS_PROJECTION, type ReadStore, type RecordDocument } from '../readstore/port.js';
 import { getObject } from '../schema/catalogue.js';
 import type { User } from '../setup/port.js';
 import { eventName, isBulk, recordChange, wants, type RecordChange } from './policy.js';

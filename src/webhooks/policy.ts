@@ -1,4 +1,4 @@
-import { RECORD_STREAM_PREFIX, upcast } from '../../commands/record/events.js';
+import { RECORD_STREAM_PREFIX, upcast } from '../events/records.js';
 import type { RecordedEvent } from '../eventstore/port.js';
 import type { AttemptOutcome, BulkGroup, EventKind, Webhook } from './port.js';
 

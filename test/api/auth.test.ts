@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openSqliteSetupStore } from '../../src/setup/sqlite.js';
+import { openSqliteSetupStore } from '../../src/setup/sqlite/index.js';
 import { client, startTestService, type TestService } from '../support/service.js';
 
 /** Spec section 5: bearer keys, read only vs read & write, chosen objects, revocation, isolation. */
@@ -25,7 +25,7 @@ describe('authentication', () => {
   it('revocation takes effect on the next request', async () => {
     const ws = await svc.workspace();
     const { key, record } = await ws.key();
-    const api = client(svc.url, key);
+    const api = client(svc, key);
     expect((await api.get('/api/v1/clients')).status).toBe(200);
     await svc.service.backends.setup.revokeKey(record.id, new Date().toISOString());
     expect((await api.get('/api/v1/clients')).status).toBe(401);
@@ -34,7 +34,7 @@ describe('authentication', () => {
   it('a revocation by another connection (the csr tool) takes effect on the next request, after the key was cached', async () => {
     const ws = await svc.workspace();
     const { key, record } = await ws.key();
-    const api = client(svc.url, key);
+    const api = client(svc, key);
     for (let i = 0; i < 3; i++) expect((await api.get('/api/v1/clients')).status).toBe(200);
     const csr = openSqliteSetupStore({ path: join(svc.dataDir, 'setup.db') });
     try {
@@ -48,7 +48,7 @@ describe('authentication', () => {
   it('records when a key was last used', async () => {
     const ws = await svc.workspace();
     const { key, record } = await ws.key();
-    await client(svc.url, key).get('/api/v1/clients');
+    await client(svc, key).get('/api/v1/clients');
     await expect.poll(async () => (await svc.service.backends.setup.keyById(record.id))?.lastUsedAt).not.toBeNull();
   });
 });
@@ -56,8 +56,8 @@ describe('authentication', () => {
 describe('authorisation', () => {
   it('a read-only key reads but every write is 403 and changes nothing', async () => {
     const ws = await svc.workspace();
-    const writer = client(svc.url, (await ws.key()).key);
-    const reader = client(svc.url, (await ws.key({ readOnly: true })).key);
+    const writer = client(svc, (await ws.key()).key);
+    const reader = client(svc, (await ws.key({ readOnly: true })).key);
     const id = (await writer.post('/api/v1/clients', { name: 'Read Me' })).body.ids[0];
     expect((await reader.get(`/api/v1/clients/${id}`)).status).toBe(200);
     for (const response of [
@@ -73,8 +73,8 @@ describe('authorisation', () => {
 
   it('a key limited to chosen objects gets 403 elsewhere and sees links to them as { id } only', async () => {
     const ws = await svc.workspace();
-    const admin = client(svc.url, (await ws.key()).key);
-    const limited = client(svc.url, (await ws.key({ objects: ['contacts'] })).key);
+    const admin = client(svc, (await ws.key()).key);
+    const limited = client(svc, (await ws.key({ objects: ['contacts'] })).key);
     const clientId = (await admin.post('/api/v1/clients', { name: 'Hidden Co' })).body.ids[0];
     const contactId = (await admin.post('/api/v1/contacts', { firstName: 'Vis', client: clientId })).body.ids[0];
     expect((await limited.get('/api/v1/clients')).status).toBe(403);
@@ -85,8 +85,8 @@ describe('authorisation', () => {
   });
 
   it('workspaces are isolated: another workspace record is a 404, even by id', async () => {
-    const a = client(svc.url, (await (await svc.workspace()).key()).key);
-    const b = client(svc.url, (await (await svc.workspace()).key()).key);
+    const a = client(svc, (await (await svc.workspace()).key()).key);
+    const b = client(svc, (await (await svc.workspace()).key()).key);
     const id = (await a.post('/api/v1/clients', { name: 'Mine' })).body.ids[0];
     expect((await b.get(`/api/v1/clients/${id}`)).status).toBe(404);
     expect((await b.patch(`/api/v1/clients/${id}`, { name: 'Stolen' })).status).toBe(404);

@@ -12,7 +12,7 @@ let existing: string;
 
 beforeAll(async () => {
   svc = await startTestService();
-  api = client(svc.url, (await (await svc.workspace()).key()).key);
+  api = client(svc, (await (await svc.workspace()).key()).key);
   existing = (await api.post('/api/v1/clients', { name: 'Existing' })).body.ids[0];
 });
 afterAll(() => svc.stop());

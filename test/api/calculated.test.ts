@@ -7,7 +7,7 @@ let svc: TestService;
 let api: ReturnType<typeof client>;
 beforeAll(async () => {
   svc = await startTestService();
-  api = client(svc.url, (await (await svc.workspace()).key()).key);
+  api = client(svc, (await (await svc.workspace()).key()).key);
 });
 afterAll(() => svc.stop());
 

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { fingerprint, generateApiKey } from '../../src/setup/apiKeys.js';
-import { openSqliteSetupStore } from '../../src/setup/sqlite.js';
+import { openSqliteSetupStore } from '../../src/setup/sqlite/index.js';
 import { spawnServer, type ServerProcess } from '../support/process.js';
 import { client } from '../support/service.js';
 

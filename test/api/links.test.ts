@@ -12,7 +12,7 @@ let ana: string;
 beforeAll(async () => {
   svc = await startTestService();
   ws = await svc.workspace();
-  api = client(svc.url, (await ws.key()).key);
+  api = client(svc, (await ws.key()).key);
   acme = (await api.post('/api/v1/clients', { name: 'Acme' })).body.ids[0];
   ana = await ws.addUser('Ana Lima', 'ana@x.test');
 });

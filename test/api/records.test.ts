@@ -9,7 +9,7 @@ let api: ReturnType<typeof client>;
 beforeAll(async () => {
   svc = await startTestService();
   const ws = await svc.workspace();
-  api = client(svc.url, (await ws.key()).key);
+  api = client(svc, (await ws.key()).key);
 });
 afterAll(() => svc.stop());
 
@@ -106,7 +106,7 @@ describe('create, read, patch, delete', () => {
 describe('list', () => {
   it('orders by creation, pages with limit/offset and counts total', async () => {
     const ws = await svc.workspace();
-    const own = client(svc.url, (await ws.key()).key);
+    const own = client(svc, (await ws.key()).key);
     const names = Array.from({ length: 7 }, (_, i) => `Paged ${i}`);
     for (const name of names) await own.post('/api/v1/clients', { name });
     const page = await own.get('/api/v1/clients?limit=3&offset=2');
@@ -122,7 +122,7 @@ describe('list', () => {
 
   it('filters exactly and case-insensitively on any field, links by id', async () => {
     const ws = await svc.workspace();
-    const own = client(svc.url, (await ws.key()).key);
+    const own = client(svc, (await ws.key()).key);
     const acme = (await own.post('/api/v1/clients', { name: 'Acme', tier: 'Enterprise', arr: 100 })).body.ids[0];
     await own.post('/api/v1/clients', { name: 'Acme Two', tier: 'SMB', arr: 100.5 });
     await own.post('/api/v1/contacts', [{ firstName: 'A', client: acme }, { firstName: 'B' }]);
@@ -136,7 +136,7 @@ describe('list', () => {
 
   it('updated_since is strict', async () => {
     const ws = await svc.workspace();
-    const own = client(svc.url, (await ws.key()).key);
+    const own = client(svc, (await ws.key()).key);
     const first = (await own.post('/api/v1/clients', { name: 'Old' })).body.ids[0];
     const old = (await own.get(`/api/v1/clients/${first}`)).body.data;
     await new Promise((resolve) => setTimeout(resolve, 5));
@@ -152,7 +152,7 @@ describe('request ids', () => {
   const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
   it('every answer, errors included, carries X-Request-Id: the one sent when it is well formed, else a new one', async () => {
-    const anonymous = client(svc.url, null);
+    const anonymous = client(svc, null);
     const answers = [
       await api.get('/api/v1/clients'),
       await api.post('/api/v1/clients', { name: 'Request Id Co' }),

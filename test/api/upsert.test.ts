@@ -11,7 +11,7 @@ afterAll(() => svc.stop());
 
 async function freshApi() {
   const ws = await svc.workspace();
-  return client(svc.url, (await ws.key()).key);
+  return client(svc, (await ws.key()).key);
 }
 
 describe('body forms and status codes', () => {

@@ -3,14 +3,14 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ValidationFailed } from '../../src/errors.js';
+import { ValidationFailed } from '../../src/core/errors.js';
 import type { EventStore, NewEvent } from '../../src/eventstore/port.js';
-import { openSqliteEventStore } from '../../src/eventstore/sqlite.js';
+import { openSqliteEventStore } from '../../src/eventstore/sqlite/index.js';
 import { fingerprint } from '../../src/setup/apiKeys.js';
 import type { SetupStore } from '../../src/setup/port.js';
 import { workspaceStream } from '../../src/setup/audit.js';
 import { SetupService } from '../../src/setup/service.js';
-import { openSqliteSetupStore } from '../../src/setup/sqlite.js';
+import { openSqliteSetupStore } from '../../src/setup/sqlite/index.js';
 import { csrTool } from '../support/cli.js';
 import { repoRoot } from '../support/process.js';
 

@@ -110,7 +110,7 @@ describe('csr webhooks', () => {
     await api.post('/api/v1/clients', { name: 'Logged Inc' });
     await receiver.waitFor('/logged', (requests) => requests.length === 1);
     expect(server.output()).not.toContain(created.secret);
-    expect(server.output()).toContain('"msg":"service started"');
+    expect(server.output()).toContain('"msg":"started: API on');
   });
 });
 

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { Conflict } from '../../src/errors.js';
+import { Conflict } from '../../src/core/errors.js';
 import { until } from '../support/until.js';
 import type {
   AppendResult,

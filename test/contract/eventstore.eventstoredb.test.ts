@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
-import { openEventStoreDb } from '../../src/eventstore/eventstoredb.js';
+import { openEventStoreDb } from '../../src/eventstore/eventstoredb/index.js';
 import type { EventStore, PersistentEvent, RecordedEvent } from '../../src/eventstore/port.js';
 import { describeBackend, eventStoreBackend } from './backends.js';
 import { eventStoreContract, newEvent, nextWithin } from './eventstore.contract.js';

@@ -3,10 +3,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { Conflict } from '../../src/errors.js';
+import { Conflict } from '../../src/core/errors.js';
 import type { EventStore } from '../../src/eventstore/port.js';
-import { openSqliteEventStore } from '../../src/eventstore/sqlite.js';
-import { Sqlite } from '../../src/sqliteDriver.js';
+import { openSqliteEventStore } from '../../src/eventstore/sqlite/index.js';
+import { Sqlite } from '../../src/sqlite/driver.js';
 import { eventStoreContract, newEvent, nextWithin, take, takeAcking } from './eventstore.contract.js';
 
 const root = mkdtempSync(join(tmpdir(), 'csr-eventstore-'));

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { formatPosition } from '../../src/eventstore/position.js';
 import type { RecordDocument } from '../../src/readstore/port.js';
-import { openSqliteReadStore } from '../../src/readstore/sqlite.js';
+import { openSqliteReadStore } from '../../src/readstore/sqlite/index.js';
 import { readStoreContract } from './readstore.contract.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'csr-readstore-'));

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ValidationFailed } from '../../src/errors.js';
+import { ValidationFailed } from '../../src/core/errors.js';
 import type { ApiKey, SetupStore, User, Workspace } from '../../src/setup/port.js';
 
 /**

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { ValidationFailed } from '../../src/errors.js';
-import { openMongoSetupStore } from '../../src/setup/mongodb.js';
+import { ValidationFailed } from '../../src/core/errors.js';
+import { openMongoSetupStore } from '../../src/setup/mongodb/index.js';
 import { describeBackend, mongoBackend, mongoDatabases } from './backends.js';
 import { setupStoreContract } from './setupstore.contract.js';
 

@@ -3,9 +3,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { ValidationFailed } from '../../src/errors.js';
+import { ValidationFailed } from '../../src/core/errors.js';
 import type { ApiKey } from '../../src/setup/port.js';
-import { openSqliteSetupStore } from '../../src/setup/sqlite.js';
+import { openSqliteSetupStore } from '../../src/setup/sqlite/index.js';
 import { setupStoreContract } from './setupstore.contract.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'csr-setupstore-'));

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { openMongoWebhookStore } from '../../src/webhooks/mongodb.js';
+import { openMongoWebhookStore } from '../../src/webhooks/mongodb/index.js';
 import { describeBackend, mongoBackend, mongoDatabases } from './backends.js';
 import { at, createWebhook, samplePayload, webhookStoreContract } from './webhookstore.contract.js';
 

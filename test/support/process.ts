@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 
 export const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
 
-/** A "service started" log line: one per set of roles started, in any thread or API process. */
+/** A "roles started" log line (debug): one per set of roles started, in any thread or API process. */
 export interface StartedService {
   roles: string[];
   pid: number;
@@ -27,7 +27,7 @@ export interface ServerProcess {
 export async function spawnServer(env: Record<string, string>): Promise<ServerProcess> {
   const child = spawn(process.execPath, ['dist/src/main.js'], {
     cwd: repoRoot,
-    env: { ...process.env, PORT: '0', LOG_LEVEL: 'info', ...env },
+    env: { ...process.env, PORT: '0', LOG_LEVEL: 'debug', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stderr = '';
@@ -41,8 +41,8 @@ export async function spawnServer(env: Record<string, string>): Promise<ServerPr
     lines.on('line', (line) => {
       try {
         const entry = JSON.parse(line);
-        // The first service with a URL: with API_PROCESSES the primary's own (other roles) has none.
-        if (entry.msg === 'service started' && entry.url) {
+        // The server's one start line, once every role runs.
+        if (typeof entry.msg === 'string' && entry.msg.startsWith('started: ') && entry.url) {
           clearTimeout(timer);
           resolve(entry.url);
         }
@@ -59,7 +59,7 @@ export async function spawnServer(env: Record<string, string>): Promise<ServerPr
       stdout.split('\n').flatMap((line) => {
         try {
           const entry = JSON.parse(line);
-          return entry.msg === 'service started' ? [{ roles: entry.roles, pid: entry.pid, url: entry.url }] : [];
+          return entry.msg === 'roles started' ? [{ roles: entry.roles, pid: entry.pid, url: entry.url }] : [];
         } catch {
           return []; // not a log line
         }

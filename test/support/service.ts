@@ -4,10 +4,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import { loadConfig, type Config } from '../../src/config.js';
-import { createWebhookSender, startService, type RunningService } from '../../src/main.js';
+import { createWebhookSender } from '../../src/backends.js';
+import { startService, type RunningService } from '../../src/service.js';
 import { fingerprint, generateApiKey } from '../../src/setup/apiKeys.js';
 import type { ApiKey } from '../../src/setup/port.js';
-import { WebhookSetup } from '../../src/webhooks/setup.js';
+import { WebhookSetup } from '../../src/setup/webhooks.js';
 
 /**
  * A real service (HTTP server, projector, embedded store) in this process, on a free loopback
@@ -92,10 +93,18 @@ export async function startTestService(env: Record<string, string> = {}, options
   };
 }
 
-/** A tiny JSON client bound to one base URL and key. */
-export function client(url: string, key: string | null) {
+/**
+ * A tiny JSON client bound to one key and either a base URL (a real server, over HTTP) or a test
+ * service, whose API it calls in process through `app.request`, as Hono's own tests do: no port,
+ * no socket, the same routes, middleware and error mapping.
+ */
+export function client(target: string | Pick<TestService, 'service'>, key: string | null) {
+  const send = (path: string, init: RequestInit): Promise<Response> => {
+    if (typeof target === 'string') return fetch(`${target}${path}`, init);
+    return Promise.resolve(target.service.app!.request(path, init));
+  };
   const request = async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
-    const response = await fetch(`${url}${path}`, {
+    const response = await send(path, {
       method,
       headers: {
         ...(key === null ? {} : { Authorization: `Bearer ${key}` }),

@@ -29,7 +29,7 @@ export async function startWebhookHarness(
     options.clock ? { clock: options.clock } : {},
   );
   const ws = await svc.workspace();
-  const api = client(svc.url, (await ws.key(options.keyName ? { name: options.keyName } : {})).key);
+  const api = client(svc, (await ws.key(options.keyName ? { name: options.keyName } : {})).key);
   return {
     svc,
     receiver,

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { recordStream } from '../../commands/record/events.js';
+import { recordStream } from '../../src/events/records.js';
 import { startWebhookHarness, type WebhookHarness } from '../support/webhookHarness.js';
 
 /**

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { recordStream } from '../../commands/record/events.js';
+import { recordStream } from '../../src/events/records.js';
 import { verifyWebhook } from '../../src/webhooks/signature.js';
 import { startWebhookHarness, type WebhookHarness } from '../support/webhookHarness.js';
 

@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 import type { EventFilter, EventMetadata, NewEvent, RecordedEvent } from '../port.js';
 import { formatPosition } from '../position.js';
-import { BOUND_COUNT, BOUND_VALUE, openSqliteFile } from '../../sqliteFile.js';
+import { BOUND_COUNT, BOUND_VALUE, openSqliteFile } from '../../sqlite/file.js';
 
 /**
  * The events table: one row per event, `seq` (INTEGER autoincrement) is the global position and

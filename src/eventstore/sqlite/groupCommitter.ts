@@ -1,8 +1,8 @@
-import { Conflict, Unavailable } from '../../errors.js';
+import { Conflict, Unavailable } from '../../core/errors.js';
 import type { AppendResult, ChainResult, ExpectedRevision, NewEvent, StreamAppend } from '../port.js';
 import { formatPosition } from '../position.js';
-import { asStorageError, isDiskFull } from '../../sqliteErrors.js';
-import { BUSY_TIMEOUT_MS, isBusy } from '../../sqliteFile.js';
+import { asStorageError, isDiskFull } from '../../sqlite/errors.js';
+import { BUSY_TIMEOUT_MS, isBusy } from '../../sqlite/file.js';
 import type { Db, EventLog } from './eventLog.js';
 
 /**

@@ -1,5 +1,5 @@
 import { MongoServerError, type Collection } from 'mongodb';
-import { mongoDatabase, type MongoStoreOptions } from '../../readstore/mongodb.js';
+import { mongoDatabase, type MongoStoreOptions } from '../../readstore/mongodb/index.js';
 import type { Claim, ClaimOptions, IdempotencyStore, IdempotentRequest } from '../port.js';
 
 /**

@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
-import { openSqliteFile } from '../../sqliteFile.js';
+import { openSqliteFile } from '../../sqlite/file.js';
 import type { Claim, ClaimOptions, IdempotencyStore, IdempotentRequest, StoredAnswer } from '../port.js';
-import { asStorageError } from '../../sqliteErrors.js';
+import { asStorageError } from '../../sqlite/errors.js';
 
 /**
  * Idempotency keys in their own file (`idempotency.db` in DATA_DIR). A claim is one IMMEDIATE

@@ -1,8 +1,8 @@
 import type Database from 'better-sqlite3';
-import { ValidationFailed } from '../../errors.js';
+import { ValidationFailed } from '../../core/errors.js';
 import type { Position } from '../../eventstore/position.js';
 import type { RecordDocument, Values } from '../port.js';
-import { openSqliteFile } from '../../sqliteFile.js';
+import { openSqliteFile } from '../../sqlite/file.js';
 
 /** The read store's tables, its connections, and how a document row becomes a RecordDocument. */
 

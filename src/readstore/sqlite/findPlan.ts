@@ -1,6 +1,6 @@
 import { filterKey } from '../filterKey.js';
 import type { FieldFilter } from '../port.js';
-import { BOUND_COUNT, BOUND_VALUE } from '../../sqliteFile.js';
+import { BOUND_COUNT, BOUND_VALUE } from '../../sqlite/file.js';
 import { DOCUMENT_COLUMNS, epochMs, toDocument, type DocumentRow, type StatementCache } from './connection.js';
 
 /** Find queries over one collection, planned on `filters` and `filter_counts` (see the layout in ../sqlite.ts). */

@@ -1,0 +1,59 @@
+import type { RecordedEvent } from '../eventstore/port.js';
+import type { StoredValue, Values } from '../readstore/port.js';
+
+/**
+ * Record events: one stream per record. Schemas are versioned; `upcast` turns any stored version
+ * into the current one, so readers never see an old shape.
+ */
+
+export const RECORD_STREAM_PREFIX = 'record-';
+
+export function recordStream(recordId: string): string {
+  return `${RECORD_STREAM_PREFIX}${recordId}`;
+}
+
+interface RecordEventBase {
+  schemaVersion: 1;
+  workspaceId: string;
+  object: string;
+  recordId: string;
+}
+
+export interface RecordCreatedData extends RecordEventBase {
+  fields: Values;
+}
+
+export interface FieldChange {
+  from: StoredValue;
+  to: StoredValue;
+}
+
+export interface RecordUpdatedData extends RecordEventBase {
+  /** Only the fields that changed, each with its previous value. */
+  changes: Record<string, FieldChange>;
+}
+
+export interface RecordDeletedData extends RecordEventBase {
+  /** The record as last saved, so consumers never depend on a read model that forgot it. */
+  fields: Values;
+  calculated: Values;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export type RecordEvent =
+  | { type: 'RecordCreated'; data: RecordCreatedData }
+  | { type: 'RecordUpdated'; data: RecordUpdatedData }
+  | { type: 'RecordDeleted'; data: RecordDeletedData };
+
+export type RecordEventType = RecordEvent['type'];
+
+const RECORD_EVENT_TYPES: ReadonlySet<string> = new Set<RecordEventType>(['RecordCreated', 'RecordUpdated', 'RecordDeleted']);
+
+/** The current-version record event held by a recorded event, or null for other event types. */
+export function upcast(event: RecordedEvent): RecordEvent | null {
+  if (!RECORD_EVENT_TYPES.has(event.type)) return null;
+  const version = event.data['schemaVersion'];
+  if (version !== 1) throw new Error(`${event.type} ${event.id}: unknown schemaVersion ${String(version)}`);
+  return { type: event.type, data: event.data } as unknown as RecordEvent;
+}

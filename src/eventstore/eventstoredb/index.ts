@@ -1,0 +1,434 @@
+import {
+  BACKWARDS,
+  END,
+  EventStoreDBClient,
+  FORWARDS,
+  PARK,
+  PersistentSubscriptionExistsError,
+  RETRY,
+  START,
+  StreamNotFoundError,
+  WrongExpectedVersionError,
+} from '@eventstore/db-client';
+import type {
+  AllStreamResolvedEvent,
+  AllStreamSubscription,
+  PersistentSubscriptionToAll,
+  PersistentSubscriptionToAllResolvedEvent,
+  Position as EsdbPosition,
+  ReadStreamOptions as EsdbReadStreamOptions,
+  ResolvedEvent,
+} from '@eventstore/db-client';
+import { Conflict } from '../../core/errors.js';
+import type {
+  AppendResult,
+  ChainResult,
+  EventStore,
+  ExpectedRevision,
+  NewEvent,
+  PersistentEvent,
+  PersistentSubscription,
+  PersistentSubscriptionOptions,
+  ReadStreamOptions,
+  RecordedEvent,
+  StreamAppend,
+  SubscribeToAllOptions,
+  Subscription,
+} from '../port.js';
+import type { Position } from '../position.js';
+import {
+  PERSISTENT_DEFAULTS,
+  backoffDelay,
+  classifySubscriptionError,
+  describeRevision,
+  fromEsdbPosition,
+  isAfter,
+  isKnownPosition,
+  matchesFilter,
+  persistentGroupSettings,
+  toEsdbPosition,
+  toEventData,
+  toExpectedRevision,
+  toRecordedEvent,
+  toServerFilter,
+} from './mapping.js';
+
+/**
+ * The production event log: EventStoreDB (or KurrentDB, its successor, which speaks the same gRPC
+ * protocol) through `@eventstore/db-client`. The value mapping lives in ./eventstoredbMapping.ts
+ * (pure, unit-tested); this module only moves values between the port and the client, and keeps
+ * subscriptions alive across server restarts.
+ *
+ * Delivery guarantees:
+ * - `subscribeToAll` remembers the position of the last event it handed out. When the call fails
+ *   because the server went away (restart, leader change, network), it resubscribes from that
+ *   position after a backoff, so nothing is skipped and nothing already handed out is repeated.
+ *   The consumer's own checkpoint still decides what happens after *its* restart (at least once).
+ * - `persistentSubscription` rejoins the group after such failures; events that were handed out and
+ *   not acked before the failure are handed out again by the server (at least once). Acks and nacks
+ *   for events of a connection that has dropped are ignored: the server redelivers those events.
+ */
+
+export interface EventStoreDbOptions {
+  /** e.g. `esdb://localhost:2113?tls=false`, or a cluster: `esdb+discover://host:2113`. */
+  connectionString: string;
+  /** Told about resubscriptions after errors (pino-compatible; optional). */
+  logger?: { warn(details: object, message: string): void };
+  /** How long a persistent-subscription event may stay un-acked before it is handed out again. */
+  messageTimeoutMs?: number;
+}
+
+/** Milliseconds to wait for an ack/nack write before giving up on it (the server redelivers). */
+const SETTLE_TIMEOUT_MS = 10_000;
+
+export function openEventStoreDb(options: EventStoreDbOptions): EventStore {
+  const client = EventStoreDBClient.connectionString(options.connectionString);
+  const logger = options.logger;
+  const open = new Set<{ close(): Promise<void> }>();
+  let closed = false;
+
+  function assertOpen(): void {
+    if (closed) throw new Error('event store is closed');
+  }
+
+  /** The stream's events as the server resolves them ([] when the stream does not exist). */
+  async function readResolved(stream: string, readOptions: EsdbReadStreamOptions): Promise<ResolvedEvent[]> {
+    const resolved: ResolvedEvent[] = [];
+    try {
+      for await (const event of client.readStream(stream, readOptions) as AsyncIterable<ResolvedEvent>) resolved.push(event);
+    } catch (error) {
+      if (error instanceof StreamNotFoundError) return [];
+      throw error;
+    }
+    return resolved;
+  }
+
+  /** The $all position of the event at `revision` of `stream` (null when the server gives none). */
+  async function positionOfRevision(stream: string, revision: bigint): Promise<Position | null> {
+    const [resolved] = await readResolved(stream, { fromRevision: revision, direction: FORWARDS, maxCount: 1, requiresLeader: true });
+    const position = resolved?.event?.position;
+    return isKnownPosition(position) ? fromEsdbPosition(position) : null;
+  }
+
+  async function append(
+    stream: string,
+    events: NewEvent[],
+    appendOptions: { expectedRevision: ExpectedRevision },
+  ): Promise<AppendResult> {
+    assertOpen();
+    assertSomeEvents(stream, events);
+    const expectedRevision = toExpectedRevision(appendOptions.expectedRevision);
+    let result;
+    try {
+      result = await client.appendToStream(stream, events.map(toEventData), { expectedRevision });
+    } catch (error) {
+      if (error instanceof WrongExpectedVersionError) {
+        throw new Conflict(stream, String(appendOptions.expectedRevision), describeRevision(error.actualVersion));
+      }
+      throw error;
+    }
+    // The port promises the position of the *last* appended event, exactly as subscriptions will
+    // deliver it: callers wait for projections to pass it (read your writes). The append result's
+    // position is the write's commit position, which for a multi-event append is not the last
+    // event's (the events share a commit position and differ in their prepare positions), and its
+    // spelling has varied between server versions. So the last event is read back by its revision
+    // (one indexed read); the append result is only the fallback for servers before 22.6, whose
+    // stream reads carry no positions.
+    let position = await positionOfRevision(stream, result.nextExpectedRevision);
+    if (position === null && events.length === 1 && isKnownPosition(result.position)) position = fromEsdbPosition(result.position);
+    if (position === null) throw new Error(`EventStoreDB gave no log position for the append to ${stream}`);
+    return { position, nextRevision: Number(result.nextExpectedRevision) };
+  }
+
+  /** EventStoreDB 24 has no multi-stream transaction: the claim is acknowledged before the rest is sent. */
+  async function appendThen(first: StreamAppend, then: StreamAppend[]): Promise<ChainResult> {
+    // Checked before the claim is sent: an append refused for its shape must not leave the claim written.
+    for (const append of [first, ...then]) {
+      assertSomeEvents(append.stream, append.events);
+      toExpectedRevision(append.expectedRevision); // throws RangeError for a negative revision
+    }
+    const claimed = await append(first.stream, first.events, { expectedRevision: first.expectedRevision });
+    const written = await Promise.allSettled(then.map((next) => append(next.stream, next.events, { expectedRevision: next.expectedRevision })));
+    return { first: claimed, then: written };
+  }
+
+  async function readStream(stream: string, readOptions: ReadStreamOptions = {}): Promise<RecordedEvent[]> {
+    assertOpen();
+    if (readOptions.maxCount !== undefined && readOptions.maxCount <= 0) return [];
+    const from = readOptions.fromRevision;
+    if (from !== undefined && (!Number.isSafeInteger(from) || from < 0)) throw new RangeError(`fromRevision must be an integer >= 0, got ${from}`);
+    const backwards = readOptions.direction === 'backwards';
+    const resolved = await readResolved(stream, {
+      direction: backwards ? BACKWARDS : FORWARDS,
+      fromRevision: from !== undefined ? BigInt(from) : backwards ? END : START,
+      ...(readOptions.maxCount !== undefined ? { maxCount: readOptions.maxCount } : {}),
+    });
+    return resolved.map(toRecordedEvent).filter((event): event is RecordedEvent => event !== null);
+  }
+
+  function subscribeToAll(subscribeOptions: SubscribeToAllOptions): Subscription {
+    assertOpen();
+    const serverFilter = toServerFilter(subscribeOptions.filter);
+    const control = new Control();
+    let last: Position | 'start' = subscribeOptions.from;
+    let current: AllStreamSubscription | null = null;
+
+    async function* events(): AsyncGenerator<RecordedEvent> {
+      let attempt = 0;
+      try {
+        while (!control.closed) {
+          const sub = client.subscribeToAll({
+            fromPosition: last === 'start' ? START : toEsdbPosition(last),
+            resolveLinkTos: false,
+            filter: serverFilter,
+          });
+          current = sub;
+          try {
+            for await (const resolved of sub as AsyncIterable<AllStreamResolvedEvent>) {
+              attempt = 0;
+              // Checkpoint-only items, system events and events outside the filter carry nothing for us.
+              const event = toRecordedEvent(resolved);
+              if (event === null || !matchesFilter(event, subscribeOptions.filter) || !isAfter(event.position, last)) continue;
+              last = event.position;
+              yield event;
+              if (control.closed) return;
+            }
+            if (control.closed) return;
+            logger?.warn({ from: last }, 'EventStoreDB subscription ended by the server; resubscribing');
+          } catch (error) {
+            if (control.closed) return;
+            if (classifySubscriptionError(error) !== 'transient') throw error;
+            logger?.warn({ err: error, from: last, attempt }, 'EventStoreDB subscription dropped; resubscribing');
+          } finally {
+            current = null;
+            await release(sub);
+          }
+          await control.sleep(backoffDelay(attempt++));
+        }
+      } finally {
+        control.closed = true;
+        open.delete(handle);
+      }
+    }
+
+    const handle = {
+      async close(): Promise<void> {
+        control.close();
+        open.delete(handle);
+        if (current) await release(current);
+      },
+    };
+    open.add(handle);
+    const iterator = events();
+    return { [Symbol.asyncIterator]: () => iterator, close: handle.close };
+  }
+
+  function persistentSubscription(group: string, subscribeOptions: PersistentSubscriptionOptions = {}): PersistentSubscription {
+    assertOpen();
+    const settings = persistentGroupSettings({
+      ...(subscribeOptions.maxRetryCount !== undefined ? { maxRetryCount: subscribeOptions.maxRetryCount } : {}),
+      ...(options.messageTimeoutMs !== undefined ? { messageTimeoutMs: options.messageTimeoutMs } : {}),
+    });
+    const serverFilter = toServerFilter(subscribeOptions.filter);
+    const bufferSize = subscribeOptions.bufferSize ?? PERSISTENT_DEFAULTS.bufferSize;
+    const control = new Control();
+    let current: { sub: PersistentSubscriptionToAll; connection: Connection } | null = null;
+
+    async function ensureGroup(): Promise<void> {
+      try {
+        await client.createPersistentSubscriptionToAll(group, settings, { filter: serverFilter });
+      } catch (error) {
+        if (error instanceof PersistentSubscriptionExistsError) return;
+        throw error;
+      }
+    }
+
+    async function* events(): AsyncGenerator<PersistentEvent> {
+      let attempt = 0;
+      let groupReady = false;
+      try {
+        while (!control.closed) {
+          if (!groupReady) {
+            try {
+              await ensureGroup();
+              groupReady = true;
+            } catch (error) {
+              if (control.closed) return;
+              if (classifySubscriptionError(error) !== 'transient') throw error;
+              logger?.warn({ err: error, group, attempt }, 'EventStoreDB persistent subscription group not created yet; retrying');
+              await control.sleep(backoffDelay(attempt++));
+              continue;
+            }
+          }
+          const sub = client.subscribeToPersistentSubscriptionToAll(group, { bufferSize });
+          const connection: Connection = { alive: true, pending: new Set() };
+          current = { sub, connection };
+          try {
+            for await (const resolved of sub as AsyncIterable<PersistentSubscriptionToAllResolvedEvent>) {
+              attempt = 0;
+              const event = toRecordedEvent(resolved);
+              if (event === null || !matchesFilter(event, subscribeOptions.filter)) {
+                await settle(connection, () => sub.ack(resolved));
+                continue;
+              }
+              yield {
+                event,
+                retryCount: resolved.retryCount,
+                ack: () => settle(connection, () => sub.ack(resolved)),
+                nack: (action, reason) => settle(connection, () => sub.nack(action === 'park' ? PARK : RETRY, reason, resolved)),
+              };
+              if (control.closed) return;
+            }
+            if (control.closed) return;
+            logger?.warn({ group }, 'EventStoreDB persistent subscription ended by the server; rejoining');
+          } catch (error) {
+            connection.alive = false; // acks can no longer reach the server: it redelivers instead
+            if (control.closed) return;
+            const kind = classifySubscriptionError(error);
+            if (kind === 'fatal') throw error;
+            if (kind === 'group-missing') groupReady = false;
+            logger?.warn({ err: error, group, attempt }, 'EventStoreDB persistent subscription dropped; rejoining');
+          } finally {
+            current = null;
+            if (connection.alive) await drain(connection);
+            connection.alive = false;
+            await release(sub);
+          }
+          await control.sleep(backoffDelay(attempt++));
+        }
+      } finally {
+        control.closed = true;
+        open.delete(handle);
+      }
+    }
+
+    const handle = {
+      async close(): Promise<void> {
+        control.close();
+        open.delete(handle);
+        const closing = current;
+        if (!closing) return;
+        // Let acks already given reach the server before the call is cancelled, so that the group
+        // does not hand those events out again.
+        await drain(closing.connection);
+        closing.connection.alive = false;
+        await release(closing.sub);
+      },
+    };
+    open.add(handle);
+    const iterator = events();
+    return { [Symbol.asyncIterator]: () => iterator, close: handle.close };
+  }
+
+  async function headPosition(): Promise<Position | null> {
+    assertOpen();
+    // The newest event that a subscription would deliver: system events ($-streams, $-types such
+    // as persistent subscription checkpoints) are skipped, page by page, backwards from the end.
+    const pageSize = 100;
+    let from: EsdbPosition | typeof END = END;
+    for (;;) {
+      const read = client.readAll({ direction: BACKWARDS, fromPosition: from, maxCount: pageSize, resolveLinkTos: false });
+      let count = 0;
+      let oldest: EsdbPosition | undefined;
+      for await (const resolved of read as AsyncIterable<AllStreamResolvedEvent>) {
+        count += 1;
+        const event = toRecordedEvent(resolved);
+        if (event !== null) {
+          await read.cancel().catch(() => undefined);
+          return event.position;
+        }
+        oldest = resolved.event?.position ?? oldest;
+      }
+      if (count < pageSize || oldest === undefined) return null;
+      if (from !== END && oldest.commit === from.commit && oldest.prepare === from.prepare) return null;
+      from = oldest;
+    }
+  }
+
+  async function close(): Promise<void> {
+    if (closed) return;
+    closed = true;
+    await Promise.allSettled([...open].map((subscription) => subscription.close()));
+    await client.dispose();
+  }
+
+  return { append, appendThen, readStream, subscribeToAll, persistentSubscription, headPosition, close };
+}
+
+function assertSomeEvents(stream: string, events: NewEvent[]): void {
+  if (events.length === 0) throw new RangeError(`append to ${stream} needs at least one event`);
+}
+
+/** Close flag plus an interruptible backoff sleep for one subscription. */
+class Control {
+  closed = false;
+  private wake: (() => void) | null = null;
+
+  sleep(ms: number): Promise<void> {
+    if (this.closed) return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, ms);
+      const self = this;
+      function done(): void {
+        clearTimeout(timer);
+        self.wake = null;
+        resolve();
+      }
+      this.wake = done;
+    });
+  }
+
+  close(): void {
+    this.closed = true;
+    this.wake?.();
+  }
+}
+
+/** Cancels the gRPC call behind a client subscription and destroys its stream (ends any pending read). */
+async function release(sub: AllStreamSubscription | PersistentSubscriptionToAll): Promise<void> {
+  try {
+    await sub.unsubscribe();
+  } catch {
+    // The call is already gone.
+  }
+  if (!sub.destroyed) sub.destroy();
+}
+
+/** One call of a persistent subscription: whether it still carries acks, and the acks under way. */
+interface Connection {
+  alive: boolean;
+  pending: Set<Promise<void>>;
+}
+
+/** Time for acks written to the call to leave the process before the call is cancelled. */
+const DRAIN_GRACE_MS = 50;
+
+async function drain(connection: Connection): Promise<void> {
+  await Promise.allSettled([...connection.pending]);
+  await new Promise((resolve) => setTimeout(resolve, DRAIN_GRACE_MS));
+}
+
+/**
+ * Acks/nacks through the connection that delivered the event. When that connection has dropped,
+ * the ack cannot reach the server and the server hands the event out again: resolve quietly.
+ */
+async function settle(connection: Connection, write: () => Promise<void>): Promise<void> {
+  if (!connection.alive) return;
+  let timer: NodeJS.Timeout | undefined;
+  const writing = Promise.race([
+    write(),
+    new Promise<void>((_, reject) => {
+      timer = setTimeout(() => reject(new Error('EventStoreDB did not take the ack in time')), SETTLE_TIMEOUT_MS);
+    }),
+  ]);
+  connection.pending.add(writing);
+  try {
+    await writing;
+  } catch (error) {
+    if (!connection.alive) return;
+    throw error;
+  } finally {
+    clearTimeout(timer);
+    connection.pending.delete(writing);
+  }
+}

@@ -1,0 +1,270 @@
+import {
+  ANY,
+  NO_STREAM,
+  ROUND_ROBIN,
+  START,
+  STREAM_EXISTS,
+  excludeSystemEvents,
+  persistentSubscriptionToAllSettingsFromDefaults,
+  streamNameFilter,
+} from '@eventstore/db-client';
+import type {
+  AllStreamResolvedEvent,
+  AppendExpectedRevision,
+  Filter,
+  JSONEventData,
+  PersistentSubscriptionToAllSettings,
+  Position as EsdbPosition,
+  ResolvedEvent,
+} from '@eventstore/db-client';
+import type { EventFilter, EventMetadata, ExpectedRevision, NewEvent, RecordedEvent } from '../port.js';
+import { formatPosition, parsePosition, type Position } from '../position.js';
+
+/**
+ * The pure half of the EventStoreDB adapter (src/eventstore/eventstoredb.ts): port values <->
+ * client values. Nothing here talks to a server, so all of it is unit-tested everywhere
+ * (test/unit/eventstoredbMapping.test.ts). Only constants and pure helpers of the client are used.
+ */
+
+/** 2^64 - 1: what servers before 22.6 put into positions of events read from a stream. */
+const UNKNOWN_POSITION = 18_446_744_073_709_551_615n;
+
+// ---------------------------------------------------------------------------------------------
+// Append
+
+export function toExpectedRevision(expected: ExpectedRevision): AppendExpectedRevision {
+  switch (expected) {
+    case 'any':
+      return ANY;
+    case 'no_stream':
+      return NO_STREAM;
+    case 'stream_exists':
+      return STREAM_EXISTS;
+    default:
+      if (!Number.isSafeInteger(expected) || expected < 0) {
+        throw new RangeError(`expected revision must be a non-negative integer, got ${expected}`);
+      }
+      return BigInt(expected);
+  }
+}
+
+/** A revision as reported by the client (bigint or one of its constants) in a Conflict message. */
+export function describeRevision(revision: bigint | number | string | undefined): string {
+  if (revision === undefined) return 'unknown';
+  return String(revision);
+}
+
+export function toEventData(event: NewEvent): JSONEventData {
+  return {
+    id: event.id,
+    contentType: 'application/json',
+    type: event.type,
+    data: event.data,
+    metadata: event.metadata as unknown as Record<string, unknown>,
+  } as JSONEventData;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Positions
+
+export function fromEsdbPosition(position: EsdbPosition): Position {
+  return formatPosition(position.commit, position.prepare);
+}
+
+export function toEsdbPosition(position: Position): EsdbPosition {
+  return parsePosition(position);
+}
+
+/** True when the client gave a real log position (not absent, not the "unknown" marker). */
+export function isKnownPosition(position: EsdbPosition | undefined): position is EsdbPosition {
+  return position !== undefined && position.commit !== UNKNOWN_POSITION && position.prepare !== UNKNOWN_POSITION;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Recorded events
+
+const TICKS_PER_MS = 10_000n;
+/** Numbers above this are .NET ticks (100 ns) since the Unix epoch, not milliseconds. */
+const TICKS_THRESHOLD = 100_000_000_000_000; // ~1e14: year 5138 in ms, 1970-04-27 in ticks
+
+/**
+ * The recorded event's `created` as a Date with millisecond precision. Client v6 already gives a
+ * Date (it converts the server's ticks, truncating to ms); older or other clients gave ticks as a
+ * number/bigint/string. Everything is truncated to whole milliseconds.
+ */
+export function toCreated(created: Date | number | bigint | string): Date {
+  if (created instanceof Date) {
+    const ms = created.getTime();
+    if (Number.isNaN(ms)) throw new RangeError('invalid created date');
+    return new Date(Math.floor(ms));
+  }
+  if (typeof created === 'string') {
+    if (/^\d+$/.test(created)) return toCreated(BigInt(created));
+    const parsed = new Date(created);
+    if (Number.isNaN(parsed.getTime())) throw new RangeError(`invalid created value: ${created}`);
+    return toCreated(parsed);
+  }
+  if (typeof created === 'bigint') {
+    if (created > BigInt(TICKS_THRESHOLD)) return new Date(Number(created / TICKS_PER_MS));
+    return new Date(Number(created));
+  }
+  if (!Number.isFinite(created)) throw new RangeError(`invalid created value: ${created}`);
+  if (created > TICKS_THRESHOLD) return new Date(Math.floor(created / 10_000));
+  return new Date(Math.floor(created));
+}
+
+export function isSystemStream(stream: string): boolean {
+  return stream.startsWith('$');
+}
+
+export function isSystemEventType(type: string): boolean {
+  return type.startsWith('$');
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value) && !(value instanceof Uint8Array);
+}
+
+/**
+ * ResolvedEvent (from readStream, readAll, subscribeToAll or a persistent subscription) ->
+ * RecordedEvent, or null for items that are not ours to deliver: no event (checkpoint-only or
+ * unresolved link), system streams and system event types, and events whose data or metadata is
+ * not a JSON object (binary events written by other applications).
+ */
+export function toRecordedEvent(resolved: ResolvedEvent | AllStreamResolvedEvent): RecordedEvent | null {
+  const event = resolved.event;
+  if (!event) return null;
+  if (isSystemStream(event.streamId) || isSystemEventType(event.type)) return null;
+  if (!event.isJson || !isPlainObject(event.data) || !isPlainObject(event.metadata)) return null;
+  let position: Position;
+  if (isKnownPosition(event.position)) {
+    position = fromEsdbPosition(event.position);
+  } else if (resolved.commitPosition !== undefined && resolved.commitPosition !== UNKNOWN_POSITION) {
+    // Servers before 22.6 only give the commit position (single-event appends: commit = prepare).
+    position = formatPosition(resolved.commitPosition, resolved.commitPosition);
+  } else {
+    throw new Error(
+      `event ${event.id} in ${event.streamId} came without a log position (EventStoreDB 22.6 or later is required)`,
+    );
+  }
+  return {
+    id: event.id,
+    type: event.type,
+    stream: event.streamId,
+    revision: Number(event.revision),
+    position,
+    created: toCreated(event.created),
+    data: event.data,
+    metadata: event.metadata as unknown as EventMetadata,
+  };
+}
+
+/** Client-side check of the port's filter (the server filters too; this keeps the contract exact). */
+export function matchesFilter(event: { stream: string }, filter: EventFilter | undefined): boolean {
+  if (!filter) return true;
+  return filter.streamPrefixes.some((prefix) => event.stream.startsWith(prefix));
+}
+
+/** Strictly after `from` (subscriptions never hand out the event at their start position). */
+export function isAfter(position: Position, from: Position | 'start' | null): boolean {
+  return from === null || from === 'start' || position > from;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Filters and persistent subscription settings
+
+/**
+ * The server-side filter for a catch-up or persistent subscription. Prefixes select streams; without
+ * them, system events are excluded. An empty prefix list is sent as "exclude system events" and the
+ * adapter then drops everything client-side (matchesFilter), since the server has no "match nothing".
+ */
+export function toServerFilter(filter: EventFilter | undefined, checkpointInterval = 1): Filter {
+  const prefixes = filter?.streamPrefixes.filter((prefix) => prefix.length > 0) ?? [];
+  if (filter && prefixes.length > 0 && !prefixes.some(isSystemStream)) {
+    return streamNameFilter({ prefixes, checkpointInterval });
+  }
+  return excludeSystemEvents({ checkpointInterval });
+}
+
+export interface PersistentGroupSettingsOptions {
+  /** Retries (nack 'retry' or message timeouts) before the server parks an event. */
+  maxRetryCount?: number;
+  /** Milliseconds an event may stay un-acked before the server hands it out again. */
+  messageTimeoutMs?: number;
+}
+
+export const PERSISTENT_DEFAULTS = {
+  maxRetryCount: 10,
+  messageTimeoutMs: 60_000,
+  /** Write the group's checkpoint at most this often (ms)... */
+  checkPointAfterMs: 1_000,
+  /** ...once at least this many events were acked... */
+  checkPointLowerBound: 1,
+  /** ...and at the latest after this many acked events. */
+  checkPointUpperBound: 100,
+  bufferSize: 10,
+} as const;
+
+/**
+ * Explicit settings for the group on $all: from the start of the log (a new group sees every event
+ * already written), no link resolution, round-robin between competing consumers, bounded retries
+ * then parking, and frequent checkpoints so that a server restart redelivers few events.
+ */
+export function persistentGroupSettings(options: PersistentGroupSettingsOptions = {}): PersistentSubscriptionToAllSettings {
+  const maxRetryCount = options.maxRetryCount ?? PERSISTENT_DEFAULTS.maxRetryCount;
+  if (!Number.isSafeInteger(maxRetryCount) || maxRetryCount < 0) {
+    throw new RangeError(`maxRetryCount must be a non-negative integer, got ${maxRetryCount}`);
+  }
+  return persistentSubscriptionToAllSettingsFromDefaults({
+    startFrom: START,
+    resolveLinkTos: false,
+    extraStatistics: false,
+    maxRetryCount,
+    messageTimeout: options.messageTimeoutMs ?? PERSISTENT_DEFAULTS.messageTimeoutMs,
+    checkPointAfter: PERSISTENT_DEFAULTS.checkPointAfterMs,
+    checkPointLowerBound: PERSISTENT_DEFAULTS.checkPointLowerBound,
+    checkPointUpperBound: PERSISTENT_DEFAULTS.checkPointUpperBound,
+    consumerStrategyName: ROUND_ROBIN,
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Errors and reconnection
+
+/** Client error types (`error.type`) after which a subscription is re-established. */
+const TRANSIENT_TYPES = new Set([
+  'timeout',
+  'deadline-exceeded',
+  'unavailable',
+  'cancelled',
+  'unknown',
+  'not-leader',
+  'persistent-subscription-dropped',
+  'persistent-subscription-failed',
+  'maximum-subscribers-reached',
+]);
+
+/** Node network error codes seen while a server restarts. */
+const TRANSIENT_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
+
+/** gRPC status codes: CANCELLED 1, UNKNOWN 2, DEADLINE_EXCEEDED 4, ABORTED 10, INTERNAL 13, UNAVAILABLE 14. */
+const TRANSIENT_GRPC = new Set([1, 2, 4, 10, 13, 14]);
+
+export type SubscriptionErrorKind = 'transient' | 'group-missing' | 'fatal';
+
+/** What a subscription does after an error: resubscribe, recreate the group first, or give up. */
+export function classifySubscriptionError(error: unknown): SubscriptionErrorKind {
+  if (typeof error !== 'object' || error === null) return 'fatal';
+  const { type, code } = error as { type?: unknown; code?: unknown };
+  if (type === 'persistent-subscription-does-not-exist') return 'group-missing';
+  if (typeof type === 'string') return TRANSIENT_TYPES.has(type) ? 'transient' : 'fatal';
+  if (typeof code === 'string' && TRANSIENT_CODES.has(code)) return 'transient';
+  if (typeof code === 'number' && TRANSIENT_GRPC.has(code)) return 'transient';
+  return 'fatal';
+}
+
+/** Exponential backoff for resubscribing: 100 ms doubling up to 5 s, with up to 20% jitter. */
+export function backoffDelay(attempt: number, random: () => number = Math.random): number {
+  const base = Math.min(100 * 2 ** Math.max(0, attempt), 5_000);
+  return Math.round(base * (1 + 0.2 * random()));
+}

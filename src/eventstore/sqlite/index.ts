@@ -1,0 +1,179 @@
+import type {
+  AppendResult,
+  ChainResult,
+  EventFilter,
+  EventStore,
+  ExpectedRevision,
+  NewEvent,
+  PersistentSubscription,
+  PersistentSubscriptionOptions,
+  ReadStreamOptions,
+  RecordedEvent,
+  StreamAppend,
+  SubscribeToAllOptions,
+  Subscription,
+} from '../port.js';
+import { fileSignal, type FileSignal } from '../../runtime/fileSignal.js';
+import { formatPosition, parsePosition, type Position } from '../position.js';
+import { CatchUpSubscription } from './catchUpSubscription.js';
+import { EventLog, openLogFile, type Db } from './eventLog.js';
+import { GroupCommitter } from './groupCommitter.js';
+import { GroupTables } from './groupTables.js';
+import { LogWatcher } from './logWatcher.js';
+import { PersistentGroup } from './persistentGroup.js';
+
+/**
+ * The embedded event log: one SQLite file shared by the server and the `csr` CLI process.
+ *
+ * - Durability: WAL with synchronous=FULL, so an acknowledged append survives kill -9 and power loss.
+ *   The fsync that costs is shared: appends queued in the same turn of the event loop commit in one
+ *   transaction (group commit); each append is checked and applied in its own savepoint, so one
+ *   conflicting append fails alone.
+ * - Positions: the INTEGER autoincrement `seq` of the events table (commit = prepare = seq).
+ * - Appending zero events is rejected with a RangeError: there is no position to report for an
+ *   append that wrote nothing, and a command that decides nothing should not append.
+ * - Live subscriptions are woken at once by appends of this process (any thread) and by a poll of
+ *   max(seq) for other processes' appends (only while someone waits).
+ * - Persistent subscription groups live in this process: the group's state (checkpoint, retry
+ *   counts, parked events) is stored in the same file, but a group must be served by one process at
+ *   a time. Two processes serving one group both deliver every event (still at least once, never
+ *   lost). The group's filter and maxRetryCount come from its first consumer in the process;
+ *   bufferSize applies per consumer. A new group starts at the beginning of the log.
+ *
+ * The parts live in `sqlite/`: the events table (`eventLog`), group commit, the log watcher that
+ * wakes live subscribers, catch-up subscriptions, and persistent groups with their consumers.
+ */
+export function openSqliteEventStore(options: { path: string }): EventStore {
+  return new SqliteEventStore(openLogFile(options.path), options.path);
+}
+
+const DEFAULT_MAX_RETRY_COUNT = 10;
+const DEFAULT_BUFFER_SIZE = 100;
+
+function positionToSeq(position: Position): number {
+  const { commit } = parsePosition(position);
+  if (commit > BigInt(Number.MAX_SAFE_INTEGER)) throw new RangeError(`position out of range: ${position}`);
+  return Number(commit);
+}
+
+function validateFilter(filter: EventFilter | undefined): void {
+  if (filter === undefined) return;
+  if (!Array.isArray(filter.streamPrefixes) || !filter.streamPrefixes.every((p) => typeof p === 'string')) {
+    throw new RangeError('filter.streamPrefixes must be an array of strings');
+  }
+}
+
+function validateCount(name: string, value: number, min: number): void {
+  if (!Number.isSafeInteger(value) || value < min) throw new RangeError(`${name} must be an integer >= ${min}, got ${value}`);
+}
+
+function validateAppend(stream: string, events: NewEvent[], expected: ExpectedRevision): void {
+  if (typeof stream !== 'string' || stream.length === 0) throw new RangeError('stream name must be a non-empty string');
+  if (events.length === 0) throw new RangeError(`append to ${stream} needs at least one event`);
+  if (typeof expected === 'number') validateCount('expected revision', expected, 0);
+  else if (expected !== 'any' && expected !== 'no_stream' && expected !== 'stream_exists') {
+    throw new RangeError(`unknown expected revision: ${String(expected)}`);
+  }
+}
+
+class SqliteEventStore implements EventStore {
+  private closed = false;
+  private readonly log: EventLog;
+  private readonly watcher: LogWatcher;
+  private readonly committer: GroupCommitter;
+  private readonly subscriptions = new Set<CatchUpSubscription>();
+  private readonly groups = new Map<string, PersistentGroup>();
+  private groupTables: GroupTables | undefined;
+  /** Commits of this file by other threads of the process wake our subscribers at once. */
+  private readonly commits: FileSignal<number>;
+
+  constructor(
+    private readonly db: Db,
+    path: string,
+  ) {
+    this.log = new EventLog(db);
+    this.watcher = new LogWatcher(() => this.log.headSeq());
+    this.commits = fileSignal<number>('log', path, (head) => this.watcher.advance(head));
+    this.committer = new GroupCommitter(db, this.log, (head) => {
+      this.watcher.advance(head);
+      this.commits.post(head);
+    });
+  }
+
+  async append(stream: string, events: NewEvent[], options: { expectedRevision: ExpectedRevision }): Promise<AppendResult> {
+    this.assertOpen();
+    validateAppend(stream, events, options.expectedRevision);
+    return this.committer.enqueue({ stream, events, expectedRevision: options.expectedRevision });
+  }
+
+  async appendThen(first: StreamAppend, then: StreamAppend[]): Promise<ChainResult> {
+    this.assertOpen();
+    for (const append of [first, ...then]) validateAppend(append.stream, append.events, append.expectedRevision);
+    return this.committer.enqueueChain(first, then);
+  }
+
+  async readStream(stream: string, options: ReadStreamOptions = {}): Promise<RecordedEvent[]> {
+    this.assertOpen();
+    const maxCount = options.maxCount ?? -1;
+    if (options.maxCount !== undefined) validateCount('maxCount', maxCount, 0);
+    if (options.fromRevision !== undefined) validateCount('fromRevision', options.fromRevision, 0);
+    return this.log.readStream(stream, options.direction === 'backwards', maxCount, options.fromRevision);
+  }
+
+  subscribeToAll(options: SubscribeToAllOptions): Subscription {
+    this.assertOpen();
+    validateFilter(options.filter);
+    const from = options.from === 'start' ? 0 : positionToSeq(options.from);
+    const subscription = new CatchUpSubscription(this.log, this.watcher, from, options.filter, (s) =>
+      this.subscriptions.delete(s),
+    );
+    this.subscriptions.add(subscription);
+    return subscription;
+  }
+
+  persistentSubscription(group: string, options: PersistentSubscriptionOptions = {}): PersistentSubscription {
+    this.assertOpen();
+    if (typeof group !== 'string' || group.length === 0) throw new RangeError('group name must be a non-empty string');
+    const bufferSize = options.bufferSize ?? DEFAULT_BUFFER_SIZE;
+    validateCount('bufferSize', bufferSize, 1);
+    return (this.groups.get(group) ?? this.createGroup(group, options)).attach(bufferSize);
+  }
+
+  async headPosition(): Promise<Position | null> {
+    this.assertOpen();
+    const head = this.log.headSeq();
+    return head === 0 ? null : formatPosition(BigInt(head));
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    // Callers of queued appends were promised durability or an error, not silence.
+    this.committer.flush(true);
+    for (const subscription of [...this.subscriptions]) await subscription.close();
+    for (const group of this.groups.values()) group.stop();
+    this.watcher.stop();
+    this.commits.close();
+    this.db.close();
+  }
+
+  private createGroup(name: string, options: PersistentSubscriptionOptions): PersistentGroup {
+    const maxRetryCount = options.maxRetryCount ?? DEFAULT_MAX_RETRY_COUNT;
+    validateCount('maxRetryCount', maxRetryCount, 0);
+    validateFilter(options.filter);
+    this.groupTables ??= new GroupTables(this.db);
+    const group = new PersistentGroup(
+      name,
+      { filter: options.filter, maxRetryCount },
+      this.groupTables,
+      this.log,
+      this.watcher,
+    );
+    this.groups.set(name, group);
+    return group;
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw new Error('the event store is closed');
+  }
+}

@@ -1,0 +1,21 @@
+import type { HttpBindings } from '@hono/node-server';
+import type { Logger } from 'pino';
+import type { CommandDeps } from '../../commands/deps.js';
+import type { IdempotencyStore } from '../idempotency/port.js';
+import type { ReadStore } from '../readstore/port.js';
+import type { SetupStore } from '../setup/port.js';
+import type { Caller } from './auth.js';
+import type { RequestLog } from './requestLog.js';
+
+/** What the HTTP layer is given, and what each request carries: shared by the app and its routes. */
+
+export interface ApiDeps {
+  commands: CommandDeps;
+  readStore: ReadStore;
+  setup: SetupStore;
+  idempotency: IdempotencyStore;
+  logger: Logger;
+  clock: () => Date;
+}
+
+export type AppEnv = { Bindings: HttpBindings; Variables: { requestId: string; log: RequestLog; caller: Caller } };

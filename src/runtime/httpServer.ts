@@ -1,0 +1,44 @@
+import type { Server } from 'node:http';
+import { serve, type ServerType } from '@hono/node-server';
+import type { Config } from '../config.js';
+import { PortInUse } from './startFailure.js';
+
+/** The API's HTTP server: listening (with a clear error when the port is taken) and a graceful close. */
+
+/** How long requests already being answered may take to finish once a stop begins. */
+export const SHUTDOWN_DEADLINE_MS = 10_000;
+
+export function listen(fetch: (request: Request) => Response | Promise<Response>, config: Pick<Config, 'port' | 'host'>): Promise<ServerType> {
+  return new Promise<ServerType>((resolve, reject) => {
+    const started = serve({ fetch, port: config.port, hostname: config.host }, () => {
+      started.off('error', onError);
+      resolve(started);
+    });
+    const onError = (error: NodeJS.ErrnoException) => {
+      reject(error.code === 'EADDRINUSE' ? new PortInUse(config.port, config.host) : error);
+    };
+    started.once('error', onError);
+  });
+}
+
+/**
+ * Stops accepting at once, lets the requests being answered finish (each answer then closes its
+ * connection, so a keep-alive client cannot slip in another request), and cuts what is still open
+ * at the deadline. Resolves when the last connection is gone.
+ */
+export async function closeGracefully(server: ServerType, deadlineMs: number): Promise<void> {
+  const http = server as Server;
+  http.on('request', (_request, response) => {
+    if (!response.headersSent) response.setHeader('Connection', 'close');
+  });
+  const closed = new Promise<void>((resolve) => http.close(() => resolve()));
+  http.closeIdleConnections();
+  const idleSweep = setInterval(() => http.closeIdleConnections(), 20);
+  const deadline = setTimeout(() => http.closeAllConnections(), deadlineMs);
+  try {
+    await closed;
+  } finally {
+    clearInterval(idleSweep);
+    clearTimeout(deadline);
+  }
+}

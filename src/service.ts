@@ -1,0 +1,144 @@
+import type { AddressInfo } from 'node:net';
+import type { ServerType } from '@hono/node-server';
+import type { Logger } from 'pino';
+import { AutoNumbers } from '../commands/autoNumbers.js';
+import type { CommandDeps } from '../commands/deps.js';
+import { recordProjection } from '../projections/recordProjection.js';
+import { startProjection, type RunningProjection } from '../projections/runner.js';
+import { createWebhookSender, openBackends, type Backends } from './backends.js';
+import type { Config } from './config.js';
+import { Unavailable } from './core/errors.js';
+import { createLogger } from './core/logger.js';
+import type { Position } from './eventstore/position.js';
+import type { Hono } from 'hono';
+import { createApp } from './http/app.js';
+import type { AppEnv } from './http/types.js';
+import { RECORDS_PROJECTION, type ReadStore } from './readstore/port.js';
+import { startBackgroundRole } from './runtime/backgroundRole.js';
+import { closeGracefully, listen, SHUTDOWN_DEADLINE_MS } from './runtime/httpServer.js';
+import type { Stoppable } from './runtime/supervisor.js';
+import { startDispatcher, type RunningDispatcher } from './webhooks/dispatcher.js';
+import type { WebhookSender } from './webhooks/httpsSender.js';
+
+/**
+ * The composition of the roles (api, projector, dispatcher) over the backends of src/backends.ts:
+ * what each role needs, started in this thread, or the API here and each other role in a thread.
+ */
+
+/** How long a write waits for the read models to show it before answering 503. */
+const VISIBILITY_TIMEOUT_MS = 10_000;
+
+export interface RunningService {
+  /** Base URL of the API when this process runs the api role. */
+  url: string | null;
+  /** The API itself, for requests in process (`app.request`, as the route tests make them). */
+  app: Hono<AppEnv> | null;
+  backends: Backends;
+  stop(): Promise<void>;
+}
+
+export async function startService(
+  config: Config,
+  logger: Logger = createLogger(config.logLevel),
+  clock: () => Date = () => new Date(),
+): Promise<RunningService> {
+  const backends = await openBackends(config, logger);
+  const projections: RunningProjection[] = [];
+  let dispatcher: RunningDispatcher | null = null;
+  let sender: WebhookSender | null = null;
+  let server: ServerType | null = null;
+  let url: string | null = null;
+  let app: Hono<AppEnv> | null = null;
+
+  if (config.roles.includes('projector')) {
+    let running: RunningProjection | null = null;
+    projections.push(
+      backends.whileSoleProjector(
+        () => {
+          logger.info('this process runs the projections');
+          running = startProjection({ events: backends.events, readStore: backends.readStore, logger }, recordProjection);
+        },
+        async () => {
+          await running?.stop();
+          running = null;
+        },
+      ),
+    );
+  }
+  if (config.roles.includes('dispatcher')) {
+    if (config.webhookAllowPrivateTargets) {
+      logger.warn('WEBHOOK_ALLOW_PRIVATE_TARGETS=true: webhooks may target loopback and private networks; use this only for local development and tests');
+    }
+    sender = createWebhookSender(config);
+    dispatcher = startDispatcher({
+      events: backends.events,
+      readStore: backends.readStore,
+      webhooks: backends.webhooks,
+      listUsers: (workspaceId) => backends.setup.listUsers(workspaceId),
+      sender,
+      logger,
+      clock,
+      retryDelaysMs: config.webhookRetryDelaysMs,
+      timeoutMs: config.webhookTimeoutMs,
+    });
+  }
+  if (config.roles.includes('api')) {
+    const commands: CommandDeps = {
+      events: backends.events,
+      readStore: backends.readStore,
+      autoNumbers: new AutoNumbers(backends.events),
+      listUsers: (workspaceId) => backends.setup.listUsers(workspaceId),
+      waitVisible: (position: Position) => waitVisible(backends.readStore, position),
+    };
+    app = createApp({ commands, readStore: backends.readStore, setup: backends.setup, idempotency: backends.idempotency, logger, clock });
+    server = await listen(app.fetch, config);
+    const address = server.address() as AddressInfo;
+    url = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
+  }
+  logger.debug({ roles: config.roles, url, pid: process.pid }, 'roles started');
+
+  return {
+    url,
+    app,
+    backends,
+    async stop() {
+      if (server) await closeGracefully(server, SHUTDOWN_DEADLINE_MS);
+      await dispatcher?.stop();
+      sender?.close();
+      await Promise.all(projections.map((projection) => projection.stop()));
+      await backends.close();
+    },
+  };
+}
+
+async function waitVisible(readStore: ReadStore, position: Position): Promise<void> {
+  const visible = await readStore.waitForCheckpoint(RECORDS_PROJECTION, position, VISIBILITY_TIMEOUT_MS);
+  if (!visible) {
+    throw new Unavailable('the change is recorded but the read models have not caught up yet (is a projector running?); read it again shortly');
+  }
+}
+
+/** The API on this thread and each other role this process has in a thread of its own. */
+export async function startBesideTheApi(config: Config, logger: Logger): Promise<Stoppable & { url: string | null }> {
+  const background = config.roles.filter((role) => role !== 'api');
+  if (!config.roles.includes('api') || background.length === 0) return startService(config, logger);
+  const started = await Promise.allSettled(background.map((role) => startBackgroundRole({ ...config, roles: [role] }, logger)));
+  const threads = started.flatMap((outcome) => (outcome.status === 'fulfilled' ? [outcome.value] : []));
+  const stopThreads = () => Promise.all(threads.map((thread) => thread.stop()));
+  try {
+    const failed = started.find((outcome) => outcome.status === 'rejected');
+    if (failed) throw failed.reason;
+    const api = await startService({ ...config, roles: ['api'] }, logger);
+    return {
+      url: api.url,
+      async stop() {
+        await api.stop();
+        await stopThreads();
+      },
+    };
+  } catch (error) {
+    await stopThreads();
+    throw error;
+  }
+}
+

@@ -1,0 +1,180 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import * as v from 'valibot';
+import { NotFound, ValidationFailed } from '../core/errors.js';
+import type { Actor, EventStore } from '../eventstore/port.js';
+import { listObjects } from '../schema/catalogue.js';
+import { appendAuditEvent, workspaceStream, type SetupEventType } from './audit.js';
+import { checkObjectKeys, ObjectsInput, parse, text } from './input.js';
+import type { SetupStore } from './port.js';
+import { checkWebhookUrl, resolveTarget } from '../webhooks/addressPolicy.js';
+import { attemptDelivery } from '../webhooks/attempt.js';
+import type { WebhookSender } from '../webhooks/httpsSender.js';
+import { EVENT_KINDS, type Delivery, type EventKind, type Webhook, type WebhookStore } from '../webhooks/port.js';
+
+/**
+ * Webhook configuration (spec 6.1, PRODUCT.md section 2): the use cases behind `csr webhooks`.
+ * Every change is also an audit event on `workspace-<id>` (never with the secret).
+ */
+
+/** Setup shows this many deliveries per webhook (spec 6.4). */
+export const DELIVERIES_SHOWN = 50;
+
+export interface WebhookSetupOptions {
+  setup: SetupStore;
+  webhooks: WebhookStore;
+  events: EventStore;
+  sender: WebhookSender;
+  actor: Actor;
+  retryDelaysMs: readonly number[];
+  allowPrivateTargets: boolean;
+  clock?: () => Date;
+  /** Name resolution for the address check at save (tests); the system resolver by default. */
+  lookup?: (hostname: string) => Promise<string[]>;
+}
+
+export interface NewWebhookInput {
+  name: string;
+  url: string;
+  events?: 'all' | string[];
+  objects?: 'all' | string[];
+}
+
+const WebhookInput = v.object({
+  name: text('the webhook name', 200),
+  url: text('the webhook url', 2048),
+  events: v.optional(
+    v.union(
+      [
+        v.literal('all'),
+        v.pipe(
+          v.array(v.picklist(EVENT_KINDS, `events must be "all" or a list of ${EVENT_KINDS.join(', ')}`)),
+          v.nonEmpty('events must name at least one kind (or be "all")'),
+        ),
+      ],
+      `events must be "all" or a list of ${EVENT_KINDS.join(', ')}`,
+    ),
+    'all',
+  ),
+  objects: ObjectsInput,
+});
+
+/** 32 random bytes; the prefix tells a leaked value for what it is. */
+function newSecret(): string {
+  return `whsec_${randomBytes(32).toString('base64url')}`;
+}
+
+export class WebhookSetup {
+  private readonly clock: () => Date;
+
+  constructor(private readonly options: WebhookSetupOptions) {
+    this.clock = options.clock ?? (() => new Date());
+  }
+
+  /** The secret is returned this once. */
+  async create(workspaceSlug: string, input: NewWebhookInput): Promise<{ webhook: Webhook; secret: string }> {
+    const workspace = await this.options.setup.workspaceBySlug(workspaceSlug);
+    if (!workspace) throw new NotFound(`workspace "${workspaceSlug}" not found`);
+    const valid = parse(WebhookInput, input);
+    const url = await this.checkAddress(valid.url);
+    const events: Webhook['events'] = valid.events === 'all' ? 'all' : [...new Set(valid.events as EventKind[])];
+    const objects = valid.objects === 'all' ? 'all' : checkObjectKeys(listObjects(workspace.id).map((object) => object.key), valid.objects);
+    const webhook: Webhook = {
+      id: randomUUID(),
+      workspaceId: workspace.id,
+      name: valid.name,
+      url,
+      events,
+      objects,
+      enabled: true,
+      disabledReason: null,
+      secret: newSecret(),
+      createdAt: this.clock().toISOString(),
+      consecutiveFailures: 0,
+      lastSuccessAt: null,
+    };
+    await this.options.webhooks.createWebhook(webhook);
+    await this.audit(webhook, 'WebhookCreated', { name: webhook.name, url, events, objects });
+    return { webhook, secret: webhook.secret };
+  }
+
+  async list(workspaceSlug: string): Promise<Webhook[]> {
+    const workspace = await this.options.setup.workspaceBySlug(workspaceSlug);
+    if (!workspace) throw new NotFound(`workspace "${workspaceSlug}" not found`);
+    return this.options.webhooks.listWebhooks(workspace.id);
+  }
+
+  /** Off: waiting deliveries become skipped and changes are no longer queued. */
+  async switch(id: string, on: boolean): Promise<Webhook> {
+    const current = await this.webhook(id);
+    if (current.enabled === on) return current;
+    if (on) await this.checkAddress(current.url);
+    const changed = await this.options.webhooks.setEnabled(id, on, on ? null : 'switched off by an administrator');
+    if (!changed) throw new NotFound(`webhook ${id} not found`);
+    await this.audit(changed, on ? 'WebhookSwitchedOn' : 'WebhookSwitchedOff', {});
+    return changed;
+  }
+
+  /** The old secret signs nothing from now on; the new one is returned this once. */
+  async rotateSecret(id: string): Promise<{ id: string; secret: string }> {
+    const secret = newSecret();
+    const webhook = await this.options.webhooks.setSecret(id, secret);
+    if (!webhook) throw new NotFound(`webhook ${id} not found`);
+    await this.audit(webhook, 'WebhookSecretRotated', {});
+    return { id, secret };
+  }
+
+  /**
+   * Sends `webhook.test` now and returns its delivery as it stands after the attempt; a failed
+   * test is retried on the schedule like any delivery. occurredAt is the commit time of the
+   * test's audit event, so it comes from the log like every other occurredAt.
+   */
+  async test(id: string): Promise<Delivery> {
+    const webhook = await this.webhook(id);
+    const eventId = await this.audit(webhook, 'WebhookTestSent', {});
+    const logged = (await this.options.events.readStream(workspaceStream(webhook.workspaceId), { direction: 'backwards', maxCount: 20 })).find(
+      (event) => event.id === eventId,
+    );
+    const payload = {
+      id: eventId,
+      workspaceId: webhook.workspaceId,
+      event: 'webhook.test',
+      object: null,
+      source: 'app',
+      occurredAt: (logged?.created ?? this.clock()).toISOString(),
+      data: { webhook: { id: webhook.id, name: webhook.name } },
+    };
+    const now = this.clock();
+    const leaseUntil = new Date(now.getTime() + 60_000).toISOString();
+    const [delivery] = await this.options.webhooks.enqueue([{ payload, webhookIds: [webhook.id] }], now.toISOString(), { claimedUntil: leaseUntil });
+    const outcome = await attemptDelivery({ delivery: delivery!, webhook, payload }, this.options.sender, this.clock, this.options.retryDelaysMs);
+    await this.options.webhooks.settle([outcome]);
+    return (await this.options.webhooks.deliveryById(delivery!.id))!;
+  }
+
+  async deliveries(id: string): Promise<Delivery[]> {
+    await this.webhook(id);
+    return this.options.webhooks.deliveries(id, DELIVERIES_SHOWN);
+  }
+
+  private async webhook(id: string): Promise<Webhook> {
+    const webhook = await this.options.webhooks.webhookById(id);
+    if (!webhook) throw new NotFound(`webhook ${id} not found`);
+    return webhook;
+  }
+
+  /** The address rule at save time (spec 6.1); it is applied again before every send. */
+  private async checkAddress(url: string): Promise<string> {
+    const checked = checkWebhookUrl(url);
+    if (!checked.ok) throw new ValidationFailed(`the webhook url is refused: ${checked.reason}`);
+    const target = await resolveTarget(checked.url, {
+      allowPrivate: this.options.allowPrivateTargets,
+      ...(this.options.lookup ? { lookup: this.options.lookup } : {}),
+    });
+    if (!target.ok) throw new ValidationFailed(`the webhook url is refused: ${target.reason}`);
+    return checked.url.href;
+  }
+
+  private audit(webhook: Webhook, type: SetupEventType, data: Record<string, unknown>): Promise<string> {
+    return appendAuditEvent(this.options.events, this.options.actor, webhook.workspaceId, type, { webhookId: webhook.id, ...data });
+  }
+}

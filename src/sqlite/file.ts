@@ -1,0 +1,94 @@
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import type Database from 'better-sqlite3';
+import { Sqlite } from './driver.js';
+
+export interface SqliteFileOptions {
+  /** For writers (a read-only connection commits nothing): `FULL` fsyncs every commit, for what
+   *  cannot be rebuilt from the log and must survive a power cut. */
+  synchronous: 'FULL' | 'NORMAL';
+  readonly?: boolean;
+  /** Page cache of this connection; SQLite's default is 2 MiB. */
+  cacheMiB?: number;
+}
+
+/** How long a connection waits for another process's write lock before it gives up. */
+export const BUSY_TIMEOUT_MS = 5_000;
+
+/**
+ * WAL pages after which a commit copies the WAL back into the database file (SQLite's default is
+ * 1,000, 4 MiB). A 1,000-record upsert writes about as many pages, so with the default every
+ * such commit also ran a checkpoint: copied its pages again and fsynced the file. At 10,000
+ * (at most about 40 MiB of WAL per file) a checkpoint comes every few commits and copies a page
+ * written by several of them once: 60 1,000-record upserts (to 60k records) went from p50
+ * 138-140 ms to 120-122 ms, and the server's CPU time from 9.4-9.8 s to 9.1 s. A server's own
+ * checkpointer thread (`sqliteCheckpointer`) now keeps its WALs far below this, so that no commit
+ * of its pays for a checkpoint; this bound is for when none runs (`csr`).
+ */
+const WAL_CHECKPOINT_PAGES = 10_000;
+
+/**
+ * Opens an embedded store file the way every embedded adapter needs it: WAL (readers never block
+ * the writer, and the `csr` tool can work while the server runs) and a busy timeout for the
+ * moments two processes write at once.
+ */
+export function openSqliteFile(path: string, options: SqliteFileOptions): Database.Database {
+  if (path !== ':memory:' && !options.readonly) mkdirSync(dirname(path), { recursive: true });
+  const db = new Sqlite(path, { readonly: options.readonly ?? false, timeout: BUSY_TIMEOUT_MS });
+  if (options.cacheMiB !== undefined) db.pragma(`cache_size = -${options.cacheMiB * 1024}`);
+  if (!options.readonly) {
+    switchToWal(db);
+    db.pragma(`synchronous = ${options.synchronous}`);
+    db.pragma(`wal_autocheckpoint = ${WAL_CHECKPOINT_PAGES}`);
+  }
+  db.pragma('foreign_keys = ON');
+  return db;
+}
+
+/** SQLITE_BUSY and its extended codes: another connection holds a lock this one needs. */
+export function isBusy(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && code.startsWith('SQLITE_BUSY');
+}
+
+const WAL_SWITCH_RETRY_MS = 5;
+
+/**
+ * Switching a file to WAL rewrites its header in a write transaction that begins as a read one.
+ * When another connection is writing the file at that moment (the role threads of a server
+ * starting on a new DATA_DIR each create the same files), SQLite refuses the upgrade at once with
+ * SQLITE_BUSY instead of waiting, lest the two deadlock: 3 of 420 servers started three at a time
+ * on new DATA_DIRs stopped so. A new try begins without the read lock, so it waits or succeeds;
+ * it is tried again for as long as busy_timeout.
+ */
+function switchToWal(db: Database.Database): void {
+  const deadline = Date.now() + BUSY_TIMEOUT_MS;
+  for (;;) {
+    try {
+      db.pragma('journal_mode = WAL');
+      return;
+    } catch (error) {
+      if (!isBusy(error) || Date.now() >= deadline) throw error;
+      // Files are opened as a process or thread starts, before it serves anything: pausing holds up nothing.
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, WAL_SWITCH_RETRY_MS);
+    }
+  }
+}
+
+/*
+ * Why bound values are written as below: better-sqlite3 clears a statement's bindings after each
+ * run, and SQLite marks a statement whose plan looked at a bound value as expired when its
+ * bindings are cleared, so the next run parses and plans it again (10-25 µs more on a lookup of
+ * 3-5 µs). SQLite looks at the value behind a bare `?` in a LIMIT, and since 3.54 (in
+ * better-sqlite3 13, so on Node.js 22.14+ and 24) at the `?` of an equality in any statement
+ * with ORDER BY or a join. An expression around the `?` hides the value from the planner.
+ */
+
+/** A bound LIMIT or OFFSET. */
+export const BOUND_COUNT = 'CAST(? AS INTEGER)';
+
+/**
+ * A bound value compared in the WHERE of a statement with ORDER BY or a join. Unary plus changes
+ * no comparison (neither `?` nor `+?` has an affinity), and the column's index is still used.
+ */
+export const BOUND_VALUE = '+?';
