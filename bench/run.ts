@@ -12,6 +12,7 @@ import { loadConfig } from '../src/config.js';
 import { startService } from '../src/service.js';
 import { Sqlite } from '../src/sqlite/driver.js';
 import { cpuPerRequest } from './cpu.js';
+import { largeBodyBench } from './largeBodies.js';
 import { longStreamBench } from './longStreams.js';
 import { wrk, type LoadOptions, type LoadResult } from './wrk.js';
 import { BENCH_CA_FILE, startBenchReceiver, webhookLatency, webhookThroughput, type BenchReceiver, type WebhookBenchDeps } from './webhooks.js';
@@ -352,9 +353,10 @@ async function faultsBench(): Promise<void> {
   const key = csr(dataDir, 'keys', 'create', '--workspace', 'faults', '--name', 'bench').key as string;
   const startServer = async () => {
     const server = await spawnServer('dist/src/main.js', { DATA_DIR: dataDir });
-    return { url: server.url, child: server.child, stop: () => stop(server.child) };
+    return { url: server.url, pid: server.child.pid!, stop: () => stop(server.child) };
   };
-  rows.push(await longStreamBench({ dataDir, workspaceId, key, startServer }));
+  if (process.env['BENCH_FAULTS'] !== 'large') rows.push(await longStreamBench({ dataDir, workspaceId, key, startServer }));
+  if (process.env['BENCH_FAULTS'] !== 'long') rows.push(await largeBodyBench({ key, startServer }));
   rmSync(dataDir, { recursive: true, force: true });
 }
 

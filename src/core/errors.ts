@@ -34,6 +34,17 @@ export class Unavailable extends AppError {
   readonly status = 503;
 }
 
+/** Too much asked at once: the client should try again after `retryAfterSeconds`. */
+export class Overloaded extends AppError {
+  readonly status = 503;
+  constructor(
+    message: string,
+    readonly retryAfterSeconds: number,
+  ) {
+    super(message);
+  }
+}
+
 /** The disk of a store is full: nothing was written; the same write succeeds once space is freed. */
 export class InsufficientStorage extends AppError {
   readonly status = 507;

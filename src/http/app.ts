@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Hono } from 'hono';
 import { bearerAuth } from './auth.js';
 import { bodySizeLimit } from './body.js';
+import { bodyBudget } from './bodyBudget.js';
 import { errorResponse, handleError } from './errors.js';
 import { idempotency } from './idempotency.js';
 import { recordRoutes } from './records.js';
@@ -36,6 +37,7 @@ export function createApp(deps: ApiDeps): Hono<AppEnv> {
   // Only where a body is read.
   app.on(['POST', 'PUT', 'PATCH'], '/api/*', bodySizeLimit());
   app.use('/api/*', bearerAuth(deps.setup, deps.clock));
+  app.on(['POST', 'PUT', 'PATCH'], '/api/*', bodyBudget());
   app.on(['POST', 'PATCH', 'DELETE'], '/api/*', idempotency(deps.idempotency, deps.clock));
   recordRoutes(app, deps);
 

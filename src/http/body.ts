@@ -81,6 +81,11 @@ function readLimited(incoming: IncomingMessage): Promise<string> {
     incoming.on('data', onData);
     incoming.once('end', () => resolve(Buffer.concat(chunks, size).toString('utf8')));
     incoming.once('error', reject);
+    // A client that goes away mid-body: without this the request would wait for ever, and hold
+    // its share of the body budget (bodyBudget.ts) with it.
+    incoming.once('close', () => {
+      if (!incoming.readableEnded) reject(new ValidationFailed('the request body ended before its announced length'));
+    });
   });
 }
 
