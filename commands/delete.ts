@@ -22,5 +22,5 @@ export async function deleteRecord(deps: CommandDeps, action: Action, object: Ob
     },
     metadataFor(action, { [object.key]: 1 }),
   );
-  if (position) await deps.waitVisible(position);
+  if (position) await deps.waitVisible(position, object.key);
 }

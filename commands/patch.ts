@@ -29,5 +29,5 @@ export async function patchRecord(deps: CommandDeps, action: Action, object: Obj
     },
     metadataFor(action, { [object.key]: 1 }),
   );
-  if (position) await deps.waitVisible(position);
+  if (position) await deps.waitVisible(position, object.key);
 }

@@ -85,7 +85,7 @@ export async function upsertRecords(
   };
   numbering?.plans.forEach((plan, i) => settle(plan, numberedOutcomes[i]!));
   others.forEach((plan, i) => settle(plan, otherOutcomes[i]!));
-  if (positions.length > 0) await deps.waitVisible(positions.reduce((a, b) => (a > b ? a : b)));
+  if (positions.length > 0) await deps.waitVisible(positions.reduce((a, b) => (a > b ? a : b)), object.key);
 
   const result: SaveResult = { created: 0, updated: 0, errors, ids: [] };
   targets.forEach((plan, index) => {

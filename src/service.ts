@@ -8,12 +8,16 @@ import { startProjection, type RunningProjection } from '../projections/runner.j
 import { createWebhookSender, openBackends, type Backends } from './backends.js';
 import type { Config } from './config.js';
 import { Unavailable } from './core/errors.js';
+import { setRollups } from '../commands/rollups.js';
+import { startReactor } from '../projections/reactor.js';
+import { rollupReactor, ROLLUPS_REACTOR } from '../projections/rollupReactor.js';
+import { rollupDepthFrom } from './schema/calculated.js';
 import { createLogger } from './core/logger.js';
-import type { Position } from './eventstore/position.js';
+import { comparePositions, type Position } from './eventstore/position.js';
 import type { Hono } from 'hono';
 import { createApp } from './http/app.js';
 import type { AppEnv } from './http/types.js';
-import { RECORDS_PROJECTION, type ReadStore } from './readstore/port.js';
+import { RECORDS_PROJECTION } from './readstore/port.js';
 import { startBackgroundRole } from './runtime/backgroundRole.js';
 import { closeGracefully, listen, SHUTDOWN_DEADLINE_MS } from './runtime/httpServer.js';
 import type { Stoppable } from './runtime/supervisor.js';
@@ -51,16 +55,18 @@ export async function startService(
   let app: Hono<AppEnv> | null = null;
 
   if (config.roles.includes('projector')) {
-    let running: RunningProjection | null = null;
+    let running: RunningProjection[] = [];
     projections.push(
       backends.whileSoleProjector(
         () => {
           logger.info('this process runs the projections');
-          running = startProjection({ events: backends.events, readStore: backends.readStore, logger }, recordProjection);
+          const deps = { events: backends.events, readStore: backends.readStore, logger };
+          const rollups = rollupReactor({ readStore: backends.readStore, setRollups: (target, values, initial, metadata) => setRollups(backends.events, target, values, initial, metadata) });
+          running = [startProjection(deps, recordProjection), startReactor(deps, rollups)];
         },
         async () => {
-          await running?.stop();
-          running = null;
+          await Promise.all(running.map((role) => role.stop()));
+          running = [];
         },
       ),
     );
@@ -88,7 +94,7 @@ export async function startService(
       readStore: backends.readStore,
       autoNumbers: new AutoNumbers(backends.events),
       listUsers: (workspaceId) => backends.setup.listUsers(workspaceId),
-      waitVisible: (position: Position) => waitVisible(backends.readStore, position),
+      waitVisible: (position: Position, object?: string) => waitVisible(backends, position, object),
     };
     app = createApp({ commands, readStore: backends.readStore, setup: backends.setup, idempotency: backends.idempotency, logger, clock });
     server = await listen(app.fetch, config);
@@ -111,10 +117,29 @@ export async function startService(
   };
 }
 
-async function waitVisible(readStore: ReadStore, position: Position): Promise<void> {
-  const visible = await readStore.waitForCheckpoint(RECORDS_PROJECTION, position, VISIBILITY_TIMEOUT_MS);
-  if (!visible) {
-    throw new Unavailable('the change is recorded but the read models have not caught up yet (is a projector running?); read it again shortly');
+/**
+ * Read your writes, roll-ups included: the records projection has passed the write; and when the
+ * written object feeds roll-ups, the roll-up reactor has reacted to it and the records projection
+ * shows what it appended, level by level (invoice line -> invoice -> client), up to the deepest
+ * cascade. What the reactor appended is somewhere before the log's head once it has passed the
+ * write, so the projection is waited for up to that head.
+ */
+async function waitVisible(backends: Backends, position: Position, object?: string): Promise<void> {
+  const deadline = Date.now() + VISIBILITY_TIMEOUT_MS;
+  const waitFor = async (name: string, at: Position) => {
+    if (!(await backends.readStore.waitForCheckpoint(name, at, Math.max(1, deadline - Date.now())))) {
+      throw new Unavailable('the change is recorded but the read models have not caught up yet (is a projector running?); read it again shortly');
+    }
+  };
+  await waitFor(RECORDS_PROJECTION, position);
+  if (object === undefined) return;
+  let at = position;
+  for (let level = 0; level < rollupDepthFrom(object); level++) {
+    await waitFor(ROLLUPS_REACTOR, at);
+    const head = await backends.events.headPosition();
+    if (head === null || comparePositions(head, at) <= 0) return;
+    at = head;
+    await waitFor(RECORDS_PROJECTION, at);
   }
 }
 

@@ -274,3 +274,13 @@ function dueStatus(status: StoredValue | undefined, dueDate: StoredValue | undef
   if (days === 0) return 'Due today';
   return days <= 6 ? 'Due this week' : 'Upcoming';
 }
+
+/** How many levels of roll-ups a change of `object` can move (invoiceLines -> billing -> clients: 2). */
+export function rollupDepthFrom(object: string, seen: ReadonlySet<string> = new Set()): number {
+  let depth = 0;
+  for (const rollup of rollups) {
+    if (rollup.source !== object || seen.has(rollup.object)) continue;
+    depth = Math.max(depth, 1 + rollupDepthFrom(rollup.object, new Set([...seen, object])));
+  }
+  return depth;
+}
