@@ -3,7 +3,7 @@ import type { Position } from '../src/eventstore/position.js';
 import { RECORD_STREAM_PREFIX, upcast, type RecordEvent } from '../src/events/records.js';
 import { filterKey } from '../src/readstore/filterKey.js';
 import { RECORDS_PROJECTION, type ReadStore, type Values } from '../src/readstore/port.js';
-import { rollups } from '../src/schema/calculated.js';
+import { lookups, rollups } from '../src/schema/calculated.js';
 import type { Reactor } from './reactor.js';
 
 /**
@@ -16,6 +16,7 @@ import type { Reactor } from './reactor.js';
  * any other change of the record (updatedAt moves) and the dispatcher sends `<object>.updated`.
  * Cascades follow by themselves: an invoice's RecordRollupsChanged is a change of a child of its
  * client. A replayed batch decides on the parent's stream, which holds the first reaction: no-op.
+ * Lookups (contacts.clientHealth) are recorded the same way on each record that links the changed one.
  */
 
 export const ROLLUPS_REACTOR = 'rollups';
@@ -50,6 +51,14 @@ export function rollupReactor(deps: RollupReactorDeps): Reactor {
         if (stopped()) return;
         await deps.setRollups(ref, await computeRollups(deps.readStore, ref), initialRollups(ref.object), metadataOf(cause));
       }
+      for (const event of events) {
+        const recordEvent = upcast(event);
+        if (!recordEvent || recordEvent.type !== 'RecordUpdated') continue;
+        for (const { ref, values, initial } of await lookupChanges(deps.readStore, recordEvent)) {
+          if (stopped()) return;
+          await deps.setRollups(ref, values, initial, metadataOf(event));
+        }
+      }
     },
   };
 }
@@ -77,6 +86,25 @@ async function markParents(readStore: ReadStore, recordEvent: RecordEvent, event
       if (typeof parentId === 'string') dirty.set(`${workspaceId}/${rollup.object}/${parentId}`, { ref: { workspaceId, object: rollup.object, recordId: parentId }, cause: event });
     }
   }
+}
+
+/**
+ * Lookups stored as roll-ups (contacts.clientHealth is the linked client's health): a change of
+ * the value looked up is a change of every record that links to it.
+ */
+async function lookupChanges(readStore: ReadStore, recordEvent: Extract<RecordEvent, { type: 'RecordUpdated' }>): Promise<{ ref: Ref; values: Values; initial: Values }[]> {
+  const { workspaceId, object, recordId, changes } = recordEvent.data;
+  const found: { ref: Ref; values: Values; initial: Values }[] = [];
+  for (const lookup of lookups) {
+    const change = changes[lookup.take];
+    if (!change || lookup.target !== object) continue;
+    const filters = [{ field: lookup.via, value: filterKey(recordId) }];
+    const linking = await readStore.find({ workspaceId, object: lookup.object, filters, limit: Number.MAX_SAFE_INTEGER, offset: 0 });
+    for (const document of linking.documents) {
+      found.push({ ref: { workspaceId, object: lookup.object, recordId: document.id }, values: { [lookup.field]: change.to }, initial: { [lookup.field]: change.from } });
+    }
+  }
+  return found;
 }
 
 async function computeRollups(readStore: ReadStore, ref: Ref): Promise<Values> {

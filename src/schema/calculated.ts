@@ -67,6 +67,8 @@ export interface Lookup {
   via: string;
   /** The field of the linked record that is shown. */
   take: string;
+  /** The object `via` links to. */
+  target: string;
 }
 
 function num(value: StoredValue | undefined): number | null {
@@ -109,7 +111,7 @@ export const rollups: readonly Rollup[] = [
   { object: 'playbookTemplates', field: 'taskCount', source: 'templateTasks', via: 'template', compute: (tasks) => tasks.length },
 ];
 
-export const lookups: readonly Lookup[] = [{ object: 'contacts', field: 'clientHealth', via: 'client', take: 'health' }];
+export const lookups: readonly Lookup[] = [{ object: 'contacts', field: 'clientHealth', via: 'client', take: 'health', target: 'clients' }];
 
 const PAYMENT_TERM_DAYS: ReadonlyMap<string, number> = new Map([
   ['Due on receipt', 0],
@@ -282,5 +284,7 @@ export function rollupDepthFrom(object: string, seen: ReadonlySet<string> = new 
     if (rollup.source !== object || seen.has(rollup.object)) continue;
     depth = Math.max(depth, 1 + rollupDepthFrom(rollup.object, new Set([...seen, object])));
   }
+  // A looked-up value is one level (nothing rolls up from contacts).
+  if (lookups.some((lookup) => lookup.target === object)) depth = Math.max(depth, 1);
   return depth;
 }

@@ -72,3 +72,17 @@ describe('roll-up changes', () => {
     expect(Date.parse(after.updatedAt)).toBeGreaterThan(Date.parse(before.updatedAt));
   });
 });
+
+describe('looked-up values', () => {
+  it("move a contact's updatedAt when its client's health changes", async () => {
+    const clientId = (await api.post('/api/v1/clients', { name: 'Healthy Co', health: 'Healthy' })).body.ids[0];
+    const contact = (await api.post('/api/v1/contacts', { firstName: 'Ana', lastName: 'Lima', client: clientId })).body.ids[0];
+    const before = await get('contacts', contact);
+    expect(before.clientHealth).toBe('Healthy');
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    expect((await api.patch(`/api/v1/clients/${clientId}`, { health: 'At Risk' })).status).toBe(200);
+    const after = await get('contacts', contact);
+    expect(after.clientHealth).toBe('At Risk');
+    expect(Date.parse(after.updatedAt)).toBeGreaterThan(Date.parse(before.updatedAt));
+  });
+});
