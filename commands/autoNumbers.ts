@@ -1,6 +1,11 @@
 import { newId } from '../src/core/ids.js';
 import { Conflict } from '../src/core/errors.js';
-import type { AppendResult, EventMetadata, EventStore, StreamAppend } from '../src/eventstore/port.js';
+import type { AppendGroup, AppendResult, EventMetadata, EventStore, StreamAppend } from '../src/eventstore/port.js';
+import { formatAutoNumber } from '../src/schema/catalogue.js';
+import type { ObjectDef } from '../src/schema/types.js';
+import { fieldsKey, reservationStream } from './reservations/keys.js';
+import { reservationState } from './reservations/reservation.js';
+import { claimAppend, type ReservationScope } from './reservations/store.js';
 
 /**
  * Gap-free auto numbers per workspace and object. A counter stream records every reservation;
@@ -13,14 +18,33 @@ import type { AppendResult, EventMetadata, EventStore, StreamAppend } from '../s
  * reservation is being written, are served together by one reservation: 32 concurrent writers
  * cost one commit instead of a storm of conflicts. Numbers are reserved only after every record
  * of a request has been validated: a number is lost only if a record's own append fails.
+ *
+ * Values are unique per workspace and object, also those a client sets by hand: every value,
+ * assigned or set, holds a reservation stream (commands/reservations). The counter skips a number
+ * whose value is held, and each assigned number's claim is appended in one group with its record,
+ * so a value set by hand at the same moment makes that record fail with a Conflict (and try again
+ * with the next number) rather than share the value.
  */
 
 export function counterStream(workspaceId: string, object: string): string {
   return `autonumber-${workspaceId}-${object}`;
 }
 
-/** Builds the appends that use `count` numbers from `first` on; called again with other numbers after a conflict. */
-export type UseNumbers = (first: number) => StreamAppend[];
+/** A number given to one record, with the claim of its value that goes in one group before that record. */
+export interface AssignedNumber {
+  value: string;
+  claim(recordId: string): StreamAppend;
+}
+
+/** Builds the groups that use the numbers given; called again with other numbers after a conflict. */
+export type UseNumbers = (assigned: AssignedNumber[]) => AppendGroup[];
+
+/** The object's auto-number field. */
+export interface NumberedField {
+  object: ObjectDef;
+  field: string;
+  prefix: string;
+}
 
 interface Waiter {
   count: number;
@@ -40,8 +64,8 @@ export class AutoNumbers {
    * Resolves with the outcome of each built append; rejects, having written nothing, when the
    * reservation itself cannot be written.
    */
-  reserveAndAppend(workspaceId: string, object: string, count: number, metadata: EventMetadata, use: UseNumbers): Promise<PromiseSettledResult<AppendResult>[]> {
-    const stream = counterStream(workspaceId, object);
+  reserveAndAppend(workspaceId: string, numbered: NumberedField, count: number, metadata: EventMetadata, use: UseNumbers): Promise<PromiseSettledResult<AppendResult>[]> {
+    const stream = counterStream(workspaceId, numbered.object.key);
     return new Promise((resolve, reject) => {
       const waiter = { count, metadata, use, resolve, reject };
       const queue = this.queues.get(stream);
@@ -51,15 +75,15 @@ export class AutoNumbers {
       }
       this.queues.set(stream, [waiter]);
       // setImmediate: the other requests handled in this turn join the same reservation.
-      setImmediate(() => void this.drain(stream, workspaceId, object));
+      setImmediate(() => void this.drain(stream, workspaceId, numbered));
     });
   }
 
-  private async drain(stream: string, workspaceId: string, object: string): Promise<void> {
+  private async drain(stream: string, workspaceId: string, numbered: NumberedField): Promise<void> {
     const queue = this.queues.get(stream)!;
     for (let batch = queue.splice(0); batch.length > 0; batch = queue.splice(0)) {
       try {
-        const outcomes = await this.reserveBlock(stream, workspaceId, object, batch);
+        const outcomes = await this.reserveBlock(stream, workspaceId, numbered, batch);
         batch.forEach((waiter, i) => waiter.resolve(outcomes[i]!));
       } catch (error) {
         for (const waiter of batch) waiter.reject(error);
@@ -69,29 +93,53 @@ export class AutoNumbers {
   }
 
   /** One reservation for the whole batch; returns each waiter's outcomes. */
-  private async reserveBlock(stream: string, workspaceId: string, object: string, batch: Waiter[]): Promise<PromiseSettledResult<AppendResult>[][]> {
+  private async reserveBlock(stream: string, workspaceId: string, numbered: NumberedField, batch: Waiter[]): Promise<PromiseSettledResult<AppendResult>[][]> {
     const count = batch.reduce((sum, waiter) => sum + waiter.count, 0);
+    const scope: ReservationScope = { events: this.events, workspaceId, object: numbered.object, loadState: () => Promise.reject(new Error('not needed')) };
     for (;;) {
       const [last] = await this.events.readStream(stream, { direction: 'backwards', maxCount: 1 });
       const first = (last ? Number(last.data['last']) : 0) + 1;
-      let next = first;
-      const built = batch.map((waiter) => {
-        const appends = waiter.use(next);
-        next += waiter.count;
-        return appends;
-      });
+      const metadata = batch[0]!.metadata;
+      const free = await this.freeNumbers(scope, numbered, first, count, metadata);
+      const built = batch.map((waiter) => waiter.use(free.assigned.splice(0, waiter.count)));
+      const data = { schemaVersion: 1, workspaceId, object: numbered.object.key, first, last: free.last };
       const reservation: StreamAppend = {
         stream,
-        events: [{ id: newId(), type: 'NumbersReserved', data: { schemaVersion: 1, workspaceId, object, first, last: first + count - 1 }, metadata: batch[0]!.metadata }],
+        events: [{ id: newId(), type: 'NumbersReserved', data, metadata }],
         expectedRevision: last ? last.revision : 'no_stream',
       };
       try {
         const { then } = await this.events.appendThen(reservation, built.flat());
         let offset = 0;
-        return built.map((appends) => then.slice(offset, (offset += appends.length)));
+        return built.map((groups) => then.slice(offset, (offset += groups.length)));
       } catch (error) {
         if (!(error instanceof Conflict)) throw error; // another process reserved meanwhile: read again
       }
     }
+  }
+
+  /**
+   * `count` numbers from `first` on whose values nobody holds (set by hand), skipping held ones;
+   * `last` is the highest number looked at, where the block ends (a skipped number is taken, not a gap).
+   */
+  private async freeNumbers(
+    scope: ReservationScope,
+    numbered: NumberedField,
+    first: number,
+    count: number,
+    metadata: EventMetadata,
+  ): Promise<{ assigned: AssignedNumber[]; last: number }> {
+    const assigned: AssignedNumber[] = [];
+    let n = first;
+    for (; assigned.length < count; n++) {
+      const value = formatAutoNumber(numbered.prefix, n);
+      const key = fieldsKey([numbered.field], { [numbered.field]: value })!;
+      const [last] = await this.events.readStream(reservationStream(scope.workspaceId, numbered.object.key, key), { direction: 'backwards', maxCount: 1 });
+      const state = reservationState(last);
+      if (state.holder !== null) continue;
+      const judgement = { kind: 'free' as const, expectedRevision: state.expectedRevision };
+      assigned.push({ value, claim: (recordId) => claimAppend(scope, key, judgement, recordId, metadata) });
+    }
+    return { assigned, last: n - 1 };
   }
 }

@@ -1,6 +1,6 @@
 import { ValidationFailed } from '../src/core/errors.js';
 import type { ObjectDef } from '../src/schema/types.js';
-import { checkRecordRules, validateRecord } from '../src/schema/validate.js';
+import { validateRecord } from '../src/schema/validate.js';
 import { metadataFor, type Action } from './action.js';
 import type { CommandDeps } from './deps.js';
 import { executeRecordCommand } from './record/repository.js';
@@ -20,13 +20,8 @@ export async function patchRecord(deps: CommandDeps, action: Action, object: Obj
   const position = await executeRecordCommand(
     deps.events,
     recordId,
-    ({ state }) => {
-      if (state.status === 'live' && state.workspaceId === action.workspaceId && state.object === object.key) {
-        const rules = checkRecordRules(object.key, { ...state.fields, ...resolved.values });
-        if (rules) throw new ValidationFailed(rules);
-      }
-      return { type: 'UpdateRecord', workspaceId: action.workspaceId, object: object.key, recordId, fields: resolved.values };
-    },
+    // decide checks the record's rules on the merged record, on every retry.
+    () => ({ type: 'UpdateRecord', workspaceId: action.workspaceId, object: object.key, recordId, fields: resolved.values }),
     metadataFor(action, { [object.key]: 1 }),
   );
   if (position) await deps.waitVisible(position, object.key);

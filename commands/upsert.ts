@@ -1,16 +1,19 @@
-import { InsufficientStorage, ValidationFailed } from '../src/core/errors.js';
+import { AppError, InsufficientStorage, ValidationFailed } from '../src/core/errors.js';
 import type { EventMetadata } from '../src/eventstore/port.js';
 import type { Position } from '../src/eventstore/position.js';
 import { newId } from '../src/core/ids.js';
 import { filterKey } from '../src/readstore/filterKey.js';
 import type { FieldFilter, Values } from '../src/readstore/port.js';
-import { formatAutoNumber, recordName, uniqueFields } from '../src/schema/catalogue.js';
+import { recordName, uniqueFields } from '../src/schema/catalogue.js';
 import type { ObjectDef } from '../src/schema/types.js';
 import { checkRecordRules, validateRecord } from '../src/schema/validate.js';
 import { metadataFor, type Action } from './action.js';
 import type { CommandDeps } from './deps.js';
-import { decide, initialState, type RecordCommand } from './record/decider.js';
-import { executeRecordCommand, loadRecord, recordAppend, type LoadedRecord } from './record/repository.js';
+import type { NumberedField } from './autoNumbers.js';
+import { createRecord } from './create.js';
+import type { RecordCommand } from './record/decider.js';
+import { executeRecordCommand, loadRecord, type LoadedRecord } from './record/repository.js';
+import { fieldsKey, nameKey, type ReservationKey } from './reservations/keys.js';
 import { ReferenceResolver } from './references.js';
 
 /** POST /api/v1/{object}: create or update up to 1000 records (spec 4.2, PRODUCT.md section 3). */
@@ -24,9 +27,15 @@ export interface SaveResult {
   ids: string[];
 }
 
-type Plan =
-  | { kind: 'create'; index: number; recordId: string; values: Values }
-  | { kind: 'update'; index: number; recordId: string; values: Values; loaded: LoadedRecord };
+/** How one record (or several of the request that match it) is saved; a create becomes an update when it loses its match key to another writer. */
+interface Plan {
+  kind: 'create' | 'update';
+  index: number;
+  recordId: string;
+  values: Values;
+  loaded?: LoadedRecord;
+  matchKey: ReservationKey | null;
+}
 
 export async function upsertRecords(
   deps: CommandDeps,
@@ -56,35 +65,19 @@ export async function upsertRecords(
   }
 
   const metadata = metadataFor(action, { [object.key]: new Set(plans.map((plan) => plan.recordId)).size });
-  const numbering = autoNumbering(object, plans);
-  const numbered = new Set(numbering?.plans);
-  const others = plans.filter((plan) => !numbered.has(plan));
-  const [numberedOutcomes, otherOutcomes] = await Promise.all([
-    numbering ? appendNumbered(deps, action, object, numbering, metadata) : [],
-    Promise.allSettled(
-      others.map((plan) =>
-        executeRecordCommand(
-          deps.events,
-          plan.recordId,
-          () => commandFor(action, object, plan),
-          metadata,
-          plan.kind === 'update' ? plan.loaded : NEW_RECORD,
-        ),
-      ),
-    ),
-  ]);
+  const numbersMetadata = metadataFor(action, {});
+  const outcomes = await Promise.allSettled(plans.map((plan) => savePlan(deps, action, object, plan, metadata, numbersMetadata)));
 
   const positions: Position[] = [];
   const failedPlans = new Map<Plan, string>();
   let storageFull: InsufficientStorage | null = null;
-  const settle = (plan: Plan, outcome: PromiseSettledResult<Position | null>) => {
+  plans.forEach((plan, i) => {
+    const outcome = outcomes[i]!;
     if (outcome.status === 'rejected') {
       failedPlans.set(plan, errorMessage(outcome.reason));
       if (outcome.reason instanceof InsufficientStorage) storageFull = outcome.reason;
     } else if (outcome.value) positions.push(outcome.value);
-  };
-  numbering?.plans.forEach((plan, i) => settle(plan, numberedOutcomes[i]!));
-  others.forEach((plan, i) => settle(plan, otherOutcomes[i]!));
+  });
   if (positions.length > 0) await deps.waitVisible(positions.reduce((a, b) => (a > b ? a : b)), object.key);
 
   const result: SaveResult = { created: 0, updated: 0, errors, ids: [] };
@@ -107,10 +100,24 @@ export async function upsertRecords(
 }
 
 /**
- * What a create appends against: its id was drawn here (newId, 74 random bits), so its stream cannot exist;
- * no need to read it. 'no_stream' still makes the append fail should it exist after all.
+ * Saves one plan. A create that finds its match key held by another record (a concurrent
+ * request created it first) updates that record instead, as if the requests had run one after
+ * the other.
  */
-const NEW_RECORD: LoadedRecord = { state: initialState, expectedRevision: 'no_stream', createdAt: null, updatedAt: null };
+async function savePlan(deps: CommandDeps, action: Action, object: ObjectDef, plan: Plan, metadata: EventMetadata, numbersMetadata: EventMetadata): Promise<Position | null> {
+  if (plan.kind === 'create') {
+    const numbered = numberedField(object, plan.values);
+    const request = { workspaceId: action.workspaceId, object, recordId: plan.recordId, values: plan.values, matchKey: plan.matchKey, numbered };
+    const outcome = await createRecord(deps, request, metadata, numbersMetadata);
+    if (outcome.kind === 'created') return outcome.position;
+    plan.kind = 'update';
+    plan.recordId = outcome.holder;
+    plan.loaded = undefined;
+  }
+  const position = await executeRecordCommand(deps.events, plan.recordId, () => commandFor(action, object, plan), metadata, plan.loaded);
+  // Nothing changed, but the record found through its reservation may not be visible yet.
+  return position ?? (plan.loaded ? null : await deps.events.headPosition());
+}
 
 type Planned = Plan | { message: string };
 
@@ -132,6 +139,7 @@ async function planRecord(
 
   let target: { recordId: string; loaded: LoadedRecord } | null = null;
   let matchKey: string | null = null;
+  let reservation: ReservationKey | null = null;
   if (validated.id !== undefined) {
     const loaded = await loadRecord(deps.events, validated.id);
     if (!isLiveRecord(loaded, action.workspaceId, object.key)) return { message: `no ${object.key} record with id ${validated.id}` };
@@ -141,6 +149,7 @@ async function planRecord(
     if ('message' in criteria) return criteria;
     if (criteria.key !== null) {
       matchKey = criteria.key;
+      reservation = criteria.reservation;
       const earlier = createdInRequest.get(matchKey);
       if (earlier) {
         const rules = checkRecordRules(object.key, { ...earlier.values, ...values });
@@ -159,14 +168,14 @@ async function planRecord(
     if (target.loaded.state.status !== 'live') return { message: `no ${object.key} record with id ${target.recordId}` };
     const rules = checkRecordRules(object.key, { ...target.loaded.state.fields, ...values });
     if (rules) return { message: rules };
-    return { kind: 'update', index, recordId: target.recordId, values, loaded: target.loaded };
+    return { kind: 'update', index, recordId: target.recordId, values, loaded: target.loaded, matchKey: null };
   }
 
   const asNew = validateRecord(object, input, 'create');
   if (!asNew.ok) return { message: asNew.message };
   const rules = checkRecordRules(object.key, values);
   if (rules) return { message: rules };
-  const plan: Plan = { kind: 'create', index, recordId: newId(), values };
+  const plan: Plan = { kind: 'create', index, recordId: newId(), values, matchKey: reservation };
   if (matchKey !== null) createdInRequest.set(matchKey, plan);
   return plan;
 }
@@ -175,7 +184,7 @@ function isLiveRecord(loaded: LoadedRecord, workspaceId: string, object: string)
   return loaded.state.status === 'live' && loaded.state.workspaceId === workspaceId && loaded.state.object === object;
 }
 
-type Criteria = { key: string | null; query: { filters: FieldFilter[]; name?: string } } | { message: string };
+type Criteria = { key: string | null; reservation: ReservationKey | null; query: { filters: FieldFilter[]; name?: string } } | { message: string };
 
 /** What finds the record to update: ?match= fields, else the unique fields sent, else the record name. */
 function matchCriteria(object: ObjectDef, matchFields: string[] | null, values: Values): Criteria {
@@ -188,15 +197,21 @@ function matchCriteria(object: ObjectDef, matchFields: string[] | null, values: 
       }
       filters.push({ field, value: filterKey(value) });
     }
-    return { key: filters.map((filter) => `${filter.field}=${filter.value}`).join('&'), query: { filters } };
+    // ?match= on exactly the name fields is the default name match: one reservation for both.
+    const reservation = isNameFields(object, fields) ? nameKey(object, values) : fieldsKey(fields, values);
+    return { key: filters.map((filter) => `${filter.field}=${filter.value}`).join('&'), reservation, query: { filters } };
   };
   if (matchFields) return byFields(matchFields);
   const unique = uniqueFields(object).filter((field) => values[field] !== undefined && values[field] !== null);
   if (unique.length > 0) return byFields(unique);
-  if (!object.matchByName) return { key: null, query: { filters: [] } };
+  if (!object.matchByName) return { key: null, reservation: null, query: { filters: [] } };
   const name = recordName(object, values);
-  if (name === null) return { key: null, query: { filters: [] } };
-  return { key: `name=${filterKey(name)}`, query: { filters: [], name: filterKey(name) } };
+  if (name === null) return { key: null, reservation: null, query: { filters: [] } };
+  return { key: `name=${filterKey(name)}`, reservation: nameKey(object, values), query: { filters: [], name: filterKey(name) } };
+}
+
+function isNameFields(object: ObjectDef, fields: string[]): boolean {
+  return object.matchByName && fields.length === object.nameFields.length && object.nameFields.every((field) => fields.includes(field));
 }
 
 function parseMatch(object: ObjectDef, match: string): string[] {
@@ -234,41 +249,16 @@ function commandFor(action: Action, object: ObjectDef, plan: Plan): RecordComman
   return { type: plan.kind === 'create' ? 'CreateRecord' : 'UpdateRecord', workspaceId: action.workspaceId, object: object.key, recordId: plan.recordId, fields: plan.values };
 }
 
-/** The creates that take the object's auto number (each object has at most one such field). */
-function autoNumbering(object: ObjectDef, plans: Plan[]): { field: string; prefix: string; plans: Plan[] } | null {
+/** The object's auto-number field, when this new record takes a number (each object has at most one). */
+function numberedField(object: ObjectDef, values: Values): NumberedField | null {
   for (const field of object.fields) {
     if (field.format.type !== 'autoNumber') continue;
-    const needing = plans.filter((plan) => plan.kind === 'create' && (plan.values[field.key] ?? null) === null);
-    return needing.length === 0 ? null : { field: field.key, prefix: field.format.prefix, plans: needing };
+    return (values[field.key] ?? null) === null ? { object, field: field.key, prefix: field.format.prefix } : null;
   }
   return null;
 }
 
-/**
- * Creates that take an auto number are appended with the reservation of their numbers (one
- * commit on the embedded store); a reservation that cannot be written fails each of them.
- */
-async function appendNumbered(
-  deps: CommandDeps,
-  action: Action,
-  object: ObjectDef,
-  numbering: { field: string; prefix: string; plans: Plan[] },
-  metadata: EventMetadata,
-): Promise<PromiseSettledResult<Position | null>[]> {
-  const { field, prefix, plans } = numbering;
-  try {
-    const outcomes = await deps.autoNumbers.reserveAndAppend(action.workspaceId, object.key, plans.length, metadataFor(action, {}), (first) =>
-      plans.map((plan, i) => {
-        plan.values[field] = formatAutoNumber(prefix, first + i);
-        return recordAppend(plan.recordId, decide(commandFor(action, object, plan), NEW_RECORD.state), metadata, NEW_RECORD.expectedRevision);
-      }),
-    );
-    return outcomes.map((outcome) => (outcome.status === 'fulfilled' ? { status: 'fulfilled', value: outcome.value.position } : outcome));
-  } catch (reason) {
-    return plans.map(() => ({ status: 'rejected', reason }));
-  }
-}
-
+/** A record's failure as its client reads it: typed errors say what to do; anything else is internal and never shown. */
 function errorMessage(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
+  return error instanceof AppError ? error.message : 'internal error; this record was not saved';
 }

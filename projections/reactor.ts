@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { EventFilter, EventStore, RecordedEvent } from '../src/eventstore/port.js';
+import type { Position } from '../src/eventstore/position.js';
 import { readyBatches } from '../src/eventstore/readyBatches.js';
 import type { ReadStore } from '../src/readstore/port.js';
 
@@ -15,12 +16,20 @@ import type { ReadStore } from '../src/readstore/port.js';
 export interface Reactor {
   name: string;
   filter: EventFilter;
-  /** Returns only once every reaction to `events` is appended. */
-  react(events: RecordedEvent[], stopped: () => boolean): Promise<void>;
+  /** Returns only once every reaction to `events` is appended, with the position of the last one (null: none). */
+  react(events: RecordedEvent[], stopped: () => boolean): Promise<Position | null>;
 }
 
 export interface RunningReactor {
   stop(): Promise<void>;
+}
+
+/**
+ * Beside its checkpoint, a reactor keeps the position of the last event it appended: a writer that
+ * waits for the reactions to its write (read your writes) waits for the read models to pass it.
+ */
+export function appendedCheckpoint(reactor: string): string {
+  return `${reactor}.appended`;
 }
 
 const MAX_BATCH = 500;
@@ -37,9 +46,12 @@ export function startReactor(deps: { events: EventStore; readStore: ReadStore; l
         const from = (await deps.readStore.checkpoint(reactor.name)) ?? 'start';
         subscription = deps.events.subscribeToAll({ from, filter: reactor.filter });
         for await (const batch of readyBatches(subscription, MAX_BATCH)) {
-          await reactor.react(batch, () => stopped);
+          const appended = await reactor.react(batch, () => stopped);
           if (stopped) break;
-          await deps.readStore.transaction((tx) => tx.setCheckpoint(reactor.name, batch.at(-1)!.position));
+          await deps.readStore.transaction(async (tx) => {
+            await tx.setCheckpoint(reactor.name, batch.at(-1)!.position);
+            if (appended) await tx.setCheckpoint(appendedCheckpoint(reactor.name), appended);
+          });
         }
       } catch (error) {
         if (stopped) break;

@@ -1,5 +1,5 @@
 import type { EventMetadata, RecordedEvent } from '../src/eventstore/port.js';
-import type { Position } from '../src/eventstore/position.js';
+import { comparePositions, type Position } from '../src/eventstore/position.js';
 import { RECORD_STREAM_PREFIX, upcast, type RecordEvent } from '../src/events/records.js';
 import { filterKey } from '../src/readstore/filterKey.js';
 import { RECORDS_PROJECTION, type ReadStore, type Values } from '../src/readstore/port.js';
@@ -41,24 +41,30 @@ export function rollupReactor(deps: RollupReactorDeps): Reactor {
     filter: { streamPrefixes: [RECORD_STREAM_PREFIX] },
     async react(events, stopped) {
       const dirty = new Map<string, { ref: Ref; cause: RecordedEvent }>();
+      let appended: Position | null = null;
+      const set = async (ref: Ref, values: Values, initial: Values, cause: RecordedEvent) => {
+        const position = await deps.setRollups(ref, values, initial, metadataOf(cause));
+        if (position && (!appended || comparePositions(position, appended) > 0)) appended = position;
+      };
       const last = events.at(-1)!.position;
-      while (!(await deps.readStore.waitForCheckpoint(RECORDS_PROJECTION, last, PROJECTION_WAIT_MS))) if (stopped()) return;
+      while (!(await deps.readStore.waitForCheckpoint(RECORDS_PROJECTION, last, PROJECTION_WAIT_MS))) if (stopped()) return null;
       for (const event of events) {
         const recordEvent = upcast(event);
         if (recordEvent) await markParents(deps.readStore, recordEvent, event, dirty);
       }
       for (const { ref, cause } of dirty.values()) {
-        if (stopped()) return;
-        await deps.setRollups(ref, await computeRollups(deps.readStore, ref), initialRollups(ref.object), metadataOf(cause));
+        if (stopped()) return appended;
+        await set(ref, await computeRollups(deps.readStore, ref), initialRollups(ref.object), cause);
       }
       for (const event of events) {
         const recordEvent = upcast(event);
         if (!recordEvent || recordEvent.type !== 'RecordUpdated') continue;
         for (const { ref, values, initial } of await lookupChanges(deps.readStore, recordEvent)) {
-          if (stopped()) return;
-          await deps.setRollups(ref, values, initial, metadataOf(event));
+          if (stopped()) return appended;
+          await set(ref, values, initial, event);
         }
       }
+      return appended;
     },
   };
 }

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import type { Logger } from 'pino';
 import type { Config } from './config.js';
 import type { EventStore } from './eventstore/port.js';
@@ -56,7 +56,11 @@ export async function openBackends(config: Config, logger?: Logger): Promise<Bac
   const urls = productionUrls(config);
   if (urls) return openProductionBackends(urls.eventStore, urls.mongoDb, logger);
   const files = embeddedFiles(config.dataDir);
-  mkdirSync(config.dataDir, { recursive: true });
+  try {
+    mkdirSync(config.dataDir, { recursive: true });
+  } catch (error) {
+    throw new Error(`cannot use DATA_DIR=${resolve(config.dataDir)} for the store: ${(error as Error).message} (it must be a folder this user can write)`);
+  }
   const events = openSqliteEventStore({ path: files.events });
   const readStore = openSqliteReadStore({ path: files.readStore });
   const setup = openSqliteSetupStore({ path: files.setup });
@@ -80,8 +84,8 @@ export async function openBackends(config: Config, logger?: Logger): Promise<Bac
 
 /** EventStoreDB for the log, MongoDB (a replica set: projections commit in transactions) for the rest. */
 async function openProductionBackends(eventStoreUrl: string, mongoDbUrl: string, logger?: Logger): Promise<Backends> {
-  // Loaded only here: their clients take about 0.2 s to load (importing this module took 0.52 s
-  // with them, 0.31 s without), which every embedded start and every `csr` command would pay.
+  // Loaded only here: their clients take a noticeable share of a second to load, which every
+  // embedded start and every `csr` command would pay (docs/performance.md).
   const [{ openEventStoreDb }, { mongoDatabase, openMongoReadStore }, { keepLease }, { openMongoSetupStore }, { openMongoWebhookStore }, { openMongoIdempotencyStore }] =
     await Promise.all([
       import('./eventstore/eventstoredb/index.js'),

@@ -9,7 +9,7 @@ import { createWebhookSender, openBackends, type Backends } from './backends.js'
 import type { Config } from './config.js';
 import { Unavailable } from './core/errors.js';
 import { setRollups } from '../commands/rollups.js';
-import { startReactor } from '../projections/reactor.js';
+import { appendedCheckpoint, startReactor } from '../projections/reactor.js';
 import { rollupReactor, ROLLUPS_REACTOR } from '../projections/rollupReactor.js';
 import { rollupDepthFrom } from './schema/calculated.js';
 import { createLogger } from './core/logger.js';
@@ -121,8 +121,8 @@ export async function startService(
  * Read your writes, roll-ups included: the records projection has passed the write; and when the
  * written object feeds roll-ups, the roll-up reactor has reacted to it and the records projection
  * shows what it appended, level by level (invoice line -> invoice -> client), up to the deepest
- * cascade. What the reactor appended is somewhere before the log's head once it has passed the
- * write, so the projection is waited for up to that head.
+ * cascade. Once the reactor has passed the write, what it appended for it is at or before the
+ * last position it appended (its `.appended` checkpoint): the projection is waited for up to there.
  */
 async function waitVisible(backends: Backends, position: Position, object?: string): Promise<void> {
   const deadline = Date.now() + VISIBILITY_TIMEOUT_MS;
@@ -136,9 +136,9 @@ async function waitVisible(backends: Backends, position: Position, object?: stri
   let at = position;
   for (let level = 0; level < rollupDepthFrom(object); level++) {
     await waitFor(ROLLUPS_REACTOR, at);
-    const head = await backends.events.headPosition();
-    if (head === null || comparePositions(head, at) <= 0) return;
-    at = head;
+    const appended = await backends.readStore.checkpoint(appendedCheckpoint(ROLLUPS_REACTOR));
+    if (appended === null || comparePositions(appended, at) <= 0) return;
+    at = appended;
     await waitFor(RECORDS_PROJECTION, at);
   }
 }

@@ -1,10 +1,16 @@
-import { NotFound } from '../../src/core/errors.js';
+import { NotFound, ValidationFailed } from '../../src/core/errors.js';
 import type { StoredValue, Values } from '../../src/readstore/port.js';
+import { checkRecordRules } from '../../src/schema/validate.js';
 import type { FieldChange, RecordEvent } from '../../src/events/records.js';
 
 /**
  * The record aggregate as pure functions: decide(command, state) -> events and
  * evolve(state, event) -> state. Handlers only load, decide and append.
+ *
+ * Every rule that depends on the stored record (the cross-field rules, checked on the merged
+ * record) runs here, so that a command retried after a concurrency conflict is judged again on
+ * the state it will actually change. Rules on the input alone (formats, one-of values, required
+ * fields not cleared, links resolved) run once before, since a retry cannot change their outcome.
  */
 
 export type RecordState =
@@ -55,11 +61,13 @@ export function decide(command: RecordCommand, state: RecordState): RecordEvent[
   switch (command.type) {
     case 'CreateRecord': {
       if (state.status !== 'absent') throw new Error(`record ${command.recordId} already exists`);
+      assertRules(command.object, command.fields);
       return [{ type: 'RecordCreated', data: { ...base, fields: withoutNulls(command.fields) } }];
     }
     case 'UpdateRecord': {
       if (!isLiveAt(state, command)) throw new NotFound(`${command.object} record ${command.recordId} not found`);
       const changes = changedFields(state.fields, command.fields);
+      assertRules(command.object, { ...state.fields, ...command.fields });
       return Object.keys(changes).length === 0 ? [] : [{ type: 'RecordUpdated', data: { ...base, changes } }];
     }
     case 'DeleteRecord': {
@@ -74,6 +82,11 @@ export function decide(command: RecordCommand, state: RecordState): RecordEvent[
       return same ? [] : [{ type: 'RecordRollupsChanged', data: { ...base, rollups: { ...command.rollups } } }];
     }
   }
+}
+
+function assertRules(object: string, merged: Values): void {
+  const problem = checkRecordRules(object, merged);
+  if (problem) throw new ValidationFailed(problem);
 }
 
 function changedFields(current: Values, sent: Values): Record<string, FieldChange> {

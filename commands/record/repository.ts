@@ -5,6 +5,9 @@ import type { Position } from '../../src/eventstore/position.js';
 import { decide, evolve, initialState, type RecordCommand, type RecordState } from './decider.js';
 import { recordStream, upcast, type RecordEvent } from '../../src/events/records.js';
 import { stateCacheOf } from './stateCache.js';
+import { KeyedLock } from './keyedLock.js';
+import { getObject } from '../../src/schema/catalogue.js';
+import { PENDING, reservationChanges } from '../reservations/changes.js';
 
 /** Loads a record's state by folding its stream, and runs commands against it. */
 
@@ -43,20 +46,41 @@ export function recordAppend(recordId: string, decided: RecordEvent[], metadata:
   };
 }
 
-/** A conflicting append means someone else changed the record meanwhile: decide again on fresh state. */
-const MAX_ATTEMPTS = 5;
+/**
+ * A conflicting append means someone else changed the record meanwhile: decide again on fresh
+ * state. Bounded, with a random pause ("full jitter") so that writers that met once spread out
+ * instead of meeting again at the next commit.
+ */
+export const MAX_ATTEMPTS = 10;
+
+export function retryPause(attempt: number): Promise<void> {
+  const ceiling = Math.min(100, 2 ** (attempt + 1));
+  return new Promise((resolve) => setTimeout(resolve, Math.random() * ceiling));
+}
 
 /**
  * load -> decide -> append, retried as a whole on a concurrency conflict. `command` may depend on
  * the loaded record (e.g. a delete snapshots it). Resolves with the position of the appended events,
  * or null when the decision produced none (nothing changed).
  */
-export async function executeRecordCommand(
+const writers = new KeyedLock();
+
+export function executeRecordCommand(
   events: EventStore,
   recordId: string,
   command: (loaded: LoadedRecord) => RecordCommand | Promise<RecordCommand>,
   metadata: EventMetadata,
   preloaded?: LoadedRecord,
+): Promise<Position | null> {
+  return writers.run(recordId, (waited) => attemptCommand(events, recordId, command, metadata, waited ? undefined : preloaded));
+}
+
+async function attemptCommand(
+  events: EventStore,
+  recordId: string,
+  command: (loaded: LoadedRecord) => RecordCommand | Promise<RecordCommand>,
+  metadata: EventMetadata,
+  preloaded: LoadedRecord | undefined,
 ): Promise<Position | null> {
   let loaded = preloaded;
   for (let attempt = 1; ; attempt++) {
@@ -64,12 +88,27 @@ export async function executeRecordCommand(
     const decided = decide(await command(loaded), loaded.state);
     if (decided.length === 0) return null;
     try {
-      const append = recordAppend(recordId, decided, metadata, loaded.expectedRevision);
-      const result = await events.append(append.stream, append.events, { expectedRevision: append.expectedRevision });
-      return result.position;
+      return await appendDecided(events, recordId, loaded, decided, metadata);
     } catch (error) {
       if (!(error instanceof Conflict) || attempt === MAX_ATTEMPTS) throw error;
       loaded = undefined;
+      await retryPause(attempt);
     }
   }
+}
+
+/** The record's events, with the reservations it gains before them and the releases of those it loses after. */
+async function appendDecided(events: EventStore, recordId: string, loaded: LoadedRecord, decided: RecordEvent[], metadata: EventMetadata): Promise<Position> {
+  const append = recordAppend(recordId, decided, metadata, loaded.expectedRevision);
+  const { state } = loaded;
+  const object = state.status === 'live' ? getObject(state.workspaceId, state.object) : undefined;
+  if (state.status !== 'live' || !object) return (await events.append(append.stream, append.events, { expectedRevision: append.expectedRevision })).position;
+  const scope = { events, workspaceId: state.workspaceId, object, loadState: async (id: string) => (await loadRecord(events, id)).state };
+  const changes = await reservationChanges(scope, state, decided, recordId, metadata);
+  if (changes === PENDING) throw new Conflict('reservation', 'free', 'pending'); // another create holds it for a moment: decide again
+  if (changes.claims.length === 0 && changes.releases.length === 0) {
+    return (await events.append(append.stream, append.events, { expectedRevision: append.expectedRevision })).position;
+  }
+  // A release that fails (someone took the value over meanwhile) changes nothing that matters.
+  return (await events.appendThen([...changes.claims, append], changes.releases)).first.position;
 }

@@ -1,6 +1,10 @@
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
 import type { ParseArgsConfig } from 'node:util';
 import type { Config } from '../config.js';
-import { createWebhookSender, openBackends } from '../backends.js';
+import { createWebhookSender, embeddedFiles, openBackends, productionUrls } from '../backends.js';
+import { NotFound } from '../core/errors.js';
+import type { ReadStore } from '../readstore/port.js';
 import { cliActor, SetupService } from '../setup/service.js';
 import { WebhookSetup } from '../setup/webhooks.js';
 
@@ -12,12 +16,22 @@ import { WebhookSetup } from '../setup/webhooks.js';
 export interface CliContext {
   setup: SetupService;
   webhooks: WebhookSetup;
+  /** The records read model (operator queries such as `records duplicates`). */
+  readStore: ReadStore;
+  /** The id of the workspace with this slug; NotFound when there is none. */
+  workspaceId(slug: string): Promise<string>;
   close(): Promise<void>;
 }
 
-/** The same backends as the server, chosen by the composition root (the server may be running). */
-export async function openCliContext(config: Config): Promise<CliContext> {
+/**
+ * The same backends as the server, chosen by the composition root (the server may be running).
+ * `notice` tells the operator when there was no store yet and a new one was made, so that a
+ * command run in the wrong folder does not quietly work on an empty store.
+ */
+export async function openCliContext(config: Config, notice: (text: string) => void = () => {}): Promise<CliContext> {
+  const fresh = !productionUrls(config) && !existsSync(embeddedFiles(config.dataDir).events);
   const backends = await openBackends(config);
+  if (fresh) notice(`no store in ${resolve(config.dataDir)} yet: created a new one there (DATA_DIR chooses another)`);
   const actor = cliActor();
   const sender = createWebhookSender(config);
   return {
@@ -31,6 +45,12 @@ export async function openCliContext(config: Config): Promise<CliContext> {
       retryDelaysMs: config.webhookRetryDelaysMs,
       allowPrivateTargets: config.webhookAllowPrivateTargets,
     }),
+    readStore: backends.readStore,
+    async workspaceId(slug) {
+      const workspace = await backends.setup.workspaceBySlug(slug);
+      if (!workspace) throw new NotFound(`workspace "${slug}" not found`);
+      return workspace.id;
+    },
     async close() {
       sender.close();
       await backends.close();
@@ -59,6 +79,8 @@ export interface CliCommand {
   required?: string[];
   /** The result, printed as JSON with --json. */
   run(args: CommandArgs, context: CliContext): Promise<unknown>;
+  /** True when the result reports a failure (e.g. a test delivery that failed): exit code 1. */
+  failed?(result: never): boolean;
   /** Text form of the result without --json (default: output.ts `formatText`). */
   text?(result: never): string;
 }

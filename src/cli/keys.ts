@@ -59,5 +59,15 @@ export const keys: CliResource = {
         return { id: key.id, revokedAt: key.revokedAt };
       },
     },
+    rename: {
+      usage: '<keyId> --name <text>',
+      description: 'give an API key a new name (history keeps the name each change was made with)',
+      positionals: ['keyId'],
+      options: { name: { type: 'string' } },
+      required: ['name'],
+      async run({ positionals, values }, { setup }) {
+        return listed(await setup.renameKey(positionals[0]!, stringOption(values, 'name')!));
+      },
+    },
   },
 };

@@ -1,8 +1,11 @@
+import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../config.js';
 import { openCliContext, UsageError, type CliCommand, type CliResource, type OptionValues } from './context.js';
 import { keys } from './keys.js';
 import { formatJson, formatText } from './output.js';
+import { records } from './records.js';
+import { didYouMean } from './suggest.js';
 import { users } from './users.js';
 import { webhooks } from './webhooks.js';
 import { workspaces } from './workspaces.js';
@@ -14,7 +17,7 @@ import { workspaces } from './workspaces.js';
  * code 2 for wrong usage and 1 for anything else, and then stdout stays empty.
  */
 
-const RESOURCES: readonly CliResource[] = [workspaces, keys, users, webhooks];
+const RESOURCES: readonly CliResource[] = [workspaces, keys, users, webhooks, records];
 
 const GLOBAL_OPTIONS = {
   json: { type: 'boolean' },
@@ -26,7 +29,7 @@ function commandLine(resource: CliResource, name: string, command: CliCommand): 
 }
 
 function usage(only?: CliResource, commandName?: string): string {
-  const lines: string[] = ['Usage: csr <resource> <command> [arguments] [--json]', ''];
+  const lines: string[] = ['Usage: csr <resource> <command> [arguments] [--json]', '       csr help [<resource> [<command>]]   csr --version', ''];
   for (const resource of only ? [only] : RESOURCES) {
     lines.push(`${resource.name}: ${resource.description}`);
     for (const [name, command] of Object.entries(resource.commands)) {
@@ -36,13 +39,13 @@ function usage(only?: CliResource, commandName?: string): string {
   }
   lines.push(
     'Every command takes --json and then prints exactly one JSON document on stdout.',
-    'Errors go to stderr, with exit code 2 for wrong usage and 1 for anything else.',
+    'Errors go to stderr in one line, with exit code 2 for wrong usage and 1 for anything else.',
     'The tool works on the stores in DATA_DIR (default ./data), also while the server runs.',
   );
   return `${lines.join('\n')}\n`;
 }
 
-/** A usage error that knows which part of the usage to show. */
+/** A usage error: one line on stderr saying what to do, exit code 2. */
 class ScopedUsageError extends UsageError {
   constructor(
     message: string,
@@ -50,6 +53,12 @@ class ScopedUsageError extends UsageError {
     readonly command?: string,
   ) {
     super(message);
+  }
+
+  /** Where to read more: the narrowest help that fits. */
+  get hint(): string {
+    const topic = [this.resource?.name, this.command].filter(Boolean).join(' ');
+    return topic ? `csr help ${topic}` : 'csr --help';
   }
 }
 
@@ -62,46 +71,84 @@ interface Invocation {
   json: boolean;
 }
 
-/** `--help` anywhere answers the usage of what was named so far (as a usage error: exit 2). */
-function parse(argv: string[]): Invocation {
+type Parsed = { kind: 'help'; text: string } | { kind: 'version' } | ({ kind: 'run' } & Invocation);
+
+function findResource(name: string): CliResource {
+  const resource = RESOURCES.find((candidate) => candidate.name === name);
+  if (resource) return resource;
+  const names = RESOURCES.map((candidate) => candidate.name);
+  throw new ScopedUsageError(`unknown command "${name}".${didYouMean(name, names)} Commands: ${names.join(', ')}`);
+}
+
+function findCommand(resource: CliResource, name: string): CliCommand {
+  if (Object.hasOwn(resource.commands, name)) return resource.commands[name]!;
+  const names = Object.keys(resource.commands);
+  throw new ScopedUsageError(
+    `unknown command "${resource.name} ${name}".${didYouMean(name, names, `${resource.name} `)} ${resource.name} commands: ${names.join(', ')}`,
+    resource,
+  );
+}
+
+/** `csr help [resource [command]]`: the usage of what was named. */
+function help(words: string[]): Parsed {
+  const [resourceName, commandName] = words;
+  if (resourceName === undefined) return { kind: 'help', text: usage() };
+  const resource = findResource(resourceName);
+  if (commandName !== undefined) findCommand(resource, commandName);
+  return { kind: 'help', text: usage(resource, commandName) };
+}
+
+function parse(argv: string[]): Parsed {
   let json = false;
   let index = 0;
   for (; index < argv.length && argv[index]!.startsWith('-'); index++) {
     const flag = argv[index]!;
     if (flag === '--json') json = true;
-    else if (flag === '--help' || flag === '-h') throw new ScopedUsageError('');
-    else throw new ScopedUsageError(`unknown option ${flag} (options come after the command)`);
+    else if (flag === '--help' || flag === '-h') return help([]);
+    else if (flag === '--version' || flag === '-v') return { kind: 'version' };
+    else throw new ScopedUsageError(`unknown option ${flag}.${didYouMean(flag, ['--help', '--version', '--json'])} Options of a command come after it`);
   }
   const [resourceName, commandName, ...rest] = argv.slice(index);
-  if (resourceName === undefined) throw new ScopedUsageError('missing command');
-  const resource = RESOURCES.find((candidate) => candidate.name === resourceName);
-  if (!resource) throw new ScopedUsageError(`unknown command "${resourceName}"`);
-  if (commandName === undefined || commandName.startsWith('-')) {
-    const asked = commandName === '--help' || commandName === '-h';
-    throw new ScopedUsageError(asked ? '' : `missing ${resource.name} command`, resource);
-  }
-  const command = Object.hasOwn(resource.commands, commandName) ? resource.commands[commandName] : undefined;
-  if (!command) throw new ScopedUsageError(`unknown command "${resource.name} ${commandName}"`, resource);
+  if (resourceName === undefined) return help([]);
+  if (resourceName === 'help') return help(argv.slice(index + 1));
+  const resource = findResource(resourceName);
+  if (commandName === undefined || commandName === '--help' || commandName === '-h') return help([resource.name]);
+  if (commandName.startsWith('-')) throw new ScopedUsageError(`missing ${resource.name} command before ${commandName}`, resource);
+  const command = findCommand(resource, commandName);
+  if (rest.includes('--help') || rest.includes('-h')) return help([resource.name, commandName]);
 
+  const options = { ...command.options, ...GLOBAL_OPTIONS };
   let parsed: { values: OptionValues; positionals: string[] };
   try {
-    parsed = parseArgs({ args: rest, options: { ...command.options, ...GLOBAL_OPTIONS }, allowPositionals: true, strict: true });
+    parsed = parseArgs({ args: rest, options, allowPositionals: true, strict: true });
   } catch (error) {
-    throw new ScopedUsageError(error instanceof Error ? error.message : String(error), resource, commandName);
+    throw new ScopedUsageError(optionError(error, Object.keys(options)), resource, commandName);
   }
   const { values, positionals } = parsed;
-  if (values.help === true) throw new ScopedUsageError('', resource, commandName);
   const expected = command.positionals ?? [];
   if (positionals.length < expected.length) {
-    throw new ScopedUsageError(`missing <${expected[positionals.length]!}>`, resource, commandName);
+    throw new ScopedUsageError(`missing <${expected[positionals.length]!}>: csr ${resource.name} ${commandName} ${command.usage}`, resource, commandName);
   }
   if (positionals.length > expected.length) {
-    throw new ScopedUsageError(`unexpected argument "${positionals[expected.length]!}"`, resource, commandName);
+    throw new ScopedUsageError(`unexpected argument "${positionals[expected.length]!}": csr ${resource.name} ${commandName} ${command.usage}`, resource, commandName);
   }
   for (const name of command.required ?? []) {
-    if (values[name] === undefined) throw new ScopedUsageError(`missing option --${name}`, resource, commandName);
+    if (values[name] === undefined) throw new ScopedUsageError(`missing option --${name}: csr ${resource.name} ${commandName} ${command.usage}`, resource, commandName);
   }
-  return { resource, commandName, command, positionals, values, json: json || values.json === true };
+  return { kind: 'run', resource, commandName, command, positionals, values, json: json || values.json === true };
+}
+
+/** node:util's parseArgs errors, in the tool's words and with a suggestion. */
+function optionError(error: unknown, known: string[]): string {
+  const message = error instanceof Error ? error.message : String(error);
+  const code = (error as { code?: string }).code;
+  const option = /'(-{1,2}[^'\s]+)/.exec(message)?.[1];
+  if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' && option) {
+    const suggestion = didYouMean(option.replace(/^-+/, ''), known, '--');
+    return suggestion ? `unknown option ${option}.${suggestion}` : `unknown option ${option}`;
+  }
+  if (code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE' && option) return `option ${option} needs a value`;
+  return message;
 }
 
 interface Io {
@@ -110,16 +157,25 @@ interface Io {
 }
 
 async function run(argv: string[], env: Record<string, string | undefined>, io: Io): Promise<number> {
-  let invocation: Invocation;
+  let parsed: Parsed;
   try {
-    invocation = parse(argv);
+    parsed = parse(argv);
   } catch (error) {
     const scoped = error as ScopedUsageError;
-    io.stderr(`${scoped.message ? `csr: ${scoped.message}\n\n` : ''}${usage(scoped.resource, scoped.command)}`);
+    io.stderr(`csr: ${scoped.message} (see ${scoped.hint})\n`);
     return 2;
   }
+  if (parsed.kind === 'help') {
+    io.stdout(parsed.text);
+    return 0;
+  }
+  if (parsed.kind === 'version') {
+    io.stdout(`csr ${packageVersion()}\n`);
+    return 0;
+  }
+  const invocation = parsed;
   try {
-    const context = await openCliContext(loadConfig(env));
+    const context = await openCliContext(loadConfig(env), (notice) => io.stderr(`csr: ${notice}\n`));
     let result: unknown;
     try {
       result = await invocation.command.run({ positionals: invocation.positionals, values: invocation.values }, context);
@@ -128,15 +184,20 @@ async function run(argv: string[], env: Record<string, string | undefined>, io: 
     }
     const { command, json } = invocation;
     io.stdout(json ? formatJson(result) : command.text ? command.text(result as never) : formatText(result));
-    return 0;
+    return command.failed?.(result as never) ? 1 : 0;
   } catch (error) {
     if (error instanceof UsageError) {
-      io.stderr(`csr: ${error.message}\n\n${usage(invocation.resource, invocation.commandName)}`);
+      io.stderr(`csr: ${error.message} (see csr help ${invocation.resource.name} ${invocation.commandName})\n`);
       return 2;
     }
     io.stderr(`csr: ${error instanceof Error ? error.message : String(error)}\n`);
     return 1;
   }
+}
+
+function packageVersion(): string {
+  const file = new URL('../../../package.json', import.meta.url);
+  return (JSON.parse(readFileSync(file, 'utf8')) as { version: string }).version;
 }
 
 process.exitCode = await run(process.argv.slice(2), process.env, {

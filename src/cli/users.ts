@@ -17,5 +17,14 @@ export const users: CliResource = {
         return { id: user.id, name: user.name, email: user.email };
       },
     },
+    list: {
+      usage: '--workspace <slug>',
+      description: "list a workspace's users",
+      options: { workspace: { type: 'string' } },
+      required: ['workspace'],
+      async run({ values }, { setup }) {
+        return (await setup.listUsers(stringOption(values, 'workspace')!)).map((user) => ({ id: user.id, name: user.name, email: user.email, createdAt: user.createdAt }));
+      },
+    },
   },
 };

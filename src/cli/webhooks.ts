@@ -90,10 +90,20 @@ export const webhooks: CliResource = {
     },
     test: {
       usage: '<id>',
-      description: 'send a webhook.test event now and show its delivery',
+      description: 'send a webhook.test event now and show its delivery (exit code 1 when it was not delivered)',
       positionals: ['id'],
       async run({ positionals }, context) {
         return shownDelivery(await context.webhooks.test(positionals[0]!));
+      },
+      failed(delivery: { status: string }) {
+        return delivery.status !== 'delivered';
+      },
+    },
+    'replay-parked': {
+      usage: '',
+      description: 'send again the webhook events set aside after repeated fan-out failures (once the cause is fixed)',
+      async run(_input, context) {
+        return context.webhooks.replayParked();
       },
     },
     deliveries: {

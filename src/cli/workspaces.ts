@@ -14,5 +14,12 @@ export const workspaces: CliResource = {
         return { id: workspace.id, slug: workspace.slug, name: workspace.name };
       },
     },
+    list: {
+      usage: '',
+      description: 'list every workspace of this store',
+      async run(_, { setup }) {
+        return (await setup.listWorkspaces()).map((workspace) => ({ id: workspace.id, slug: workspace.slug, name: workspace.name, createdAt: workspace.createdAt }));
+      },
+    },
   },
 };

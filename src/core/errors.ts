@@ -58,9 +58,13 @@ export class RequestInProgress extends AppError {
   readonly status = 409;
 }
 
+/** What a client reads when a conflict outlasts the service's own retries (PRODUCT.md). */
+export const CONFLICT_MESSAGE = 'the record changed while saving; retry';
+
 /**
  * Optimistic concurrency failure: the stream is not at the expected revision.
- * Callers retry the whole command (load, decide, append), never the append alone.
+ * Callers retry the whole command (load, decide, append), never the append alone. The stream
+ * and revisions are kept for logs and callers; the message never names them, as it may reach a client.
  */
 export class Conflict extends AppError {
   readonly status = 409;
@@ -69,6 +73,6 @@ export class Conflict extends AppError {
     readonly expected: string,
     readonly actual: string,
   ) {
-    super(`stream ${stream} is at revision ${actual}, expected ${expected}`);
+    super(CONFLICT_MESSAGE);
   }
 }

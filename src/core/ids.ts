@@ -11,9 +11,8 @@ export function isUuid(value: unknown): value is string {
  * A new record or event id: a UUID of version 7 (RFC 9562), 48 bits of Unix milliseconds and then
  * random bits. The stores index records and events by id (and by `record-<id>` stream); ids made
  * close in time sit side by side in those indexes, so writing 1,000 new records touches a few
- * index pages instead of one random page each. On 100k records that cut the cost of a
- * 1,000-record upsert by 40% (p50 291 -> 169 ms). The random part comes from randomUUID, which draws from
- * a pool: randomBytes(16) for every id cost 10 µs.
+ * index pages instead of one random page each (docs/performance.md). The random part comes from
+ * randomUUID, which draws from a pool, where randomBytes(16) for every id would not.
  */
 export function newId(now: number = Date.now()): string {
   const time = now.toString(16).padStart(12, '0');

@@ -63,7 +63,22 @@ export interface StreamAppend {
   expectedRevision: ExpectedRevision;
 }
 
-/** What `appendThen` wrote: the claim's result and, per dependent append, its result or error. */
+/**
+ * One append, or several written together: all or none on a store with multi-stream transactions
+ * (the embedded one). EventStoreDB 24 has none: it writes a group's appends one after another and
+ * stops at the first that fails, leaving those before it written. So a group puts its claims
+ * (reservations) first and the append they protect last: that one is never written without them.
+ */
+export type AppendGroup = StreamAppend | StreamAppend[];
+
+export function asGroup(group: AppendGroup): StreamAppend[] {
+  return Array.isArray(group) ? group : [group];
+}
+
+/**
+ * What `appendThen` wrote: the claim's result and, per dependent, its result or error (for a
+ * group, the result of its last append).
+ */
 export interface ChainResult {
   first: AppendResult;
   then: PromiseSettledResult<AppendResult>[];
@@ -101,6 +116,21 @@ export interface PersistentSubscriptionOptions {
   maxRetryCount?: number;
   /** Events handed out and not yet acked, at most. */
   bufferSize?: number;
+  /** How long a retried event waits before it is handed out again (see retryDelayMs). */
+  retryBackoff?: RetryBackoff;
+}
+
+/** The wait before the n-th retry: `initialMs` doubled per earlier retry, at most `maxMs`. */
+export interface RetryBackoff {
+  initialMs: number;
+  maxMs: number;
+}
+
+export const DEFAULT_RETRY_BACKOFF: RetryBackoff = { initialMs: 500, maxMs: 30_000 };
+
+/** The wait before handing out again an event nacked with 'retry' after `retryCount` earlier retries. */
+export function retryDelayMs(retryCount: number, backoff: RetryBackoff = DEFAULT_RETRY_BACKOFF): number {
+  return Math.min(backoff.maxMs, backoff.initialMs * 2 ** Math.min(retryCount, 30));
 }
 
 export interface PersistentEvent {
@@ -113,12 +143,16 @@ export interface PersistentEvent {
 }
 
 /**
- * A consumer of a persistent subscription group on $all. Groups are created when missing,
- * remember their checkpoint across restarts and deliver at least once; several consumers of
- * one group compete for its events.
+ * A consumer of a persistent subscription group on $all. Groups are created when missing and
+ * then start at the current end of the log (a new group never re-sends history); they remember
+ * their checkpoint across restarts and deliver at least once; several consumers of one group
+ * compete for its events. A nack('retry') hands the event out again only after retryDelayMs;
+ * after maxRetryCount retries it is parked until an operator replays the group's parked events.
  */
 export interface PersistentSubscription extends AsyncIterable<PersistentEvent> {
   close(): Promise<void>;
+  /** False while the consumer is not joined to its group (a dropped connection being re-made). */
+  connected(): boolean;
 }
 
 export interface EventStore {
@@ -133,12 +167,19 @@ export interface EventStore {
    * nothing is written and the call rejects with its error, so nothing that depends on a claim is
    * ever written without it. The embedded store commits all of them in one transaction (one fsync
    * for a claim and the records numbered from it); EventStoreDB appends `first` before the others.
+   * `first` and each dependent may be a group (see AppendGroup): a group fails as a whole with the
+   * error of its first failing append.
    */
-  appendThen(first: StreamAppend, then: StreamAppend[]): Promise<ChainResult>;
+  appendThen(first: AppendGroup, then: AppendGroup[]): Promise<ChainResult>;
   /** The stream's events ([] when the stream does not exist). */
   readStream(stream: string, options?: ReadStreamOptions): Promise<RecordedEvent[]>;
   subscribeToAll(options: SubscribeToAllOptions): Subscription;
   persistentSubscription(group: string, options?: PersistentSubscriptionOptions): PersistentSubscription;
+  /**
+   * Hands the group's parked events out again (an operator's command, from any process) and
+   * resolves with how many there were. Replayed events start their retries afresh.
+   */
+  replayParked(group: string): Promise<number>;
   /** Position of the newest event in the log (null when empty). */
   headPosition(): Promise<Position | null>;
   close(): Promise<void>;

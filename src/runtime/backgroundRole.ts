@@ -7,12 +7,10 @@ import type { Stoppable } from './supervisor.js';
  * A background role (the projector, the dispatcher) in a worker thread of this process, the API
  * on the main thread. They need no more than that: they share no memory with the API, only the
  * stores. But a thread of its own gives a role another core, and the API's event loop no longer
- * pays for projecting and fanning out every event it appends: on two cores a single-record POST
- * went from about 300 to 200 µs of main-thread CPU. One thread per role, so that fanning out a
- * large upsert for webhooks does not hold up its projection, for which the request waits: with
- * the dispatcher beside the projector, 1,000-record upserts took p50 136-143 ms, with the
- * dispatcher apart 121-122 ms (alternating runs). Each side hears of the others' commits at
- * once through the stores' file signals.
+ * pays for projecting and fanning out every event it appends. One thread per role, so that
+ * fanning out a large upsert for webhooks does not hold up its projection, for which the request
+ * waits (docs/performance.md has the figures). Each side hears of the others' commits at once
+ * through the stores' file signals.
  *
  * The thread is supervised (`superviseThread`): one that cannot start stops the whole, one that
  * dies later is replaced.

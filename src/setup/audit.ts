@@ -13,6 +13,7 @@ export type SetupEventType =
   | 'WorkspaceCreated'
   | 'ApiKeyCreated'
   | 'ApiKeyRevoked'
+  | 'ApiKeyRenamed'
   | 'UserAdded'
   | 'WebhookCreated'
   | 'WebhookSwitchedOn'

@@ -40,6 +40,8 @@ export interface SetupStore {
   createWorkspace(workspace: Workspace): Promise<void>;
   workspaceBySlug(slug: string): Promise<Workspace | null>;
   workspaceById(id: string): Promise<Workspace | null>;
+  /** Every workspace, by creation time (an operator's view: the only read across workspaces). */
+  listWorkspaces(): Promise<Workspace[]>;
 
   createKey(key: ApiKey): Promise<void>;
   keyByFingerprint(fingerprint: string): Promise<ApiKey | null>;
@@ -48,6 +50,8 @@ export interface SetupStore {
   /** Sets revokedAt (once; revoking again keeps the first time). Null when the key is unknown. */
   revokeKey(id: string, at: string): Promise<ApiKey | null>;
   touchKey(id: string, at: string): Promise<void>;
+  /** Gives the key a new name (changes made with it earlier keep the name they were made with). Null when unknown. */
+  renameKey(id: string, name: string): Promise<ApiKey | null>;
 
   /** Throws ValidationFailed when the email is already used in the workspace (case-insensitive). */
   addUser(user: User): Promise<void>;

@@ -73,6 +73,8 @@ const KeyInput = v.object({
   objects: ObjectsInput,
 });
 
+const KeyName = v.object({ name: text('the key name', 200) });
+
 const UserInput = v.object({
   name: text('the user name', 200),
   email: v.pipe(
@@ -130,6 +132,27 @@ export class SetupService {
     await this.setup.createKey(apiKey);
     await this.audit(workspace.id, 'ApiKeyCreated', { id: apiKey.id, name: apiKey.name, access, objects });
     return { apiKey, key };
+  }
+
+  async listWorkspaces(): Promise<Workspace[]> {
+    return this.setup.listWorkspaces();
+  }
+
+  async listUsers(workspaceSlug: string): Promise<User[]> {
+    const workspace = await this.workspace(workspaceSlug);
+    return this.setup.listUsers(workspace.id);
+  }
+
+  /** A new name for a key; the history keeps showing the name each change was made with. */
+  async renameKey(keyId: string, name: string): Promise<ApiKey> {
+    const found = await this.setup.keyById(keyId);
+    if (!found) throw new NotFound(`API key ${keyId} not found`);
+    const valid = parse(KeyName, { name });
+    if (valid.name === found.name) return found;
+    const renamed = await this.setup.renameKey(keyId, valid.name);
+    if (!renamed) throw new NotFound(`API key ${keyId} not found`);
+    await this.audit(renamed.workspaceId, 'ApiKeyRenamed', { id: renamed.id, name: renamed.name, previousName: found.name });
+    return renamed;
   }
 
   async listKeys(workspaceSlug: string): Promise<ApiKey[]> {

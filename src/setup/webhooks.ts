@@ -9,7 +9,8 @@ import type { SetupStore } from './port.js';
 import { checkWebhookUrl, resolveTarget } from '../webhooks/addressPolicy.js';
 import { attemptDelivery } from '../webhooks/attempt.js';
 import type { WebhookSender } from '../webhooks/httpsSender.js';
-import { EVENT_KINDS, type Delivery, type EventKind, type Webhook, type WebhookStore } from '../webhooks/port.js';
+import { EVENT_KINDS, WEBHOOKS_GROUP, type Delivery, type EventKind, type Webhook, type WebhookStore } from '../webhooks/port.js';
+import { ADMIN_SWITCH_OFF_REASON } from '../webhooks/timeline.js';
 
 /**
  * Webhook configuration (spec 6.1, PRODUCT.md section 2): the use cases behind `csr webhooks`.
@@ -92,8 +93,9 @@ export class WebhookSetup {
       consecutiveFailures: 0,
       lastSuccessAt: null,
     };
-    await this.options.webhooks.createWebhook(webhook);
+    // The log first: the fan-out decides who receives a change by log order (webhooks/timeline.ts).
     await this.audit(webhook, 'WebhookCreated', { name: webhook.name, url, events, objects });
+    await this.options.webhooks.createWebhook(webhook);
     return { webhook, secret: webhook.secret };
   }
 
@@ -108,13 +110,18 @@ export class WebhookSetup {
     const current = await this.webhook(id);
     if (current.enabled === on) return current;
     if (on) await this.checkAddress(current.url);
-    const changed = await this.options.webhooks.setEnabled(id, on, on ? null : 'switched off by an administrator');
+    // The log first: from its position on, the fan-out sends (or never sends) by it, whatever
+    // happens next; a crash before the store follows is finished by the fan-out (logView.ts).
+    await this.audit(current, on ? 'WebhookSwitchedOn' : 'WebhookSwitchedOff', {});
+    const changed = await this.options.webhooks.setEnabled(id, on, on ? null : ADMIN_SWITCH_OFF_REASON);
     if (!changed) throw new NotFound(`webhook ${id} not found`);
-    await this.audit(changed, on ? 'WebhookSwitchedOn' : 'WebhookSwitchedOff', {});
     return changed;
   }
 
-  /** The old secret signs nothing from now on; the new one is returned this once. */
+  /**
+   * The old secret signs nothing from now on (spec 6.1); the new one is returned this once. A
+   * delivery is signed with the secret current when it is sent, retries of older changes too.
+   */
   async rotateSecret(id: string): Promise<{ id: string; secret: string }> {
     const secret = newSecret();
     const webhook = await this.options.webhooks.setSecret(id, secret);
@@ -149,6 +156,14 @@ export class WebhookSetup {
     const outcome = await attemptDelivery({ delivery: delivery!, webhook, payload }, this.options.sender, this.clock, this.options.retryDelaysMs);
     await this.options.webhooks.settle([outcome]);
     return (await this.options.webhooks.deliveryById(delivery!.id))!;
+  }
+
+  /**
+   * Hands the webhook events parked after repeated fan-out failures to the dispatchers again
+   * (an operator's command, once the cause is fixed); returns how many there were.
+   */
+  async replayParked(): Promise<{ replayed: number }> {
+    return { replayed: await this.options.events.replayParked(WEBHOOKS_GROUP) };
   }
 
   async deliveries(id: string): Promise<Delivery[]> {

@@ -8,8 +8,7 @@ import type { Stoppable } from '../runtime/supervisor.js';
  * Left to SQLite, the commit that takes a file's WAL past `wal_autocheckpoint` pages runs the
  * checkpoint itself before it returns: it copies up to 10,000 pages (40 MiB) and fsyncs the file,
  * and whatever waits for that commit waits too. Those commits made the slow tail of 1,000-record
- * upserts: a projector batch of 500 records that took 15-20 ms took 55-97 ms when its commit ran
- * the read model's checkpoint, and an append of 1,000 events 72-104 ms instead of 10-20.
+ * upserts (docs/performance.md).
  *
  * A PASSIVE checkpoint runs beside the writers and readers of every process without waiting for
  * them: it copies what no reader still needs, and the next write starts the WAL over once all of

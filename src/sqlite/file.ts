@@ -1,5 +1,5 @@
 import { mkdirSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { dirname, resolve } from 'node:path';
 import type Database from 'better-sqlite3';
 import { Sqlite } from './driver.js';
 
@@ -20,10 +20,9 @@ export const BUSY_TIMEOUT_MS = 5_000;
  * 1,000, 4 MiB). A 1,000-record upsert writes about as many pages, so with the default every
  * such commit also ran a checkpoint: copied its pages again and fsynced the file. At 10,000
  * (at most about 40 MiB of WAL per file) a checkpoint comes every few commits and copies a page
- * written by several of them once: 60 1,000-record upserts (to 60k records) went from p50
- * 138-140 ms to 120-122 ms, and the server's CPU time from 9.4-9.8 s to 9.1 s. A server's own
- * checkpointer thread (`sqliteCheckpointer`) now keeps its WALs far below this, so that no commit
- * of its pays for a checkpoint; this bound is for when none runs (`csr`).
+ * written by several of them once (docs/performance.md). A server's own checkpointer thread
+ * (`checkpointer.ts`) keeps its WALs far below this, so that no commit of its pays for a
+ * checkpoint; this bound is for when none runs (`csr`).
  */
 const WAL_CHECKPOINT_PAGES = 10_000;
 
@@ -33,8 +32,15 @@ const WAL_CHECKPOINT_PAGES = 10_000;
  * moments two processes write at once.
  */
 export function openSqliteFile(path: string, options: SqliteFileOptions): Database.Database {
-  if (path !== ':memory:' && !options.readonly) mkdirSync(dirname(path), { recursive: true });
-  const db = new Sqlite(path, { readonly: options.readonly ?? false, timeout: BUSY_TIMEOUT_MS });
+  let db: Database.Database;
+  try {
+    if (path !== ':memory:' && !options.readonly) mkdirSync(dirname(path), { recursive: true });
+    db = new Sqlite(path, { readonly: options.readonly ?? false, timeout: BUSY_TIMEOUT_MS });
+  } catch (error) {
+    // Said to the operator at start (server or csr): which file, why, and what to check.
+    const reason = (error as Error).message;
+    throw new Error(`cannot open the store file ${resolve(path)}: ${reason} (DATA_DIR must be a folder this user can write)`);
+  }
   if (options.cacheMiB !== undefined) db.pragma(`cache_size = -${options.cacheMiB * 1024}`);
   if (!options.readonly) {
     switchToWal(db);
@@ -78,8 +84,8 @@ function switchToWal(db: Database.Database): void {
 /*
  * Why bound values are written as below: better-sqlite3 clears a statement's bindings after each
  * run, and SQLite marks a statement whose plan looked at a bound value as expired when its
- * bindings are cleared, so the next run parses and plans it again (10-25 µs more on a lookup of
- * 3-5 µs). SQLite looks at the value behind a bare `?` in a LIMIT, and since 3.54 (in
+ * bindings are cleared, so the next run parses and plans it again (several times the cost of the
+ * lookup itself). SQLite looks at the value behind a bare `?` in a LIMIT, and since 3.54 (in
  * better-sqlite3 13, so on Node.js 22.14+ and 24) at the `?` of an equality in any statement
  * with ORDER BY or a join. An expression around the `?` hides the value from the planner.
  */

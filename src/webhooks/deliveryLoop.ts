@@ -164,8 +164,10 @@ function createSettler(deps: DeliveryLoopDeps, logger: Logger, retryAt: (at: num
 async function switchOffIfDue(deps: DeliveryLoopDeps, logger: Logger, webhook: Webhook): Promise<void> {
   const reason = autoSwitchOffReason(webhook, deps.clock());
   if (!reason) return;
+  // The log first (as an admin's switch): the fan-out goes by it, and finishes the switch-off if
+  // this process dies before the store has it.
+  await deps.onSwitchedOff({ ...webhook, enabled: false, disabledReason: reason }, reason);
   const off = await deps.webhooks.setEnabled(webhook.id, false, reason);
   if (!off) return;
   logger.warn({ webhookId: webhook.id, workspace: webhook.workspaceId, failures: webhook.consecutiveFailures }, 'webhook switched off automatically');
-  await deps.onSwitchedOff(off, reason);
 }

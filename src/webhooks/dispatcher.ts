@@ -21,6 +21,11 @@ export const DISPATCHER_ACTOR: Actor = { type: 'system', id: 'webhook-dispatcher
 export type DispatcherDeps = Omit<FanOutDeps, 'onStored'> & Omit<DeliveryLoopDeps, 'onSwitchedOff'>;
 
 export interface RunningDispatcher {
+  /**
+   * Whether the dispatcher is joined to the event store and fanning out; false while a dropped
+   * subscription is being re-made (logged as an error). For /health/ready.
+   */
+  ready(): boolean;
   stop(): Promise<void>;
 }
 
@@ -65,6 +70,7 @@ export function startDispatcher(deps: DispatcherDeps): RunningDispatcher {
   const purgeTimer = setInterval(purge, PURGE_EVERY_MS);
 
   return {
+    ready: fanOut.ready,
     async stop() {
       clearInterval(bulkTimer);
       clearInterval(purgeTimer);

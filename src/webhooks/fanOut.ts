@@ -3,24 +3,36 @@ import { recordStream, upcast, type RecordDeletedData } from '../events/records.
 import { renderRecords, todayUtc } from '../../queries/recordFormat.js';
 import type { EventStore, PersistentEvent, RecordedEvent } from '../eventstore/port.js';
 import { comparePositions } from '../eventstore/position.js';
-import { readyBatches } from '../eventstore/readyBatches.js';
 import { RECORDS_PROJECTION, type ReadStore, type RecordDocument } from '../readstore/port.js';
 import { getObject } from '../schema/catalogue.js';
 import type { User } from '../setup/port.js';
-import { eventName, isBulk, recordChange, wants, type RecordChange } from './policy.js';
-import { EVENT_KINDS, type BulkMember, type EventKind, type Webhook, type WebhookPayload, type WebhookStore } from './port.js';
+import { runGroup } from './groupRunner.js';
+import { createWebhookLogView, type WebhookLogView } from './logView.js';
+import { eventName, isBulk, recordChange, type RecordChange } from './policy.js';
+import { EVENT_KINDS, WEBHOOKS_GROUP, type BulkMember, type EventKind, type WebhookPayload, type WebhookStore } from './port.js';
+import { recipientsAt, type TimelineEntry } from './timeline.js';
 
 /**
  * Fan-out: the persistent subscription group `webhooks` -> one delivery per matching webhook and
  * record event, or a bulk member when the event's action changed many records of its object.
  * A batch's deliveries are committed before any of its events is acknowledged, so a crash
  * between the two redelivers events whose deliveries exist, and the store ignores those.
+ * Who receives a change is decided by log order (timeline.ts): the group also carries the
+ * workspace streams, whose webhook events finish a switch the store missed (logView.ts).
  */
 
-export const WEBHOOKS_GROUP = 'webhooks';
+export { WEBHOOKS_GROUP };
+/**
+ * Events per batch and held at once. The EventStoreDB adapter holds fewer (inFlightLimit), so
+ * that what it holds is settled within the server's message timeout; the embedded group has none.
+ */
 const MAX_BATCH = 500;
+const BUFFER_SIZE = 1_000;
+const MAX_RETRY_COUNT = 10;
 /** How long to wait for the records projection before looking again (the data comes from it). */
 const PROJECTION_WAIT_MS = 5_000;
+/** Held events are given back (nack, retried later) rather than held past this. */
+const HOLD_LIMIT_MS = 25_000;
 
 export interface FanOutDeps {
   events: EventStore;
@@ -34,6 +46,8 @@ export interface FanOutDeps {
 }
 
 export interface RunningFanOut {
+  /** Joined to the consumer group (false while a dropped subscription is being re-made). */
+  ready(): boolean;
   stop(): Promise<void>;
 }
 
@@ -44,39 +58,50 @@ interface Change {
 
 export function startFanOut(deps: FanOutDeps): RunningFanOut {
   const logger = deps.logger.child({ component: 'webhook fan-out' });
-  const subscription = deps.events.persistentSubscription(WEBHOOKS_GROUP, {
-    filter: { streamPrefixes: ['record-'] },
-    maxRetryCount: 10,
-    bufferSize: 1000,
-  });
+  const view = createWebhookLogView({ events: deps.events, webhooks: deps.webhooks, logger });
   let stopped = false;
+  let parked = 0;
 
-  const run = async () => {
-    for await (const batch of readyBatches(subscription, MAX_BATCH)) {
-      try {
-        const stored = await fanOut(deps, batch, () => stopped);
-        await Promise.all(batch.map((item) => item.ack()));
-        if (stored) deps.onStored();
-      } catch (error) {
-        if (stopped) return;
-        logger.error({ err: error, events: batch.length }, 'fan-out failed; the events will be handed out again');
-        await Promise.all(batch.map((item) => item.nack('retry', error instanceof Error ? error.message : String(error))));
-      }
+  const handle = async (batch: PersistentEvent[]) => {
+    try {
+      const stored = await fanOut(deps, view, batch, () => stopped);
+      await Promise.all(batch.map((item) => item.ack()));
+      if (stored) deps.onStored();
+    } catch (error) {
+      if (stopped) return;
+      const reason = error instanceof Error ? error.message : String(error);
+      // The store parks an event after MAX_RETRY_COUNT retries; say so, with the running count.
+      const parking = batch.filter((item) => item.retryCount >= MAX_RETRY_COUNT).length;
+      parked += parking;
+      logger.error({ err: error, events: batch.length }, 'fan-out failed; the events will be handed out again after a wait');
+      if (parking > 0) logger.error({ parking, parkedSinceStart: parked }, 'webhook events parked after repeated failures; replay them with `csr webhooks replay-parked`');
+      await Promise.all(batch.map((item) => item.nack('retry', reason)));
     }
   };
-  const running = run().catch((error: unknown) => logger.error({ err: error }, 'fan-out stopped'));
+  const runner = runGroup({
+    open: () =>
+      deps.events.persistentSubscription(WEBHOOKS_GROUP, {
+        filter: { streamPrefixes: ['record-', 'workspace-'] },
+        maxRetryCount: MAX_RETRY_COUNT,
+        bufferSize: BUFFER_SIZE,
+      }),
+    handle,
+    maxBatch: MAX_BATCH,
+    logger,
+  });
 
   return {
+    ready: runner.ready,
     async stop() {
       stopped = true;
-      await subscription.close();
-      await running;
+      await runner.stop();
     },
   };
 }
 
 /** Returns whether it stored anything: most events of most workspaces go to no webhook. */
-async function fanOut(deps: FanOutDeps, batch: PersistentEvent[], stopped: () => boolean): Promise<boolean> {
+async function fanOut(deps: FanOutDeps, view: WebhookLogView, batch: PersistentEvent[], stopped: () => boolean): Promise<boolean> {
+  await view.reconcile(batch.map(({ event }) => event));
   const changes: Change[] = [];
   for (const { event } of batch) {
     const change = recordChange(event);
@@ -84,15 +109,17 @@ async function fanOut(deps: FanOutDeps, batch: PersistentEvent[], stopped: () =>
   }
   if (changes.length === 0) return false;
 
-  const webhooksOf = await webhooksByWorkspace(deps.webhooks, changes);
-  const webhookIdsFor = ({ workspaceId, object }: RecordChange, kinds: readonly EventKind[]) =>
-    (webhooksOf.get(workspaceId) ?? []).filter((w) => kinds.some((kind) => wants(w, object, kind))).map((w) => w.id);
+  const timelines = await timelinesOf(deps, view, changes);
+  const webhookIdsFor = ({ event, change }: Change, kinds: readonly EventKind[]) => {
+    const { timeline, stored } = timelines.get(change.workspaceId) ?? { timeline: [], stored: new Set<string>() };
+    return [...new Set(kinds.flatMap((kind) => recipientsAt(timeline, event.position, change.object, kind)))].filter((id) => stored.has(id));
+  };
   // A bulk member is kept while any webhook wants its object, whatever the kind: the members of
   // all kinds together tell when the action is complete.
-  const members: BulkMember[] = changes.filter(({ change }) => isBulk(change) && webhookIdsFor(change, EVENT_KINDS).length > 0).map(bulkMember);
+  const members: BulkMember[] = changes.filter((item) => isBulk(item.change) && webhookIdsFor(item, EVENT_KINDS).length > 0).map(bulkMember);
   const wanted = changes
     .filter(({ change }) => !isBulk(change))
-    .map((single) => ({ ...single, webhookIds: webhookIdsFor(single.change, [single.change.kind]) }))
+    .map((single) => ({ ...single, webhookIds: webhookIdsFor(single, [single.change.kind]) }))
     .filter((single) => single.webhookIds.length > 0);
 
   if (wanted.some(({ change }) => change.kind !== 'deleted')) await waitForRecords(deps, wanted.map(({ event }) => event), stopped);
@@ -133,17 +160,29 @@ function singlePayload(event: RecordedEvent, change: RecordChange, data: unknown
   };
 }
 
-async function webhooksByWorkspace(store: WebhookStore, changes: Change[]): Promise<Map<string, Webhook[]>> {
+/**
+ * Read after the batch was handed out, so each timeline holds every configuration change before
+ * its events. Only webhooks the store has are sent to (a creation whose store write failed after
+ * its event was logged has no webhook to send to).
+ */
+async function timelinesOf(deps: FanOutDeps, view: WebhookLogView, changes: Change[]): Promise<Map<string, { timeline: TimelineEntry[]; stored: Set<string> }>> {
   const workspaces = new Set(changes.map(({ change }) => change.workspaceId));
-  const entries = await Promise.all([...workspaces].map(async (id) => [id, await store.listWebhooks(id)] as const));
+  const entries = await Promise.all(
+    [...workspaces].map(async (id) => {
+      const [timeline, stored] = await Promise.all([view.timeline(id), deps.webhooks.listWebhooks(id)]);
+      return [id, { timeline, stored: new Set(stored.map((webhook) => webhook.id)) }] as const;
+    }),
+  );
   return new Map(entries);
 }
 
 /** Created and updated events carry the record as the read model shows it, so it must have caught up. */
 async function waitForRecords(deps: FanOutDeps, events: RecordedEvent[], stopped: () => boolean): Promise<void> {
   const newest = events.map((event) => event.position).reduce((a, b) => (comparePositions(a, b) >= 0 ? a : b));
+  const giveUpAt = Date.now() + HOLD_LIMIT_MS;
   while (!(await deps.readStore.waitForCheckpoint(RECORDS_PROJECTION, newest, PROJECTION_WAIT_MS))) {
     if (stopped()) throw new Error('stopped while waiting for the records projection');
+    if (Date.now() >= giveUpAt) throw new Error('the records projection is behind; the events are given back and retried');
     deps.logger.warn({ position: newest }, 'webhooks wait for the records projection to catch up (is a projector running?)');
   }
 }

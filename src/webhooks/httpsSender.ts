@@ -8,7 +8,7 @@ import type { SendResult } from './policy.js';
  * Sends one webhook request over HTTPS. The address policy is applied before every send, and the
  * connection goes to the very address that was checked (the lookup is pinned to it), so a DNS
  * answer that changes between check and connect cannot reach a private network. Redirects are
- * never followed; no answer within the timeout is a failure.
+ * never followed; no answer within the timeout is a failure, and no socket outlives its exchange.
  */
 
 export interface HttpsSenderOptions {
@@ -26,6 +26,9 @@ export interface WebhookSender {
   close(): void;
 }
 
+/** How long an idle keep-alive socket is kept for the next delivery to the same receiver. */
+const IDLE_SOCKET_MS = 30_000;
+
 export function createHttpsSender(options: HttpsSenderOptions): WebhookSender {
   // Keep-alive: most sends go to a few receivers, and a TLS handshake per delivery would cap throughput.
   // No socket limit here: the delivery loop bounds concurrency per webhook, and a pool shared by
@@ -33,6 +36,8 @@ export function createHttpsSender(options: HttpsSenderOptions): WebhookSender {
   const agent = new Agent({
     keepAlive: true,
     maxSockets: Infinity,
+    // Idle pooled sockets close after this (the agent destroys a free socket on its timeout).
+    timeout: IDLE_SOCKET_MS,
     // One context built once: passing `ca` instead would parse every root certificate per connection.
     ...(options.extraCa?.length ? { secureContext: createSecureContext({ ca: [...rootCertificates, ...options.extraCa] }) } : {}),
   });
@@ -59,6 +64,16 @@ function pinnedLookup(address: string, family: 4 | 6): LookupFunction {
   }) as LookupFunction;
 }
 
+/** Of a receiver's answer only the status counts; this much of its body is read, the rest cut off. */
+export const MAX_ANSWER_BODY_BYTES = 64 * 1024;
+
+/**
+ * One exchange, bounded as a whole by `timeoutMs` (connect, TLS, headers and body). The status
+ * decides the result (spec 6.3: a 2xx within the timeout); the body is read only so that a socket
+ * whose answer ended cleanly can go back to the keep-alive pool. Any other ending (timeout, error,
+ * a body past the limit or still running at the deadline) destroys the socket, so a receiver can
+ * never hold one open.
+ */
 function post(
   url: URL,
   target: { address: string; family: 4 | 6 },
@@ -69,10 +84,12 @@ function post(
 ): Promise<SendResult> {
   return new Promise((resolve) => {
     let settled = false;
-    const finish = (result: SendResult) => {
+    let answer: SendResult | null = null;
+    const finish = (result: SendResult, keepSocket = false) => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
+      if (!keepSocket) req.destroy();
       resolve(result);
     };
     const req = request(
@@ -84,22 +101,29 @@ function post(
         headers: { ...headers, 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body), 'User-Agent': 'csr-webhooks/1' },
       },
       (res) => {
-        // The answer is the status; the body is read and dropped so that the connection can be reused.
-        res.resume();
-        res.on('error', () => undefined);
         const status = res.statusCode ?? 0;
-        if (status >= 200 && status < 300) finish({ ok: true, status });
-        else if (status >= 300 && status < 400) finish({ ok: false, status, error: `redirect (${status}) not followed` });
-        else finish({ ok: false, status, error: `receiver answered ${status}` });
+        answer = resultOf(status);
+        let read = 0;
+        res.on('data', (chunk: Buffer) => {
+          read += chunk.length;
+          if (read > MAX_ANSWER_BODY_BYTES) finish(answer!);
+        });
+        res.on('end', () => finish(answer!, true));
+        res.on('error', () => finish(answer!));
+        res.on('aborted', () => finish(answer!));
       },
     );
-    const timer = setTimeout(() => {
-      finish({ ok: false, status: null, error: `no answer within ${timeoutMs} ms` });
-      req.destroy();
-    }, timeoutMs);
-    req.on('error', (error: NodeJS.ErrnoException) => finish({ ok: false, status: null, error: describe(error) }));
+    // At the deadline an answer whose status came in time stands; its unfinished body is cut off.
+    const timer = setTimeout(() => finish(answer ?? { ok: false, status: null, error: `no answer within ${timeoutMs} ms` }), timeoutMs);
+    req.on('error', (error: NodeJS.ErrnoException) => finish(answer ?? { ok: false, status: null, error: describe(error) }));
     req.end(body);
   });
+}
+
+function resultOf(status: number): SendResult {
+  if (status >= 200 && status < 300) return { ok: true, status };
+  if (status >= 300 && status < 400) return { ok: false, status, error: `redirect (${status}) not followed` };
+  return { ok: false, status, error: `receiver answered ${status}` };
 }
 
 function describe(error: NodeJS.ErrnoException): string {

@@ -6,6 +6,9 @@
  * waiting deliveries commit together. Every adapter passes test/contract/webhookstore.contract.ts.
  */
 
+/** The event store's persistent consumer group the dispatchers share. */
+export const WEBHOOKS_GROUP = 'webhooks';
+
 export type EventKind = 'created' | 'updated' | 'deleted';
 export const EVENT_KINDS: readonly EventKind[] = ['created', 'updated', 'deleted'];
 
@@ -117,7 +120,10 @@ export interface WebhookStore {
   webhookById(id: string): Promise<Webhook | null>;
   /** The workspace's webhooks in creation order (createdAt, then id). */
   listWebhooks(workspaceId: string): Promise<Webhook[]>;
-  /** Switches on (clearing the reason) or off; off turns waiting and retrying deliveries into skipped. */
+  /**
+   * Switches on (clearing the reason) or off. Either way waiting and retrying deliveries become
+   * skipped: off skips what was waiting; on skips what a fan-out enqueued while the webhook was off.
+   */
   setEnabled(id: string, enabled: boolean, reason: string | null): Promise<Webhook | null>;
   setSecret(id: string, secret: string): Promise<Webhook | null>;
 

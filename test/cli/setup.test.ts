@@ -185,32 +185,50 @@ describe('csr users', () => {
   });
 });
 
-describe('csr usage errors (exit 2, usage on stderr, nothing on stdout)', () => {
+describe('csr help and version (exit 0, on stdout)', () => {
   it.each([
-    ['no arguments', []],
-    ['--help', ['--help']],
-    ['unknown command', ['spaceships', 'launch']],
-    ['missing command', ['keys']],
-    ['unknown subcommand', ['keys', 'rotate']],
-    ['resource help', ['keys', '--help']],
-    ['command help', ['keys', 'create', '--help']],
-    ['missing slug', ['workspaces', 'create', '--json']],
-    ['extra argument', ['workspaces', 'create', 'a', 'b']],
-    ['missing --name', ['keys', 'create', '--workspace', 'acme', '--json']],
-    ['missing option value', ['keys', 'create', '--workspace', 'acme', '--name']],
-    ['missing --email', ['users', 'add', '--workspace', 'acme', '--name', 'Ana']],
-    ['missing key id', ['keys', 'revoke']],
-    ['unknown option', ['keys', 'list', '--workspace', 'acme', '--colour']],
-    ['unknown leading option', ['--verbose', 'keys', 'list']],
-  ])('%s', async (_, args) => {
-    const stderr = await fails(2, ...args);
-    expect(stderr).toContain('Usage: csr');
+    ['no arguments', [], 'Usage: csr <resource> <command>'],
+    ['--help', ['--help'], 'Usage: csr <resource> <command>'],
+    ['-h', ['-h'], 'Usage: csr <resource> <command>'],
+    ['help', ['help'], 'Usage: csr <resource> <command>'],
+    ['resource help', ['keys', '--help'], 'csr keys revoke <keyId>'],
+    ['help <resource>', ['help', 'keys'], 'csr keys revoke <keyId>'],
+    ['command help', ['keys', 'create', '--help'], 'csr keys create --workspace <slug> --name <text>'],
+    ['help <resource> <command>', ['help', 'keys', 'create'], 'csr keys create --workspace <slug> --name <text>'],
+  ])('%s', async (_, args, shown) => {
+    const result = await csr(...args);
+    expect(result).toMatchObject({ code: 0, stderr: '' });
+    expect(result.stdout).toContain(shown);
   });
 
-  it('names what is missing', async () => {
-    expect(await fails(2, 'keys', 'create', '--workspace', 'acme')).toContain('missing option --name');
-    expect(await fails(2, 'workspaces', 'create')).toContain('missing <slug>');
-    expect(await fails(2, 'spaceships')).toContain('unknown command "spaceships"');
+  it('--version prints the version', async () => {
+    const result = await csr('--version');
+    expect(result).toMatchObject({ code: 0, stderr: '' });
+    expect(result.stdout).toMatch(/^csr \d+\.\d+\.\d+\n$/);
+  });
+});
+
+describe('csr usage errors (exit 2, one line on stderr saying what to do, nothing on stdout)', () => {
+  it.each([
+    ['unknown command', ['spaceships', 'launch'], 'csr: unknown command "spaceships". Commands: workspaces, keys, users, webhooks, records (see csr --help)'],
+    ['a mistyped command', ['webhoks', 'list'], 'csr: unknown command "webhoks". Did you mean "webhooks"? Commands: workspaces, keys, users, webhooks, records (see csr --help)'],
+    ['a mistyped subcommand', ['keys', 'lst'], 'csr: unknown command "keys lst". Did you mean "keys list"? keys commands: create, list, revoke, rename (see csr help keys)'],
+    ['unknown subcommand', ['keys', 'rotate'], 'csr: unknown command "keys rotate". keys commands: create, list, revoke, rename (see csr help keys)'],
+    ['missing command', ['keys', '--json'], 'csr: missing keys command before --json (see csr help keys)'],
+    ['missing slug', ['workspaces', 'create', '--json'], 'csr: missing <slug>: csr workspaces create <slug> [--name "Acme Inc"] (see csr help workspaces create)'],
+    ['extra argument', ['workspaces', 'create', 'a', 'b'], 'csr: unexpected argument "b": csr workspaces create <slug> [--name "Acme Inc"] (see csr help workspaces create)'],
+    [
+      'missing --name',
+      ['keys', 'create', '--workspace', 'acme', '--json'],
+      'csr: missing option --name: csr keys create --workspace <slug> --name <text> [--read-only] [--objects a,b] (see csr help keys create)',
+    ],
+    ['missing option value', ['keys', 'create', '--workspace', 'acme', '--name'], 'csr: option --name needs a value (see csr help keys create)'],
+    ['missing key id', ['keys', 'revoke'], 'csr: missing <keyId>: csr keys revoke <keyId> (see csr help keys revoke)'],
+    ['a mistyped option', ['keys', 'create', '--workspace', 'acme', '--nmae', 'x'], 'csr: unknown option --nmae. Did you mean "--name"? (see csr help keys create)'],
+    ['unknown option', ['keys', 'list', '--workspace', 'acme', '--colour'], 'csr: unknown option --colour (see csr help keys list)'],
+    ['unknown leading option', ['--verbose', 'keys', 'list'], 'csr: unknown option --verbose. Options of a command come after it (see csr --help)'],
+  ])('%s', async (_, args, message) => {
+    expect(await fails(2, ...args)).toBe(`${message}\n`);
   });
 });
 

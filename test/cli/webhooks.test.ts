@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { verifyWebhook } from '../../src/webhooks/signature.js';
+import { checkWebhook } from '../../src/webhooks/signature.js';
 import { csrTool } from '../support/cli.js';
 import { spawnServer, type ServerProcess } from '../support/process.js';
 import { startReceiver, RECEIVER_CA_FILE, type Receiver } from '../support/receiver.js';
@@ -59,7 +59,7 @@ describe('csr webhooks', () => {
 
     expect((await api.post('/api/v1/clients', { name: 'Acme' })).status).toBe(201);
     const [request] = await receiver.waitFor('/crm', (requests) => requests.length === 1);
-    expect(verifyWebhook(request!.rawBody, request!.headers, created.secret).ok).toBe(true);
+    expect(checkWebhook(request!.rawBody, request!.headers, created.secret).ok).toBe(true);
   });
 
   it('create with chosen events and objects; refused addresses, unknown objects and kinds fail with exit 1', async () => {
@@ -81,6 +81,14 @@ describe('csr webhooks', () => {
     expect(await csr.json('webhooks', 'deliveries', created.id)).toEqual([delivery]);
   });
 
+  it('test exits 1 and still prints the delivery when the receiver refuses it', async () => {
+    const created = await csr.json<Created>('webhooks', 'create', '--workspace', slug, '--name', 'Refused', '--url', `${receiver.origin}/refused`);
+    receiver.on('/refused', 500);
+    const result = await csr.run('webhooks', 'test', created.id, '--json');
+    expect(result.code).toBe(1);
+    expect(JSON.parse(result.stdout)).toMatchObject({ event: 'webhook.test', status: 'retrying', responseCode: 500, attempts: 1 });
+  });
+
   it('off skips and stops sending; on resumes; rotate-secret makes the old secret useless at once', async () => {
     const created = await csr.json<Created>('webhooks', 'create', '--workspace', slug, '--name', 'Switch', '--url', `${receiver.origin}/switch`, '--objects', 'tasks');
     const off = await csr.json<Record<string, unknown>>('webhooks', 'off', created.id);
@@ -95,14 +103,21 @@ describe('csr webhooks', () => {
     await api.post('/api/v1/tasks', { subject: 'After rotation', status: 'Done' });
     const [request] = await receiver.waitFor('/switch', (requests) => requests.length === 1);
     expect(request!.body.data.subject).toBe('After rotation');
-    expect(verifyWebhook(request!.rawBody, request!.headers, rotated.secret).ok).toBe(true);
-    expect(verifyWebhook(request!.rawBody, request!.headers, created.secret).ok).toBe(false);
+    expect(checkWebhook(request!.rawBody, request!.headers, rotated.secret).ok).toBe(true);
+    expect(checkWebhook(request!.rawBody, request!.headers, created.secret).ok).toBe(false);
   });
 
   it('unknown webhook ids fail with exit 1', async () => {
     for (const command of ['on', 'off', 'rotate-secret', 'test', 'deliveries']) {
       expect(await csr.fails(1, 'webhooks', command, '00000000-0000-4000-8000-000000000000')).toMatch(/webhook 00000000-0000-4000-8000-000000000000 not found/);
     }
+  });
+
+  it('replay-parked hands parked webhook events back to the running dispatcher and says how many', async () => {
+    expect(await csr.json('webhooks', 'replay-parked')).toEqual({ replayed: 0 });
+    const text = await csr.run('webhooks', 'replay-parked');
+    expect(text.code).toBe(0);
+    expect(text.stdout).toMatch(/replayed/);
   });
 
   it('the secret is never written to the server log', async () => {

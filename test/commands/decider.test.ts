@@ -1,16 +1,19 @@
 import { describe, expect, it } from 'vitest';
 import { decide, evolve, initialState, type RecordCommand, type RecordState } from '../../commands/record/decider.js';
 import type { RecordEvent } from '../../src/events/records.js';
-import { NotFound } from '../../src/core/errors.js';
+import { NotFound, ValidationFailed } from '../../src/core/errors.js';
 
 const address = { workspaceId: 'w1', object: 'clients', recordId: 'r1' };
 const base = { schemaVersion: 1 as const, ...address };
 const created: RecordEvent = { type: 'RecordCreated', data: { ...base, fields: { name: 'Acme', tier: 'SMB' } } };
+const survey = { workspaceId: 'w1', object: 'surveys', recordId: 's1' };
+const surveyBase = { schemaVersion: 1 as const, ...survey };
+const npsCreated: RecordEvent = { type: 'RecordCreated', data: { ...surveyBase, fields: { type: 'NPS', score: 9, date: '2024-01-01' } } };
 const given = (...events: RecordEvent[]): RecordState => events.reduce(evolve, initialState);
 
 describe('decide', () => {
   const lastSaved = { calculated: { openBalance: 0 }, createdAt: '2024-01-01T00:00:00.000Z', updatedAt: '2024-01-02T00:00:00.000Z' };
-  const cases: { name: string; given: RecordEvent[]; when: RecordCommand; then: RecordEvent[] | typeof NotFound }[] = [
+  const cases: { name: string; given: RecordEvent[]; when: RecordCommand; then: RecordEvent[] | typeof NotFound | typeof ValidationFailed }[] = [
     {
       name: 'create on an absent record stores the values it has',
       given: [],
@@ -96,10 +99,34 @@ describe('decide', () => {
       when: { type: 'SetRollups', ...address, rollups: { openBalance: 100 }, initial: { openBalance: 0 } },
       then: [],
     },
+    {
+      name: 'create checks the cross-field rules (an NPS score out of its scale)',
+      given: [],
+      when: { type: 'CreateRecord', ...survey, fields: { type: 'NPS', score: 11, date: '2024-01-01' } },
+      then: ValidationFailed,
+    },
+    {
+      name: 'update checks the rules on the merged record: CSAT no longer fits a stored score of 9',
+      given: [npsCreated],
+      when: { type: 'UpdateRecord', ...survey, fields: { type: 'CSAT' } },
+      then: ValidationFailed,
+    },
+    {
+      name: 'the same update decided again after another writer lowered the score passes (a retry is judged on fresh state)',
+      given: [npsCreated, { type: 'RecordUpdated', data: { ...surveyBase, changes: { score: { from: 9, to: 4 } } } }],
+      when: { type: 'UpdateRecord', ...survey, fields: { type: 'CSAT' } },
+      then: [{ type: 'RecordUpdated', data: { ...surveyBase, changes: { type: { from: 'NPS', to: 'CSAT' } } } }],
+    },
+    {
+      name: 'an update that passed on the state first loaded is refused when a concurrent writer broke the rule meanwhile',
+      given: [npsCreated, { type: 'RecordUpdated', data: { ...surveyBase, changes: { type: { from: 'NPS', to: 'CSAT' }, score: { from: 9, to: 5 } } } }],
+      when: { type: 'UpdateRecord', ...survey, fields: { score: 9 } },
+      then: ValidationFailed,
+    },
   ];
 
   it.each(cases)('$name', ({ given: history, when, then }) => {
-    if (then === NotFound) expect(() => decide(when, given(...history))).toThrow(NotFound);
+    if (then === NotFound || then === ValidationFailed) expect(() => decide(when, given(...history))).toThrow(then);
     else expect(decide(when, given(...history))).toEqual(then);
   });
 

@@ -13,6 +13,7 @@ import type {
   RecordedEvent,
   Subscription,
 } from '../../src/eventstore/port.js';
+import { retryDelayMs } from '../../src/eventstore/port.js';
 
 export interface EventStoreContractOptions {
   /** How long to wait for an event that must arrive (default 5 s; a remote server may need more). */
@@ -60,7 +61,44 @@ export function eventStoreContract(
     }
 
     function consumer(group: string, settings: PersistentSubscriptionOptions = {}): PersistentSubscription {
-      return track(store.persistentSubscription(group, { filter: { streamPrefixes: [prefix] }, ...settings }));
+      return track(store.persistentSubscription(group, { filter: { streamPrefixes: [prefix] }, retryBackoff: QUICK_RETRIES, ...settings }));
+    }
+
+    /**
+     * A consumer of a new group once the group exists (it starts at the end of the log, and a
+     * server may create it a moment after the call): probe events are appended until one arrives;
+     * probes are acked and never shown to the test.
+     */
+    async function startedConsumer(group: string, settings: PersistentSubscriptionOptions = {}): Promise<PersistentSubscription> {
+      const inner = consumer(group, settings);
+      const iterator = inner[Symbol.asyncIterator]();
+      const probes = streamName('probe');
+      let arrived = false;
+      const first = (async () => {
+        for (;;) {
+          const next = await iterator.next();
+          if (next.done) throw new Error('the group ended while starting');
+          await next.value.ack();
+          if (next.value.event.type === PROBE) return;
+        }
+      })();
+      first.then(() => (arrived = true), () => undefined);
+      const deadline = Date.now() + waitMs;
+      while (!arrived) {
+        if (Date.now() > deadline) throw new Error('the new group never handed out an event');
+        await appendOne(probes, 'any', PROBE);
+        await Promise.race([first, new Promise((resolve) => setTimeout(resolve, 200))]);
+      }
+      const skipping: AsyncIterator<PersistentEvent> = {
+        async next() {
+          for (;;) {
+            const next = await iterator.next();
+            if (next.done || next.value.event.type !== PROBE) return next;
+            await next.value.ack();
+          }
+        },
+      };
+      return { [Symbol.asyncIterator]: () => skipping, close: () => inner.close(), connected: () => inner.connected() };
     }
 
     async function appendOne(stream: string, expectedRevision: ExpectedRevision = 'any', type = 'Happened') {
@@ -303,6 +341,80 @@ export function eventStoreContract(
       });
     });
 
+    describe('appendThen with groups (reservations before the record they protect)', () => {
+      it('writes a claim group and a dependent group, each in order', async () => {
+        const [reservation, counter, record] = [streamName('reservation'), streamName('counter'), streamName()];
+        const result = await store.appendThen(
+          [
+            { stream: counter, events: [newEvent('Counted')], expectedRevision: 'no_stream' },
+            { stream: reservation, events: [newEvent('Reserved')], expectedRevision: 'no_stream' },
+          ],
+          [[{ stream: reservation, events: [newEvent('Confirmed')], expectedRevision: 0 }, { stream: record, events: [newEvent()], expectedRevision: 'no_stream' }]],
+        );
+        expect(result.then.map((outcome) => outcome.status)).toEqual(['fulfilled']);
+        const recordResult = (result.then[0] as PromiseFulfilledResult<AppendResult>).value;
+        expect(result.first.position < recordResult.position).toBe(true);
+        expect((await store.readStream(reservation)).map((e) => e.type)).toEqual(['Reserved', 'Confirmed']);
+        expect((await store.readStream(record)).map((e) => e.position)).toEqual([recordResult.position]);
+      });
+
+      it('a claim group with a conflicting reservation rejects with its Conflict and writes no dependent', async () => {
+        const [free, taken, record] = [streamName('free'), streamName('taken'), streamName()];
+        await appendOne(taken, 'no_stream', 'Reserved');
+        await expectConflict(
+          store.appendThen(
+            [
+              { stream: free, events: [newEvent('Reserved')], expectedRevision: 'no_stream' },
+              { stream: taken, events: [newEvent('Reserved')], expectedRevision: 'no_stream' },
+            ],
+            [{ stream: record, events: [newEvent()], expectedRevision: 'no_stream' }],
+          ),
+          taken,
+        );
+        expect(await store.readStream(record)).toEqual([]);
+        expect(await store.readStream(taken)).toHaveLength(1);
+      });
+
+      it('a dependent group fails as a whole with the Conflict of its reservation: its record is not written, the others are', async () => {
+        const [claim, taken, lost, kept] = [streamName('claim'), streamName('taken'), streamName(), streamName()];
+        await appendOne(taken, 'no_stream', 'Reserved');
+        const result = await store.appendThen({ stream: claim, events: [newEvent('Claimed')], expectedRevision: 'no_stream' }, [
+          [
+            { stream: taken, events: [newEvent('Reserved')], expectedRevision: 'no_stream' },
+            { stream: lost, events: [newEvent()], expectedRevision: 'no_stream' },
+          ],
+          [{ stream: kept, events: [newEvent()], expectedRevision: 'no_stream' }],
+        ]);
+        expect(result.then.map((outcome) => outcome.status)).toEqual(['rejected', 'fulfilled']);
+        expect((result.then[0] as PromiseRejectedResult).reason).toBeInstanceOf(Conflict);
+        expect((result.then[0] as PromiseRejectedResult).reason.stream).toBe(taken);
+        expect(await store.readStream(lost)).toEqual([]);
+        expect(await store.readStream(kept)).toHaveLength(1);
+      });
+
+      it('of concurrent claims of one reservation exactly one group is written', async () => {
+        const reservation = streamName('reservation');
+        const records = Array.from({ length: 6 }, () => streamName());
+        const settled = await Promise.allSettled(
+          records.map((record) =>
+            store.appendThen([{ stream: reservation, events: [newEvent('Reserved')], expectedRevision: 'no_stream' }, { stream: record, events: [newEvent()], expectedRevision: 'no_stream' }], []),
+          ),
+        );
+        expect(settled.filter((s) => s.status === 'fulfilled')).toHaveLength(1);
+        for (const lost of settled.filter((s): s is PromiseRejectedResult => s.status === 'rejected')) expect(lost.reason).toBeInstanceOf(Conflict);
+        const written = await Promise.all(records.map((record) => store.readStream(record)));
+        expect(written.filter((events) => events.length > 0)).toHaveLength(1);
+      });
+
+      it('rejects a group with an empty append and writes nothing', async () => {
+        const [claim, record] = [streamName('claim'), streamName()];
+        await expect(
+          store.appendThen([{ stream: claim, events: [newEvent('Claimed')], expectedRevision: 'no_stream' }, { stream: record, events: [], expectedRevision: 'no_stream' }], []),
+        ).rejects.toBeInstanceOf(RangeError);
+        expect(await store.readStream(claim)).toEqual([]);
+      });
+    });
+
     describe('subscribeToAll', () => {
       it('replays from the start in log order, only the filtered streams', async () => {
         const written = await appendAcross(4);
@@ -366,29 +478,30 @@ export function eventStoreContract(
     });
 
     describe('persistentSubscription', () => {
-      it('creates a missing group that starts at the beginning of the log, filter respected', async () => {
+      it('creates a missing group that starts at the current end of the log, filter respected', async () => {
         const wanted = `${prefix}wanted-`;
+        await appendOne(`${wanted}${randomUUID()}`);
+        const group = await startedConsumer(`group-${randomUUID()}`, { filter: { streamPrefixes: [wanted, `${prefix}probe-`] } });
         const expected: string[] = [];
         await appendOne(`${prefix}unwanted-${randomUUID()}`);
         expected.push((await appendOne(`${wanted}${randomUUID()}`)).event.id);
         await appendOne(`${prefix}unwanted-${randomUUID()}`);
         expected.push((await appendOne(`${wanted}${randomUUID()}`)).event.id);
 
-        const group = track(store.persistentSubscription(`group-${randomUUID()}`, { filter: { streamPrefixes: [wanted] } }));
         const received = await takeAcking(group, 2, waitMs);
         expect(received.map((e) => e.event.id)).toEqual(expected);
         expect(received.map((e) => e.retryCount)).toEqual([0, 0]);
       });
 
       it('hands each event to exactly one of the competing consumers', async () => {
-        const written = await appendAcross(20);
         const group = `group-${randomUUID()}`;
-        const consumers = [consumer(group), consumer(group)];
+        const consumers = [await startedConsumer(group), consumer(group)];
+        const written = await appendAcross(20);
         const received: string[] = [];
         const done = until(() => received.length >= written.length, waitMs);
         const loops = consumers.map(async (c) => {
           for await (const delivery of c) {
-            received.push(delivery.event.id);
+            if (delivery.event.type !== PROBE) received.push(delivery.event.id);
             await delivery.ack();
           }
         });
@@ -401,10 +514,10 @@ export function eventStoreContract(
       });
 
       it('does not hand out acked events again to a later consumer of the group', async () => {
+        const group = `group-${randomUUID()}`;
+        const first = await startedConsumer(group);
         const stream = streamName();
         await store.append(stream, [newEvent(), newEvent()], { expectedRevision: 'no_stream' });
-        const group = `group-${randomUUID()}`;
-        const first = consumer(group);
         await takeAcking(first, 2, waitMs);
         await first.close();
 
@@ -414,8 +527,8 @@ export function eventStoreContract(
       });
 
       it("hands an event out again after nack('retry'), counting the retries", async () => {
+        const iterator = (await startedConsumer(`group-${randomUUID()}`))[Symbol.asyncIterator]();
         const { event } = await appendOne(streamName());
-        const iterator = consumer(`group-${randomUUID()}`)[Symbol.asyncIterator]();
 
         const first = await nextWithin(iterator, waitMs);
         expect(first).toMatchObject({ retryCount: 0, event: { id: event.id } });
@@ -425,10 +538,29 @@ export function eventStoreContract(
         await second.ack();
       });
 
+      it("backs off before handing out a retried event again, longer each time", async () => {
+        const backoff = { initialMs: 300, maxMs: 5_000 };
+        const iterator = (await startedConsumer(`group-${randomUUID()}`, { retryBackoff: backoff }))[Symbol.asyncIterator]();
+        await appendOne(streamName());
+        const gaps: number[] = [];
+        let delivery = await nextWithin(iterator, waitMs);
+        for (let retry = 0; retry < 2; retry++) {
+          const nackedAt = Date.now();
+          await delivery.nack('retry', 'receiver down');
+          delivery = await nextWithin(iterator, waitMs + 2_000);
+          gaps.push(Date.now() - nackedAt);
+        }
+        await delivery.ack();
+        expect(delivery.retryCount).toBe(2);
+        // retryDelayMs: 300 ms, then 600 ms (a little slack for timers that fire early).
+        expect(gaps[0]).toBeGreaterThanOrEqual(retryDelayMs(0, backoff) - 20);
+        expect(gaps[1]).toBeGreaterThanOrEqual(retryDelayMs(1, backoff) - 20);
+      });
+
       it('parks an event after maxRetryCount retries', async () => {
+        const iterator = (await startedConsumer(`group-${randomUUID()}`, { maxRetryCount: 2 }))[Symbol.asyncIterator]();
         const stream = streamName();
         const { event } = await appendOne(stream);
-        const iterator = consumer(`group-${randomUUID()}`, { maxRetryCount: 2 })[Symbol.asyncIterator]();
 
         for (const retryCount of [0, 1, 2]) {
           const delivery = await nextWithin(iterator, waitMs);
@@ -440,10 +572,10 @@ export function eventStoreContract(
       });
 
       it("sets an event aside on nack('park'); it counts as done for the group", async () => {
+        const group = `group-${randomUUID()}`;
+        const first = await startedConsumer(group);
         const stream = streamName();
         await appendOne(stream);
-        const group = `group-${randomUUID()}`;
-        const first = consumer(group);
         const iterator = first[Symbol.asyncIterator]();
         await (await nextWithin(iterator, waitMs)).nack('park', 'cannot be handled');
         const second = await appendOne(stream);
@@ -457,12 +589,33 @@ export function eventStoreContract(
         expect(afterReopen!.event.id).toBe(third.event.id);
       });
 
+      it('replays parked events on request, counting them, with their retries afresh', async () => {
+        const group = `group-${randomUUID()}`;
+        const iterator = (await startedConsumer(group, { maxRetryCount: 1 }))[Symbol.asyncIterator]();
+        const parkedByHand = await appendOne(streamName());
+        await (await nextWithin(iterator, waitMs)).nack('park', 'cannot be handled');
+        const parkedByRetries = await appendOne(streamName());
+        for (let i = 0; i < 2; i++) await (await nextWithin(iterator, waitMs)).nack('retry', 'still failing');
+        // Both are done for the group: the next event is a new one.
+        const sentinel = await appendOne(streamName());
+        const next = await nextWithin(iterator, waitMs);
+        expect(next.event.id).toBe(sentinel.event.id);
+        await next.ack();
+
+        expect(await store.replayParked(group)).toBe(2);
+        const replayed = [await nextWithin(iterator, waitMs), await nextWithin(iterator, waitMs)];
+        expect(new Set(replayed.map((d) => d.event.id))).toEqual(new Set([parkedByHand.event.id, parkedByRetries.event.id]));
+        expect(replayed.map((d) => d.retryCount)).toEqual([0, 0]);
+        for (const delivery of replayed) await delivery.ack();
+        expect(await store.replayParked(group)).toBe(0);
+      });
+
       it('hands un-acked events out again after the consumer closed (at least once)', async () => {
+        const group = `group-${randomUUID()}`;
+        const first = await startedConsumer(group);
         const stream = streamName();
         const events = [newEvent(), newEvent(), newEvent()];
         await store.append(stream, events, { expectedRevision: 'no_stream' });
-        const group = `group-${randomUUID()}`;
-        const first = consumer(group);
         const iterator = first[Symbol.asyncIterator]();
         const deliveries = [await nextWithin(iterator, waitMs), await nextWithin(iterator, waitMs), await nextWithin(iterator, waitMs)];
         expect(deliveries.map((d) => d.event.id)).toEqual(events.map((e) => e.id));
@@ -483,6 +636,11 @@ export function eventStoreContract(
     }
   });
 }
+
+/** Probe events make sure a new group exists before a test appends (see startedConsumer). */
+const PROBE = 'GroupProbe';
+/** Retries in the suite wait little, unless a test is about the wait. */
+const QUICK_RETRIES = { initialMs: 10, maxMs: 50 };
 
 export function newEvent(type = 'Happened', data: Record<string, unknown> = { at: randomUUID() }): NewEvent {
   const actionId = randomUUID();

@@ -17,6 +17,8 @@ const freshPath = () => join(root, randomUUID(), 'events.sqlite');
 
 eventStoreContract('sqlite', () => openSqliteEventStore({ path: freshPath() }), { waitMs: 2_000, clockSkewMs: 1_000 });
 
+const QUICK = { initialMs: 10, maxMs: 50 };
+
 describe('SQLite event store', () => {
   const opened: EventStore[] = [];
   const open = (path: string) => {
@@ -115,12 +117,66 @@ describe('SQLite event store', () => {
     expect((await store.readStream('s')).map((e) => e.revision)).toEqual([0, 1]);
   });
 
+  it('starts a new group at the end of the log, also on a file with history', async () => {
+    const store = open(freshPath());
+    await store.append('record-1', [newEvent(), newEvent()], { expectedRevision: 'no_stream' });
+    const iterator = store.persistentSubscription('g')[Symbol.asyncIterator]();
+    const after = newEvent();
+    await store.append('record-1', [after], { expectedRevision: 1 });
+    expect((await nextWithin(iterator, 1_000)).event.id).toBe(after.id);
+  });
+
+  it('replays parked events asked for by another process (the csr command) on the same file', async () => {
+    const path = freshPath();
+    const server = open(path);
+    const iterator = server.persistentSubscription('webhooks')[Symbol.asyncIterator]();
+    const event = newEvent();
+    await server.append('record-1', [event], { expectedRevision: 'no_stream' });
+    await (await nextWithin(iterator, 1_000)).nack('park', 'receiver rejects it');
+    await new Promise((resolve) => setTimeout(resolve, 300)); // the group writes its state in the background
+    const operator = open(path);
+    expect(await operator.replayParked('webhooks')).toBe(1);
+    await operator.close();
+    const replayed = await nextWithin(iterator, 3_000);
+    expect(replayed).toMatchObject({ retryCount: 0, event: { id: event.id } });
+    await replayed.ack();
+    await server.close();
+    const again = open(path);
+    expect(await again.replayParked('webhooks')).toBe(0);
+    await again.close();
+  });
+
+  it('writes a group all or none: a conflicting reservation undoes the ones before it', async () => {
+    const store = open(freshPath());
+    await store.append('taken', [newEvent()], { expectedRevision: 'no_stream' });
+    const claim = store.appendThen(
+      [
+        { stream: 'free', events: [newEvent()], expectedRevision: 'no_stream' },
+        { stream: 'taken', events: [newEvent()], expectedRevision: 'no_stream' },
+      ],
+      [{ stream: 'record', events: [newEvent()], expectedRevision: 'no_stream' }],
+    );
+    await expect(claim).rejects.toBeInstanceOf(Conflict);
+    expect(await store.readStream('free')).toEqual([]);
+    const dependent = await store.appendThen({ stream: 'claim', events: [newEvent()], expectedRevision: 'no_stream' }, [
+      [
+        { stream: 'free', events: [newEvent()], expectedRevision: 'no_stream' },
+        { stream: 'taken', events: [newEvent()], expectedRevision: 'no_stream' },
+        { stream: 'record', events: [newEvent()], expectedRevision: 'no_stream' },
+      ],
+    ]);
+    expect(dependent.then[0]!.status).toBe('rejected');
+    expect(await store.readStream('free')).toEqual([]);
+    expect(await store.readStream('record')).toEqual([]);
+    expect(await store.readStream('claim')).toHaveLength(1);
+  });
+
   it('keeps a persistent group checkpoint, retry counts and parked events across a restart', async () => {
     const path = freshPath();
     const first = open(path);
     const events = [newEvent(), newEvent(), newEvent(), newEvent(), newEvent()];
+    const iterator = first.persistentSubscription('webhooks', { retryBackoff: QUICK })[Symbol.asyncIterator]();
     await first.append('record-1', events, { expectedRevision: 'no_stream' });
-    const iterator = first.persistentSubscription('webhooks')[Symbol.asyncIterator]();
     const delivered = [];
     for (let i = 0; i < 5; i++) delivered.push(await nextWithin(iterator, 1_000));
     await delivered[0]!.ack();
@@ -146,24 +202,27 @@ describe('SQLite event store', () => {
     }
   });
 
-  it('hands a retried event out before later ones', async () => {
+  it('lets later events go ahead while a retried one waits out its backoff, then hands it out first', async () => {
     const store = open(freshPath());
     const events = [newEvent(), newEvent()];
+    const iterator = store.persistentSubscription('g', { bufferSize: 1, retryBackoff: { initialMs: 200, maxMs: 200 } })[Symbol.asyncIterator]();
     await store.append('record-1', events, { expectedRevision: 'no_stream' });
-    const iterator = store.persistentSubscription('g', { bufferSize: 1 })[Symbol.asyncIterator]();
 
     await (await nextWithin(iterator, 1_000)).nack('retry', 'later');
-    expect((await nextWithin(iterator, 1_000)).event.id).toBe(events[0]!.id);
+    const next = await nextWithin(iterator, 1_000);
+    expect(next.event.id).toBe(events[1]!.id);
+    await next.ack();
+    expect(await nextWithin(iterator, 1_000)).toMatchObject({ retryCount: 1, event: { id: events[0]!.id } });
   });
 
   it('ignores an ack for a hand-out that was taken back from a closed consumer', async () => {
     const store = open(freshPath());
     const event = newEvent();
+    const first = store.persistentSubscription('g', { retryBackoff: QUICK });
     await store.append('record-1', [event], { expectedRevision: 'no_stream' });
-    const first = store.persistentSubscription('g');
     const stale = await nextWithin(first[Symbol.asyncIterator](), 1_000);
     await first.close();
-    const second = store.persistentSubscription('g')[Symbol.asyncIterator]();
+    const second = store.persistentSubscription('g', { retryBackoff: QUICK })[Symbol.asyncIterator]();
     const current = await nextWithin(second, 1_000);
     expect(current.retryCount).toBe(1);
 
@@ -174,8 +233,8 @@ describe('SQLite event store', () => {
 
   it('holds back a consumer at bufferSize un-acked events', async () => {
     const store = open(freshPath());
-    await store.append('record-1', [newEvent(), newEvent(), newEvent()], { expectedRevision: 'no_stream' });
     const iterator = store.persistentSubscription('g', { bufferSize: 2 })[Symbol.asyncIterator]();
+    await store.append('record-1', [newEvent(), newEvent(), newEvent()], { expectedRevision: 'no_stream' });
     const [a] = [await nextWithin(iterator, 1_000), await nextWithin(iterator, 1_000)];
 
     let third = false;

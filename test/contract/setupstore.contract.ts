@@ -54,6 +54,13 @@ export function setupStoreContract(name: string, open: () => Promise<SetupStore>
         expect(await store.workspaceById(created.id)).toEqual(created);
       });
 
+      it('lists every workspace in creation order', async () => {
+        const [first, second] = [await workspace(), await workspace()];
+        const listed = await store.listWorkspaces();
+        expect(listed).toContainEqual(first);
+        expect(listed.indexOf(listed.find((each) => each.id === first.id)!)).toBeLessThan(listed.findIndex((each) => each.id === second.id));
+      });
+
       it('answers null for an unknown slug or id', async () => {
         expect(await store.workspaceBySlug(`nope-${randomUUID()}`)).toBeNull();
         expect(await store.workspaceById(randomUUID())).toBeNull();
@@ -103,6 +110,16 @@ export function setupStoreContract(name: string, open: () => Promise<SetupStore>
         expect(await store.revokeKey(created.id, at(20))).toEqual({ ...created, revokedAt: at(10) });
         expect((await store.keyByFingerprint(created.fingerprint))?.revokedAt).toBe(at(10));
         expect((await store.listKeys(ws.id))[0]?.revokedAt).toBe(at(10));
+      });
+
+      it('renames a key, found under its new name; an unknown key answers null', async () => {
+        const ws = await workspace();
+        const created = key(ws.id);
+        await store.createKey(created);
+        expect(await store.renameKey(created.id, 'Zapier (old)')).toEqual({ ...created, name: 'Zapier (old)' });
+        expect(await store.keyByFingerprint(created.fingerprint)).toEqual({ ...created, name: 'Zapier (old)' });
+        expect(await store.listKeys(ws.id)).toEqual([{ ...created, name: 'Zapier (old)' }]);
+        expect(await store.renameKey(randomUUID(), 'x')).toBeNull();
       });
 
       it('revoking an unknown key answers null', async () => {

@@ -165,6 +165,16 @@ export function webhookStoreContract(name: string, open: () => Promise<WebhookSt
       expect(await store.setEnabled(randomUUID(), false, 'x')).toBeNull();
     });
 
+    it('switching on skips deliveries enqueued while the webhook was off: their changes were made, or switched off, while it was off', async () => {
+      const hook = await webhook();
+      await store.setEnabled(hook.id, false, 'switched off by an administrator');
+      // A fan-out that judged the change before the switch-off enqueues it after.
+      await store.enqueue([{ payload: samplePayload(hook.workspaceId), webhookIds: [hook.id] }], at(1));
+      await store.setEnabled(hook.id, true, null);
+      expect((await store.deliveries(hook.id, 50)).map((d) => d.status)).toEqual(['skipped']);
+      expect(await claim(at(600), [hook.id])).toEqual([]);
+    });
+
     it('a rotated secret is what the next claim signs with', async () => {
       const hook = await webhook();
       await store.enqueue([{ payload: samplePayload(hook.workspaceId), webhookIds: [hook.id] }], at(1));

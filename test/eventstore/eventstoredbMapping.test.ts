@@ -10,6 +10,9 @@ import {
   isKnownPosition,
   matchesFilter,
   persistentGroupSettings,
+  inFlightLimit,
+  MAX_IN_FLIGHT,
+  nackBackoff,
   toCreated,
   toEsdbPosition,
   toEventData,
@@ -210,10 +213,10 @@ describe('filters', () => {
 });
 
 describe('persistent subscription settings', () => {
-  it('are explicit: start of the log, no links, round robin, bounded retries, frequent checkpoints', () => {
+  it('are explicit: a new group starts at the end of the log, no links, round robin, bounded retries, frequent checkpoints', () => {
     const settings = persistentGroupSettings();
     expect(settings).toMatchObject({
-      startFrom: 'start',
+      startFrom: 'end',
       resolveLinkTos: false,
       extraStatistics: false,
       maxRetryCount: PERSISTENT_DEFAULTS.maxRetryCount,
@@ -233,6 +236,22 @@ describe('persistent subscription settings', () => {
     });
     expect(persistentGroupSettings({ maxRetryCount: 0 }).maxRetryCount).toBe(0);
     expect(() => persistentGroupSettings({ maxRetryCount: -1 })).toThrow(RangeError);
+  });
+});
+
+describe('in-flight events and retry waits stay within the message timeout', () => {
+  it('bounds the buffer so that what is held can be settled before the server times it out', () => {
+    expect(inFlightLimit(1_000, 60_000)).toBe(MAX_IN_FLIGHT);
+    expect(inFlightLimit(10, 60_000)).toBe(10);
+    expect(inFlightLimit(1_000, 5_000)).toBeLessThan(MAX_IN_FLIGHT);
+    expect(inFlightLimit(1_000, 100)).toBe(1);
+    expect(persistentGroupSettings({ bufferSize: 1_000 })).toMatchObject({ liveBufferSize: MAX_IN_FLIGHT, readBatchSize: MAX_IN_FLIGHT, historyBufferSize: MAX_IN_FLIGHT });
+  });
+
+  it('caps the wait before a retry nack below the message timeout', () => {
+    expect(nackBackoff({ initialMs: 500, maxMs: 120_000 }, 60_000)).toEqual({ initialMs: 500, maxMs: 30_000 });
+    expect(nackBackoff({ initialMs: 500, maxMs: 10_000 }, 60_000)).toEqual({ initialMs: 500, maxMs: 10_000 });
+    expect(nackBackoff({ initialMs: 5_000, maxMs: 10_000 }, 4_000)).toEqual({ initialMs: 2_000, maxMs: 2_000 });
   });
 });
 

@@ -24,8 +24,9 @@ export interface ServerProcess {
   kill(signal?: NodeJS.Signals): Promise<void>;
 }
 
-export async function spawnServer(env: Record<string, string>): Promise<ServerProcess> {
-  const child = spawn(process.execPath, ['dist/src/main.js'], {
+/** `command`: how the server is started (default: node on the build, as the Docker image does). */
+export async function spawnServer(env: Record<string, string>, command: string[] = [process.execPath, 'dist/src/main.js'], startMs = 20_000): Promise<ServerProcess> {
+  const child = spawn(command[0]!, command.slice(1), {
     cwd: repoRoot,
     env: { ...process.env, PORT: '0', LOG_LEVEL: 'debug', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -36,7 +37,7 @@ export async function spawnServer(env: Record<string, string>): Promise<ServerPr
   child.stdout!.on('data', (chunk) => (stdout += chunk));
   const lines = createInterface({ input: child.stdout! });
   const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start: ${stderr}`)), 20_000);
+    const timer = setTimeout(() => reject(new Error(`server did not start: ${stderr}`)), startMs);
     child.once('exit', (code) => reject(new Error(`server exited with ${code}: ${stderr}`)));
     lines.on('line', (line) => {
       try {

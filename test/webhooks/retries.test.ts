@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { verifyWebhook } from '../../src/webhooks/signature.js';
+import { checkWebhook } from '../../src/webhooks/signature.js';
 import { startWebhookHarness, type WebhookHarness } from '../support/webhookHarness.js';
 
 /**
@@ -48,7 +48,7 @@ describe('retries (spec 3.2)', () => {
     expect(new Set(attempts.map((attempt) => attempt.body.sentAt)).size).toBe(6);
     expect(new Set(attempts.map((attempt) => attempt.headers['x-svc-signature'])).size).toBe(6);
     expect(new Set(attempts.map((attempt) => attempt.headers['x-svc-delivery'])).size).toBe(1);
-    for (const attempt of attempts) expect(verifyWebhook(attempt.rawBody, attempt.headers, secret).ok).toBe(true);
+    for (const attempt of attempts) expect(checkWebhook(attempt.rawBody, attempt.headers, secret).ok).toBe(true);
 
     // Nothing more is sent after Failed.
     await new Promise((resolve) => setTimeout(resolve, 700));

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ValidationFailed } from '../../src/core/errors.js';
+import { appendAuditEvent } from '../../src/setup/audit.js';
 import { startWebhookHarness, type WebhookHarness } from '../support/webhookHarness.js';
 
 /**
@@ -83,6 +84,12 @@ describe('SSRF guard before every send', () => {
       createdAt: new Date().toISOString(),
       consecutiveFailures: 0,
       lastSuccessAt: null,
+    });
+    // The fan-out goes by the log (issue 22 item 4), so the creation is logged as setup logs it.
+    await appendAuditEvent(h.svc.service.backends.events, { type: 'cli', id: 'test', name: 'test' }, h.ws.id, 'WebhookCreated', {
+      webhookId,
+      events: 'all',
+      objects: 'all',
     });
     expect((await h.api.post('/api/v1/clients', { name: 'Rebound Inc' })).status).toBe(201);
     const deliveries = await h.deliveriesWhen(webhookId, (statuses) => statuses[0] === 'failed');

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { workspaceStream } from '../../src/setup/audit.js';
-import { verifyWebhook } from '../../src/webhooks/signature.js';
+import { checkWebhook } from '../../src/webhooks/signature.js';
 import { startWebhookHarness, type WebhookHarness } from '../support/webhookHarness.js';
 
 /**
@@ -85,14 +85,14 @@ describe('secret rotation', () => {
     const { webhook, secret: old } = await hookAt('/rotated');
     await createContact('Signed old');
     const [first] = await h.receiver.waitFor('/rotated', (requests) => requests.length === 1);
-    expect(verifyWebhook(first!.rawBody, first!.headers, old).ok).toBe(true);
+    expect(checkWebhook(first!.rawBody, first!.headers, old).ok).toBe(true);
 
     const { secret } = await h.svc.webhooks.rotateSecret(webhook.id);
     expect(secret).not.toBe(old);
     await createContact('Signed new');
     const [, second] = await h.receiver.waitFor('/rotated', (requests) => requests.length === 2);
-    expect(verifyWebhook(second!.rawBody, second!.headers, secret).ok).toBe(true);
-    expect(verifyWebhook(second!.rawBody, second!.headers, old)).toEqual({ ok: false, reason: 'signature does not match' });
+    expect(checkWebhook(second!.rawBody, second!.headers, secret).ok).toBe(true);
+    expect(checkWebhook(second!.rawBody, second!.headers, old)).toEqual({ ok: false, reason: 'signature does not match' });
   });
 });
 
@@ -102,7 +102,7 @@ describe('test event', () => {
     const delivery = await h.svc.webhooks.test(webhook.id);
     expect(delivery).toMatchObject({ event: 'webhook.test', status: 'delivered', responseCode: 204, attempts: 1 });
     const [request] = h.receiver.received('/tested');
-    expect(verifyWebhook(request!.rawBody, request!.headers, secret).ok).toBe(true);
+    expect(checkWebhook(request!.rawBody, request!.headers, secret).ok).toBe(true);
     expect(request!.body).toEqual({
       id: delivery.eventId,
       event: 'webhook.test',

@@ -20,7 +20,9 @@ import type {
   ResolvedEvent,
 } from '@eventstore/db-client';
 import { Conflict } from '../../core/errors.js';
+import { asGroup } from '../port.js';
 import type {
+  AppendGroup,
   AppendResult,
   ChainResult,
   EventStore,
@@ -35,6 +37,7 @@ import type {
   SubscribeToAllOptions,
   Subscription,
 } from '../port.js';
+import { DEFAULT_RETRY_BACKOFF, retryDelayMs } from '../port.js';
 import type { Position } from '../position.js';
 import {
   PERSISTENT_DEFAULTS,
@@ -46,6 +49,8 @@ import {
   isKnownPosition,
   matchesFilter,
   persistentGroupSettings,
+  inFlightLimit,
+  nackBackoff,
   toEsdbPosition,
   toEventData,
   toExpectedRevision,
@@ -73,7 +78,7 @@ export interface EventStoreDbOptions {
   /** e.g. `esdb://localhost:2113?tls=false`, or a cluster: `esdb+discover://host:2113`. */
   connectionString: string;
   /** Told about resubscriptions after errors (pino-compatible; optional). */
-  logger?: { warn(details: object, message: string): void };
+  logger?: { warn(details: object, message: string): void; error(details: object, message: string): void };
   /** How long a persistent-subscription event may stay un-acked before it is handed out again. */
   messageTimeoutMs?: number;
 }
@@ -140,15 +145,24 @@ export function openEventStoreDb(options: EventStoreDbOptions): EventStore {
     return { position, nextRevision: Number(result.nextExpectedRevision) };
   }
 
-  /** EventStoreDB 24 has no multi-stream transaction: the claim is acknowledged before the rest is sent. */
-  async function appendThen(first: StreamAppend, then: StreamAppend[]): Promise<ChainResult> {
+  /**
+   * EventStoreDB 24 has no multi-stream transaction: the claim is acknowledged before the rest is
+   * sent, and a group's appends are sent one after another, stopping at the first that fails.
+   */
+  async function appendThen(first: AppendGroup, then: AppendGroup[]): Promise<ChainResult> {
+    const groups = [first, ...then].map(asGroup);
     // Checked before the claim is sent: an append refused for its shape must not leave the claim written.
-    for (const append of [first, ...then]) {
-      assertSomeEvents(append.stream, append.events);
-      toExpectedRevision(append.expectedRevision); // throws RangeError for a negative revision
+    for (const part of groups.flat()) {
+      assertSomeEvents(part.stream, part.events);
+      toExpectedRevision(part.expectedRevision); // throws RangeError for a negative revision
     }
-    const claimed = await append(first.stream, first.events, { expectedRevision: first.expectedRevision });
-    const written = await Promise.allSettled(then.map((next) => append(next.stream, next.events, { expectedRevision: next.expectedRevision })));
+    const inOrder = async (group: StreamAppend[]): Promise<AppendResult> => {
+      let last!: AppendResult;
+      for (const part of group) last = await append(part.stream, part.events, { expectedRevision: part.expectedRevision });
+      return last;
+    };
+    const claimed = await inOrder(groups[0]!);
+    const written = await Promise.allSettled(groups.slice(1).map(inOrder));
     return { first: claimed, then: written };
   }
 
@@ -225,21 +239,31 @@ export function openEventStoreDb(options: EventStoreDbOptions): EventStore {
 
   function persistentSubscription(group: string, subscribeOptions: PersistentSubscriptionOptions = {}): PersistentSubscription {
     assertOpen();
+    const messageTimeoutMs = options.messageTimeoutMs ?? PERSISTENT_DEFAULTS.messageTimeoutMs;
+    const requested = subscribeOptions.bufferSize ?? PERSISTENT_DEFAULTS.bufferSize;
     const settings = persistentGroupSettings({
       ...(subscribeOptions.maxRetryCount !== undefined ? { maxRetryCount: subscribeOptions.maxRetryCount } : {}),
-      ...(options.messageTimeoutMs !== undefined ? { messageTimeoutMs: options.messageTimeoutMs } : {}),
+      messageTimeoutMs,
+      bufferSize: requested,
     });
     const serverFilter = toServerFilter(subscribeOptions.filter);
-    const bufferSize = subscribeOptions.bufferSize ?? PERSISTENT_DEFAULTS.bufferSize;
+    const bufferSize = inFlightLimit(requested, messageTimeoutMs);
+    const backoff = nackBackoff(subscribeOptions.retryBackoff ?? DEFAULT_RETRY_BACKOFF, messageTimeoutMs);
+    let live = false;
     const control = new Control();
     let current: { sub: PersistentSubscriptionToAll; connection: Connection } | null = null;
 
+    /**
+     * Creates the group, or brings an existing one's settings in line with this code's (retries,
+     * timeout, buffers): a group is never left with the settings of an older release. The server
+     * cannot change a group's filter; this adapter filters again on its side (matchesFilter).
+     */
     async function ensureGroup(): Promise<void> {
       try {
         await client.createPersistentSubscriptionToAll(group, settings, { filter: serverFilter });
       } catch (error) {
-        if (error instanceof PersistentSubscriptionExistsError) return;
-        throw error;
+        if (!(error instanceof PersistentSubscriptionExistsError)) throw error;
+        await client.updatePersistentSubscriptionToAll(group, settings);
       }
     }
 
@@ -261,6 +285,7 @@ export function openEventStoreDb(options: EventStoreDbOptions): EventStore {
             }
           }
           const sub = client.subscribeToPersistentSubscriptionToAll(group, { bufferSize });
+          sub.on('confirmation', () => (live = true));
           const connection: Connection = { alive: true, pending: new Set() };
           current = { sub, connection };
           try {
@@ -275,20 +300,25 @@ export function openEventStoreDb(options: EventStoreDbOptions): EventStore {
                 event,
                 retryCount: resolved.retryCount,
                 ack: () => settle(connection, () => sub.ack(resolved)),
-                nack: (action, reason) => settle(connection, () => sub.nack(action === 'park' ? PARK : RETRY, reason, resolved)),
+                nack: async (action, reason) => {
+                  // The server would hand a retried event out again at once: wait first, longer each time.
+                  if (action === 'retry') await control.sleepFor(retryDelayMs(resolved.retryCount, backoff));
+                  await settle(connection, () => sub.nack(action === 'park' ? PARK : RETRY, reason, resolved));
+                },
               };
               if (control.closed) return;
             }
             if (control.closed) return;
-            logger?.warn({ group }, 'EventStoreDB persistent subscription ended by the server; rejoining');
+            logger?.error({ group }, 'EventStoreDB persistent subscription ended by the server; rejoining');
           } catch (error) {
             connection.alive = false; // acks can no longer reach the server: it redelivers instead
             if (control.closed) return;
             const kind = classifySubscriptionError(error);
             if (kind === 'fatal') throw error;
             if (kind === 'group-missing') groupReady = false;
-            logger?.warn({ err: error, group, attempt }, 'EventStoreDB persistent subscription dropped; rejoining');
+            logger?.error({ err: error, group, attempt }, 'EventStoreDB persistent subscription dropped; rejoining');
           } finally {
+            live = false;
             current = null;
             if (connection.alive) await drain(connection);
             connection.alive = false;
@@ -317,7 +347,15 @@ export function openEventStoreDb(options: EventStoreDbOptions): EventStore {
     };
     open.add(handle);
     const iterator = events();
-    return { [Symbol.asyncIterator]: () => iterator, close: handle.close };
+    return { [Symbol.asyncIterator]: () => iterator, close: handle.close, connected: () => live && !control.closed };
+  }
+
+  async function replayParked(group: string): Promise<number> {
+    assertOpen();
+    const info = await client.getPersistentSubscriptionToAllInfo(group);
+    const parked = Number(info.stats.parkedMessageCount);
+    if (parked > 0) await client.replayParkedMessagesToAll(group);
+    return parked;
   }
 
   async function headPosition(): Promise<Position | null> {
@@ -352,7 +390,7 @@ export function openEventStoreDb(options: EventStoreDbOptions): EventStore {
     await client.dispose();
   }
 
-  return { append, appendThen, readStream, subscribeToAll, persistentSubscription, headPosition, close };
+  return { append, appendThen, readStream, subscribeToAll, persistentSubscription, replayParked, headPosition, close };
 }
 
 function assertSomeEvents(stream: string, events: NewEvent[]): void {
@@ -362,6 +400,7 @@ function assertSomeEvents(stream: string, events: NewEvent[]): void {
 /** Close flag plus an interruptible backoff sleep for one subscription. */
 class Control {
   closed = false;
+  private readonly waits = new Set<() => void>();
   private wake: (() => void) | null = null;
 
   sleep(ms: number): Promise<void> {
@@ -381,6 +420,21 @@ class Control {
   close(): void {
     this.closed = true;
     this.wake?.();
+    for (const done of [...this.waits]) done();
+  }
+
+  /** A wait of its own (beside the reconnect sleep), cut short when the subscription closes. */
+  sleepFor(ms: number): Promise<void> {
+    if (this.closed || ms <= 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        this.waits.delete(done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.waits.add(done);
+    });
   }
 }
 

@@ -1,8 +1,8 @@
 import {
   ANY,
   NO_STREAM,
+  END,
   ROUND_ROBIN,
-  START,
   STREAM_EXISTS,
   excludeSystemEvents,
   persistentSubscriptionToAllSettingsFromDefaults,
@@ -17,7 +17,7 @@ import type {
   Position as EsdbPosition,
   ResolvedEvent,
 } from '@eventstore/db-client';
-import type { EventFilter, EventMetadata, ExpectedRevision, NewEvent, RecordedEvent } from '../port.js';
+import type { EventFilter, EventMetadata, ExpectedRevision, NewEvent, RecordedEvent, RetryBackoff } from '../port.js';
 import { formatPosition, parsePosition, type Position } from '../position.js';
 
 /**
@@ -191,6 +191,31 @@ export interface PersistentGroupSettingsOptions {
   maxRetryCount?: number;
   /** Milliseconds an event may stay un-acked before the server hands it out again. */
   messageTimeoutMs?: number;
+  /** Events the consumer may hold un-acked (bounded by inFlightLimit). */
+  bufferSize?: number;
+}
+
+/** Events held un-acked by one consumer, at most, whatever it asks for. */
+export const MAX_IN_FLIGHT = 200;
+/** What settling one held event may cost a consumer (the fan-out renders and stores it), at worst. */
+const SETTLE_BUDGET_PER_EVENT_MS = 50;
+
+/**
+ * How many events a consumer may hold: all of them must be settled within half the message
+ * timeout, or the server hands them out again while they are still being handled.
+ */
+export function inFlightLimit(requested: number, messageTimeoutMs: number): number {
+  const withinTimeout = Math.max(1, Math.floor(messageTimeoutMs / 2 / SETTLE_BUDGET_PER_EVENT_MS));
+  return Math.max(1, Math.min(requested, MAX_IN_FLIGHT, withinTimeout));
+}
+
+/**
+ * The adapter waits before sending a retry nack (the server would hand the event out again at
+ * once); the event is held meanwhile, so the wait stays under half the message timeout.
+ */
+export function nackBackoff(backoff: RetryBackoff, messageTimeoutMs: number): RetryBackoff {
+  const cap = Math.floor(messageTimeoutMs / 2);
+  return { initialMs: Math.min(backoff.initialMs, cap), maxMs: Math.min(backoff.maxMs, cap) };
 }
 
 export const PERSISTENT_DEFAULTS = {
@@ -215,12 +240,19 @@ export function persistentGroupSettings(options: PersistentGroupSettingsOptions 
   if (!Number.isSafeInteger(maxRetryCount) || maxRetryCount < 0) {
     throw new RangeError(`maxRetryCount must be a non-negative integer, got ${maxRetryCount}`);
   }
+  const messageTimeout = options.messageTimeoutMs ?? PERSISTENT_DEFAULTS.messageTimeoutMs;
+  const buffer = inFlightLimit(options.bufferSize ?? PERSISTENT_DEFAULTS.bufferSize, messageTimeout);
   return persistentSubscriptionToAllSettingsFromDefaults({
-    startFrom: START,
+    // A new (or re-created) group starts at the end of the log: it must not re-send history.
+    // An existing group keeps its checkpoint: startFrom only applies where there is none.
+    startFrom: END,
+    liveBufferSize: buffer,
+    readBatchSize: buffer,
+    historyBufferSize: buffer,
     resolveLinkTos: false,
     extraStatistics: false,
     maxRetryCount,
-    messageTimeout: options.messageTimeoutMs ?? PERSISTENT_DEFAULTS.messageTimeoutMs,
+    messageTimeout,
     checkPointAfter: PERSISTENT_DEFAULTS.checkPointAfterMs,
     checkPointLowerBound: PERSISTENT_DEFAULTS.checkPointLowerBound,
     checkPointUpperBound: PERSISTENT_DEFAULTS.checkPointUpperBound,

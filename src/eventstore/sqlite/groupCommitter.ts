@@ -1,5 +1,5 @@
 import { Conflict, Unavailable } from '../../core/errors.js';
-import type { AppendResult, ChainResult, ExpectedRevision, NewEvent, StreamAppend } from '../port.js';
+import type { AppendResult, ChainResult, ExpectedRevision, StreamAppend } from '../port.js';
 import { formatPosition } from '../position.js';
 import { asStorageError, isDiskFull } from '../../sqlite/errors.js';
 import { BUSY_TIMEOUT_MS, isBusy } from '../../sqlite/file.js';
@@ -21,9 +21,8 @@ function checkExpected(stream: string, expected: ExpectedRevision, actual: numbe
 }
 
 interface QueuedAppend {
-  stream: string;
-  events: NewEvent[];
-  expected: ExpectedRevision;
+  /** One append, or a group written all or none (in a savepoint). */
+  parts: StreamAppend[];
   /** The claim of appendThen this append depends on; it is queued, and so tried, before this one. */
   after: QueuedAppend | undefined;
   written: boolean;
@@ -65,32 +64,35 @@ export class GroupCommitter {
   }
 
   enqueue(append: StreamAppend): Promise<AppendResult> {
-    const { promise } = this.push(append, undefined);
-    if (!this.scheduled) {
-      this.scheduled = true;
-      // setImmediate rather than a microtask: appends from every request handled in this turn
-      // of the event loop share the commit.
-      setImmediate(() => this.flush());
-    }
+    const { promise } = this.push([append], undefined);
+    this.schedule();
     return promise;
   }
 
   /**
-   * appendThen: the claim and its dependents join the queue in order, and everything queued
-   * commits now. Its callers have gathered their batch already (AutoNumbers gathers a turn's
-   * requests), so waiting for the next turn would only add latency.
+   * appendThen: the claim and its dependents join the queue in order, and commit with the rest of
+   * this turn of the event loop: the creates of one request, each with its reservations, share one
+   * commit as plain appends do.
    */
-  enqueueChain(first: StreamAppend, then: StreamAppend[]): Promise<ChainResult> {
+  enqueueChain(first: StreamAppend[], then: StreamAppend[][]): Promise<ChainResult> {
     const claim = this.push(first, undefined);
-    const dependents = Promise.allSettled(then.map((append) => this.push(append, claim.entry).promise));
-    this.flush();
+    const dependents = Promise.allSettled(then.map((group) => this.push(group, claim.entry).promise));
+    this.schedule();
     return claim.promise.then(async (result) => ({ first: result, then: await dependents }));
   }
 
-  private push(append: StreamAppend, after: QueuedAppend | undefined): { entry: QueuedAppend; promise: Promise<AppendResult> } {
+  private schedule(): void {
+    if (this.scheduled) return;
+    this.scheduled = true;
+    // setImmediate rather than a microtask: appends from every request handled in this turn
+    // of the event loop share the commit.
+    setImmediate(() => this.flush());
+  }
+
+  private push(parts: StreamAppend[], after: QueuedAppend | undefined): { entry: QueuedAppend; promise: Promise<AppendResult> } {
     let entry!: QueuedAppend;
     const promise = new Promise<AppendResult>((resolve, reject) => {
-      entry = { stream: append.stream, events: append.events, expected: append.expectedRevision, after, written: false, resolve, reject };
+      entry = { parts, after, written: false, resolve, reject };
     });
     this.queue.push(entry);
     return { entry, promise };
@@ -170,12 +172,13 @@ export class GroupCommitter {
 
   private tryAppend(append: QueuedAppend, created: number): Outcome {
     if (append.after && !append.after.written) {
-      return { append, error: new Error(`not appended to ${append.stream}: the append to ${append.after.stream} it depends on failed`) };
+      return { append, error: new Error('not appended: the claim it depends on failed') };
     }
     try {
       // One event is one INSERT, which SQLite undoes alone when it fails: only appends of several
-      // events need a savepoint, two more statements per append.
-      const committed = append.events.length === 1 ? this.write(append, created) : this.appendOne(append, created);
+      // events (or groups of appends) need a savepoint, two more statements per append.
+      const single = append.parts.length === 1 && append.parts[0]!.events.length === 1;
+      const committed = single ? this.write(append, created) : this.appendOne(append, created);
       append.written = true;
       return { append, committed };
     } catch (error) {
@@ -187,15 +190,20 @@ export class GroupCommitter {
     }
   }
 
+  /** Writes every part in order; the first that fails throws, and the savepoint around a group undoes the rest. */
   private write(append: QueuedAppend, created: number): Committed {
-    const current = this.log.streamRevision(append.stream);
-    checkExpected(append.stream, append.expected, current);
-    let revision = current ?? -1;
-    let lastSeq = 0;
-    for (const event of append.events) {
-      revision += 1;
-      lastSeq = this.log.insert(append.stream, revision, event, created);
+    let committed!: Committed;
+    for (const part of append.parts) {
+      const current = this.log.streamRevision(part.stream);
+      checkExpected(part.stream, part.expectedRevision, current);
+      let revision = current ?? -1;
+      let lastSeq = 0;
+      for (const event of part.events) {
+        revision += 1;
+        lastSeq = this.log.insert(part.stream, revision, event, created);
+      }
+      committed = { result: { position: formatPosition(BigInt(lastSeq)), nextRevision: revision }, lastSeq };
     }
-    return { result: { position: formatPosition(BigInt(lastSeq)), nextRevision: revision }, lastSeq };
+    return committed;
   }
 }

@@ -1,5 +1,5 @@
 import type { PersistentEvent, PersistentSubscription } from '../port.js';
-import type { Entry, PersistentGroup } from './persistentGroup.js';
+import type { ConsumerHost, Entry } from './groupEntry.js';
 
 interface Request {
   resolve(result: IteratorResult<PersistentEvent>): void;
@@ -15,7 +15,7 @@ export class Consumer implements PersistentSubscription, AsyncIterator<Persisten
   private closed = false;
 
   constructor(
-    private readonly group: PersistentGroup,
+    private readonly group: ConsumerHost,
     private readonly bufferSize: number,
   ) {}
 
@@ -42,6 +42,11 @@ export class Consumer implements PersistentSubscription, AsyncIterator<Persisten
 
   async close(): Promise<void> {
     this.end();
+  }
+
+  /** In process, a consumer is joined to its group until it is closed. */
+  connected(): boolean {
+    return !this.closed;
   }
 
   /** Stops this consumer and gives back what it held, un-acked. */

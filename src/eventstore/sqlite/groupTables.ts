@@ -1,6 +1,10 @@
 import type { Db } from './eventLog.js';
 
-/** A persistent subscription group's durable state: its checkpoint, retry counts and parked events. */
+/**
+ * A persistent subscription group's durable state: its checkpoint, retry counts, parked events and
+ * the parked events an operator asked to replay (written by any process, taken by the one serving
+ * the group).
+ */
 
 const GROUPS_SCHEMA = `
   CREATE TABLE IF NOT EXISTS persistent_groups (
@@ -18,6 +22,11 @@ const GROUPS_SCHEMA = `
     seq       INTEGER NOT NULL,
     reason    TEXT    NOT NULL,
     parked_at INTEGER NOT NULL,
+    PRIMARY KEY (grp, seq)
+  ) WITHOUT ROWID;
+  CREATE TABLE IF NOT EXISTS persistent_replays (
+    grp TEXT    NOT NULL,
+    seq INTEGER NOT NULL,
     PRIMARY KEY (grp, seq)
   ) WITHOUT ROWID;
 `;
@@ -44,13 +53,16 @@ export class GroupTables {
   private readonly saveRetryStmt;
   private readonly saveParkedStmt;
   private readonly forgetRetriesStmt;
+  private readonly replaysStmt;
+  private readonly requestReplayTx;
   private readonly loadTx;
   readonly save;
 
   constructor(db: Db) {
     db.exec(GROUPS_SCHEMA);
+    // A new group starts at the current end of the log: it must not re-send history.
     this.ensureStmt = db.prepare<[string]>(
-      'INSERT INTO persistent_groups (name, checkpoint) VALUES (?, 0) ON CONFLICT (name) DO NOTHING',
+      'INSERT INTO persistent_groups (name, checkpoint) VALUES (?, (SELECT coalesce(max(seq), 0) FROM events)) ON CONFLICT (name) DO NOTHING',
     );
     this.checkpointStmt = db.prepare<[string], { checkpoint: number }>(
       'SELECT checkpoint FROM persistent_groups WHERE name = ?',
@@ -74,6 +86,15 @@ export class GroupTables {
        ON CONFLICT (grp, seq) DO UPDATE SET reason = excluded.reason, parked_at = excluded.parked_at`,
     );
     this.forgetRetriesStmt = db.prepare<[string, number]>('DELETE FROM persistent_retries WHERE grp = ? AND seq <= ?');
+    this.replaysStmt = db.prepare<[string], { seq: number }>('SELECT seq FROM persistent_replays WHERE grp = ? ORDER BY seq');
+    const moveParked = db.prepare<[string]>('INSERT OR IGNORE INTO persistent_replays (grp, seq) SELECT grp, seq FROM persistent_parked WHERE grp = ?');
+    const forgetParked = db.prepare<[string]>('DELETE FROM persistent_parked WHERE grp = ?');
+    this.requestReplayTx = db.transaction((name: string): number => {
+      const moved = moveParked.run(name).changes;
+      forgetParked.run(name);
+      return moved;
+    });
+    const forgetReplay = db.prepare<[string, number]>('DELETE FROM persistent_replays WHERE grp = ? AND seq = ?');
     this.loadTx = db.transaction((name: string): GroupState => {
       this.ensureStmt.run(name);
       const checkpoint = this.checkpointStmt.get(name)?.checkpoint ?? 0;
@@ -82,13 +103,25 @@ export class GroupTables {
       return { checkpoint, retries, parked };
     });
     this.save = db.transaction(
-      (name: string, checkpoint: number, retries: Map<number, number>, parked: ParkedRecord[]) => {
+      (name: string, checkpoint: number, retries: Map<number, number>, parked: ParkedRecord[], replayed: number[] = []) => {
         for (const [seq, count] of retries) this.saveRetryStmt.run(name, seq, count);
+        // A replayed event is done (acked, or parked again below) in the same transaction.
+        for (const seq of replayed) forgetReplay.run(name, seq);
         for (const p of parked) this.saveParkedStmt.run(name, p.seq, p.reason, p.parkedAt);
         this.saveCheckpointStmt.run(checkpoint, name);
         this.forgetRetriesStmt.run(name, checkpoint);
       },
     );
+  }
+
+  /** Moves the group's parked events to its replay requests; returns how many. */
+  requestReplay(name: string): number {
+    return this.requestReplayTx.immediate(name);
+  }
+
+  /** The events an operator asked to replay and that are not done yet. */
+  replays(name: string): number[] {
+    return this.replaysStmt.all(name).map((row) => row.seq);
   }
 
   /** Creates the group when missing and returns what it remembers. */

@@ -1,4 +1,6 @@
+import { asGroup } from '../port.js';
 import type {
+  AppendGroup,
   AppendResult,
   ChainResult,
   EventFilter,
@@ -9,11 +11,11 @@ import type {
   PersistentSubscriptionOptions,
   ReadStreamOptions,
   RecordedEvent,
-  StreamAppend,
   SubscribeToAllOptions,
   Subscription,
 } from '../port.js';
 import { fileSignal, type FileSignal } from '../../runtime/fileSignal.js';
+import { DEFAULT_RETRY_BACKOFF } from '../port.js';
 import { formatPosition, parsePosition, type Position } from '../position.js';
 import { CatchUpSubscription } from './catchUpSubscription.js';
 import { EventLog, openLogFile, type Db } from './eventLog.js';
@@ -106,10 +108,11 @@ class SqliteEventStore implements EventStore {
     return this.committer.enqueue({ stream, events, expectedRevision: options.expectedRevision });
   }
 
-  async appendThen(first: StreamAppend, then: StreamAppend[]): Promise<ChainResult> {
+  async appendThen(first: AppendGroup, then: AppendGroup[]): Promise<ChainResult> {
     this.assertOpen();
-    for (const append of [first, ...then]) validateAppend(append.stream, append.events, append.expectedRevision);
-    return this.committer.enqueueChain(first, then);
+    const groups = [first, ...then].map(asGroup);
+    for (const append of groups.flat()) validateAppend(append.stream, append.events, append.expectedRevision);
+    return this.committer.enqueueChain(groups[0]!, groups.slice(1));
   }
 
   async readStream(stream: string, options: ReadStreamOptions = {}): Promise<RecordedEvent[]> {
@@ -139,6 +142,16 @@ class SqliteEventStore implements EventStore {
     return (this.groups.get(group) ?? this.createGroup(group, options)).attach(bufferSize);
   }
 
+  async replayParked(group: string): Promise<number> {
+    this.assertOpen();
+    this.groupTables ??= new GroupTables(this.db);
+    this.groups.get(group)?.persist();
+    const count = this.groupTables.requestReplay(group);
+    // Served here: at once; served by another process: at its next look (groupTables.ts).
+    this.groups.get(group)?.takeReplays();
+    return count;
+  }
+
   async headPosition(): Promise<Position | null> {
     this.assertOpen();
     const head = this.log.headSeq();
@@ -164,7 +177,7 @@ class SqliteEventStore implements EventStore {
     this.groupTables ??= new GroupTables(this.db);
     const group = new PersistentGroup(
       name,
-      { filter: options.filter, maxRetryCount },
+      { filter: options.filter, maxRetryCount, retryBackoff: options.retryBackoff ?? DEFAULT_RETRY_BACKOFF },
       this.groupTables,
       this.log,
       this.watcher,

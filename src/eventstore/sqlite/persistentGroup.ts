@@ -1,4 +1,5 @@
-import type { EventFilter, PersistentEvent, RecordedEvent } from '../port.js';
+import { retryDelayMs, type EventFilter, type PersistentEvent, type RetryBackoff } from '../port.js';
+import type { Entry } from './groupEntry.js';
 import { Consumer } from './groupConsumer.js';
 import type { EventLog, LogEntry } from './eventLog.js';
 import type { GroupTables, ParkedRecord } from './groupTables.js';
@@ -8,19 +9,14 @@ const GROUP_PAGE_SIZE = 500;
 /** A group writes its checkpoint at most this often: every write is an fsync on the event loop. */
 const GROUP_PERSIST_DELAY_MS = 100;
 
-export interface Entry {
-  seq: number;
-  event: RecordedEvent;
-  retryCount: number;
-  holder: Consumer | undefined;
-  /** Identifies the current hand-out; acks of an earlier hand-out are ignored. */
-  token: object | undefined;
-}
-
 export interface GroupSettings {
   filter: EventFilter | undefined;
   maxRetryCount: number;
+  retryBackoff: RetryBackoff;
 }
+
+/** How often a group looks for replay requests (an operator's command may come from another process). */
+const REPLAY_POLL_MS = 1_000;
 
 type Settlement = 'ack' | 'retry' | 'park';
 
@@ -30,6 +26,12 @@ type Settlement = 'ack' | 'retry' | 'park';
  * everything up to it is acked, parked or outside the filter.
  */
 export class PersistentGroup {
+  /** Retried events waiting out their backoff, with their timers. */
+  private readonly backingOff = new Map<Entry, NodeJS.Timeout>();
+  /** Replayed events handed out and not done yet, by seq. */
+  private readonly replaying = new Map<number, Entry>();
+  private unsavedReplayed: number[] = [];
+  private replayTimer: NodeJS.Timeout | undefined;
   /** Read from the log and not yet done; insertion order is log order, so the first is the oldest. */
   private readonly outstanding = new Map<number, Entry>();
   /** Waiting to be handed out; retries go to the front. */
@@ -66,12 +68,19 @@ export class PersistentGroup {
     if (this.stopped) throw new Error('the event store is closed');
     const consumer = new Consumer(this, bufferSize);
     this.consumers.push(consumer);
+    this.replayTimer ??= setInterval(() => this.takeReplays(), REPLAY_POLL_MS);
+    this.replayTimer.unref();
+    this.takeReplays();
     return consumer;
   }
 
   /** A consumer left: what it held goes back to the others (or to the next consumer). */
-  detach(consumer: Consumer, held: Entry[]): void {
-    this.consumers.splice(this.consumers.indexOf(consumer), 1);
+  detach(consumer: object, held: Entry[]): void {
+    this.consumers.splice(this.consumers.indexOf(consumer as Consumer), 1);
+    if (this.consumers.length === 0) {
+      clearInterval(this.replayTimer);
+      this.replayTimer = undefined;
+    }
     for (const entry of held.sort((a, b) => b.seq - a.seq)) this.requeue(entry);
     if (!this.consumers.some((c) => c.hungry)) this.cancelWait?.();
     this.dispatch();
@@ -81,6 +90,9 @@ export class PersistentGroup {
   /** The adapter is closing: end the consumers and write what the group knows. */
   stop(): void {
     this.stopped = true;
+    clearInterval(this.replayTimer);
+    for (const timer of this.backingOff.values()) clearTimeout(timer);
+    this.backingOff.clear();
     for (const consumer of [...this.consumers]) consumer.end();
     this.cancelWait?.();
     this.persist();
@@ -131,8 +143,44 @@ export class PersistentGroup {
     else if (action === 'park') this.park(entry, reason);
     else if (entry.retryCount >= this.settings.maxRetryCount) {
       this.park(entry, `retried ${entry.retryCount} times (maxRetryCount ${this.settings.maxRetryCount}): ${reason}`);
-    } else this.requeue(entry);
+    } else this.retryLater(entry);
     this.dispatch();
+  }
+
+  /** A retry waits, longer each time, so that ten quick failures do not park an event at once. */
+  private retryLater(entry: Entry): void {
+    const delay = retryDelayMs(entry.retryCount, this.settings.retryBackoff);
+    // Counted now, so that a restart during the wait still knows the retry happened.
+    entry.retryCount += 1;
+    this.unsavedRetries.set(entry.seq, entry.retryCount);
+    this.schedulePersist();
+    const timer = setTimeout(() => {
+      this.backingOff.delete(entry);
+      if (this.stopped) return;
+      this.queue.unshift(entry);
+      this.dispatch();
+    }, delay);
+    this.backingOff.set(entry, timer);
+  }
+
+  /** Replay requests not yet handed out become entries at the front of the queue. */
+  takeReplays(): void {
+    if (this.stopped || this.consumers.length === 0) return;
+    let added = false;
+    try {
+      for (const seq of this.tables.replays(this.name)) {
+        if (this.replaying.has(seq)) continue;
+        const found = this.log.readAfter(seq - 1, undefined, 1).entries[0];
+        if (!found || found.seq !== seq) continue;
+        const entry: Entry = { seq, event: found.event, retryCount: 0, holder: undefined, token: undefined, replay: true };
+        this.replaying.set(seq, entry);
+        this.queue.push(entry);
+        added = true;
+      }
+    } catch {
+      return; // the next poll tries again
+    }
+    if (added) this.dispatch();
   }
 
   private requeue(entry: Entry): void {
@@ -150,6 +198,12 @@ export class PersistentGroup {
   }
 
   private finish(entry: Entry): void {
+    if (entry.replay) {
+      this.replaying.delete(entry.seq);
+      this.unsavedReplayed.push(entry.seq);
+      this.schedulePersist();
+      return;
+    }
     this.outstanding.delete(entry.seq);
     this.advanceCheckpoint();
   }
@@ -192,7 +246,7 @@ export class PersistentGroup {
     if (this.knownParked.delete(seq)) return;
     const retryCount = this.knownRetries.get(seq) ?? 0;
     this.knownRetries.delete(seq);
-    const entry: Entry = { seq, event, retryCount, holder: undefined, token: undefined };
+    const entry: Entry = { seq, event, retryCount, holder: undefined, token: undefined, replay: false };
     this.outstanding.set(seq, entry);
     this.queue.push(entry);
   }
@@ -221,13 +275,15 @@ export class PersistentGroup {
     }
   }
 
-  private persist(): void {
+  /** Writes what the group knows now (an operator's replay must see the latest parked events). */
+  persist(): void {
     if (this.persistTimer) clearTimeout(this.persistTimer);
     this.persistTimer = undefined;
     if (!this.dirty) return;
-    this.tables.save(this.name, this.checkpoint, this.unsavedRetries, this.unsavedParked);
+    this.tables.save(this.name, this.checkpoint, this.unsavedRetries, this.unsavedParked, this.unsavedReplayed);
     this.unsavedRetries.clear();
     this.unsavedParked = [];
+    this.unsavedReplayed = [];
     this.dirty = false;
   }
 }

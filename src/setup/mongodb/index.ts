@@ -102,6 +102,11 @@ export async function openMongoSetupStore(options: MongoStoreOptions): Promise<S
       }
     },
 
+    async listWorkspaces() {
+      const found = await workspaces.find({}, { sort: { createdAt: 1, _id: 1 } }).toArray();
+      return found.map(workspaceFrom);
+    },
+
     async workspaceBySlug(slug) {
       const found = await workspaces.findOne({ slug });
       return found ? workspaceFrom(found) : null;
@@ -148,6 +153,11 @@ export async function openMongoSetupStore(options: MongoStoreOptions): Promise<S
       if (revoked) return keyFrom(revoked);
       const existing = await keys.findOne({ _id: id });
       return existing ? keyFrom(existing) : null;
+    },
+
+    async renameKey(id, name) {
+      const renamed = await keys.findOneAndUpdate({ _id: id }, { $set: { name } }, { returnDocument: 'after' });
+      return renamed ? keyFrom(renamed) : null;
     },
 
     async touchKey(id, at) {

@@ -167,6 +167,7 @@ export function openSqliteSetupStore(options: { path: string }): SetupStore {
   const insertWorkspace = db.prepare('INSERT INTO workspaces (id, slug, name, created_at) VALUES (?, ?, ?, ?)');
   const workspaceBySlug = db.prepare('SELECT * FROM workspaces WHERE slug = ?');
   const workspaceById = db.prepare('SELECT * FROM workspaces WHERE id = ?');
+  const listWorkspaces = db.prepare('SELECT * FROM workspaces ORDER BY created_at, rowid');
   const insertKey = db.prepare(
     `INSERT INTO api_keys (id, workspace_id, name, fingerprint, access, objects, created_at, last_used_at, revoked_at)
      VALUES (@id, @workspaceId, @name, @fingerprint, @access, @objects, @createdAt, @lastUsedAt, @revokedAt)`,
@@ -175,12 +176,19 @@ export function openSqliteSetupStore(options: { path: string }): SetupStore {
   const keyById = db.prepare('SELECT * FROM api_keys WHERE id = ?');
   const listKeys = db.prepare(`SELECT * FROM api_keys WHERE workspace_id = ${BOUND_VALUE} ORDER BY created_at, rowid`);
   const revokeKey = db.prepare('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL');
+  const renameKey = db.prepare('UPDATE api_keys SET name = ? WHERE id = ?');
   // Only ever moves lastUsedAt forward, and writes nothing when it would not change.
   const touchKey = touchDb.prepare('UPDATE api_keys SET last_used_at = @at WHERE id = @id AND (last_used_at IS NULL OR last_used_at < @at)');
   const insertUser = db.prepare(
     'INSERT INTO users (id, workspace_id, name, email, email_key, created_at) VALUES (?, ?, ?, ?, ?, ?)',
   );
   const listUsers = db.prepare(`SELECT * FROM users WHERE workspace_id = ${BOUND_VALUE} ORDER BY created_at, rowid`);
+
+  const rename = db.transaction((id: string, name: string): ApiKey | null => {
+    renameKey.run(name, id);
+    const row = keyById.get(id) as KeyRow | undefined;
+    return row ? toKey(row) : null;
+  });
 
   const revoke = db.transaction((id: string, at: string): ApiKey | null => {
     revokeKey.run(at, id);
@@ -198,6 +206,10 @@ export function openSqliteSetupStore(options: { path: string }): SetupStore {
           'workspaces.id': `a workspace with id ${workspace.id} already exists`,
         });
       }
+    },
+
+    async listWorkspaces() {
+      return (listWorkspaces.all() as WorkspaceRow[]).map((row) => toWorkspace(row)!);
     },
 
     async workspaceBySlug(slug) {
@@ -240,6 +252,10 @@ export function openSqliteSetupStore(options: { path: string }): SetupStore {
 
     async revokeKey(id, at) {
       return written(() => revoke.immediate(id, at));
+    },
+
+    async renameKey(id, name) {
+      return written(() => rename.immediate(id, name));
     },
 
     async touchKey(id, at) {

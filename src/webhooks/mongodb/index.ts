@@ -158,7 +158,8 @@ export async function openMongoWebhookStore(options: { client: MongoClient; dbNa
       return transaction(async (session) => {
         const changed = await webhooks.findOneAndUpdate({ _id: id }, enabledUpdate(enabled, reason), { returnDocument: 'after', session });
         if (!changed) return null;
-        if (!enabled) await deliveries.updateMany(skipFilter(id), SKIP_UPDATE, { session });
+        // Off skips what is waiting; on skips what was enqueued while off (judged before the switch-off).
+        await deliveries.updateMany(skipFilter(id), SKIP_UPDATE, { session });
         return webhookFromDoc(changed);
       });
     },

@@ -236,9 +236,10 @@ export function openSqliteWebhookStore(options: { path: string }): WebhookStore 
 
   const setEnabled = db.transaction((id: string, enabled: boolean, reason: string | null) => {
     if (s.setEnabled.run(enabled ? 1 : 0, enabled ? null : reason, id).changes === 0) return null;
-    if (!enabled) s.skipWaiting.run(id);
+    // Off skips what is waiting; on skips what was enqueued while off (judged before the switch-off).
+    s.skipWaiting.run(id);
     // A webhook switched back on starts counting failures afresh.
-    else s.resetFailures.run(id);
+    if (enabled) s.resetFailures.run(id);
     return webhookById(id);
   });
 

@@ -1,0 +1,76 @@
+import type { Logger } from 'pino';
+import { retryDelayMs, type PersistentEvent, type PersistentSubscription, type RetryBackoff } from '../eventstore/port.js';
+import { readyBatches } from '../eventstore/readyBatches.js';
+
+/**
+ * Keeps a consumer of a persistent group running: when its subscription fails or ends, the error
+ * is logged and a new one is opened after a growing wait, and `ready()` is false until the new
+ * one has joined the group. A health check can report the role not ready from it.
+ */
+
+export interface GroupRunner {
+  /** Joined to the group and consuming. */
+  ready(): boolean;
+  stop(): Promise<void>;
+}
+
+export interface GroupRunnerOptions {
+  open(): PersistentSubscription;
+  /** Settles every event of the batch (ack or nack). */
+  handle(batch: PersistentEvent[]): Promise<void>;
+  maxBatch: number;
+  logger: Logger;
+  reconnect?: RetryBackoff;
+}
+
+const RECONNECT: RetryBackoff = { initialMs: 1_000, maxMs: 30_000 };
+
+export function runGroup(options: GroupRunnerOptions): GroupRunner {
+  let stopped = false;
+  let current: PersistentSubscription | null = null;
+  let wake: (() => void) | null = null;
+
+  const pause = (ms: number) =>
+    new Promise<void>((resolve) => {
+      const timer = setTimeout(done, ms);
+      function done() {
+        clearTimeout(timer);
+        wake = null;
+        resolve();
+      }
+      wake = done;
+    });
+
+  const run = async () => {
+    for (let attempt = 0; !stopped; ) {
+      const subscription = options.open();
+      current = subscription;
+      try {
+        for await (const batch of readyBatches(subscription, options.maxBatch)) {
+          attempt = 0;
+          await options.handle(batch);
+        }
+        if (stopped) return;
+        options.logger.error({ attempt }, 'the webhook subscription ended; reconnecting (webhooks are not sent until it is back)');
+      } catch (error) {
+        if (stopped) return;
+        options.logger.error({ err: error, attempt }, 'the webhook subscription failed; reconnecting (webhooks are not sent until it is back)');
+      } finally {
+        current = null;
+        await subscription.close().catch(() => undefined);
+      }
+      await pause(retryDelayMs(attempt++, options.reconnect ?? RECONNECT));
+    }
+  };
+  const running = run();
+
+  return {
+    ready: () => !stopped && current !== null && current.connected(),
+    async stop() {
+      stopped = true;
+      wake?.();
+      await current?.close();
+      await running;
+    },
+  };
+}

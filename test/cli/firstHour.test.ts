@@ -1,0 +1,76 @@
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { csrTool } from '../support/cli.js';
+import { spawnServer } from '../support/process.js';
+
+/** What a new user meets in the first hour: where the store is, the commands they expect, clear errors. */
+
+const dataDir = mkdtempSync(join(tmpdir(), 'csr-first-'));
+const csr = csrTool(dataDir);
+const slug = () => `first-${randomUUID().slice(0, 8)}`;
+
+describe('the store csr works on', () => {
+  it('says once that it created a new store, and where', async () => {
+    const fresh = mkdtempSync(join(tmpdir(), 'csr-fresh-'));
+    const tool = csrTool(join(fresh, 'data'));
+    const first = await tool.run('workspaces', 'list', '--json');
+    expect(first).toMatchObject({ code: 0, stdout: '[]\n' });
+    expect(first.stderr).toBe(`csr: no store in ${join(fresh, 'data')} yet: created a new one there (DATA_DIR chooses another)\n`);
+    expect(await tool.run('workspaces', 'list', '--json')).toEqual({ code: 0, stdout: '[]\n', stderr: '' });
+  });
+
+  it('names the folder and the reason when DATA_DIR cannot hold a store', async () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'csr-file-')), 'not-a-folder');
+    writeFileSync(file, '');
+    const stderr = await csrTool(file).fails(1, 'workspaces', 'list');
+    expect(stderr).toMatch(new RegExp(`^csr: cannot use DATA_DIR=${file} for the store: .* \\(it must be a folder this user can write\\)\\n$`));
+  });
+});
+
+describe('commands a user expects', () => {
+  it('workspaces list shows every workspace', async () => {
+    const created = await csr.json<{ id: string; slug: string }>('workspaces', 'create', slug(), '--name', 'Listed Inc');
+    const listed = await csr.json<{ id: string; slug: string; name: string }[]>('workspaces', 'list');
+    expect(listed).toContainEqual(expect.objectContaining({ id: created.id, slug: created.slug, name: 'Listed Inc' }));
+  });
+
+  it('users list shows the users of one workspace', async () => {
+    const ws = slug();
+    await csr.json('workspaces', 'create', ws);
+    const ana = await csr.json<{ id: string }>('users', 'add', '--workspace', ws, '--name', 'Ana Lima', '--email', 'ana@x.test');
+    expect(await csr.json('users', 'list', '--workspace', ws)).toEqual([{ id: ana.id, name: 'Ana Lima', email: 'ana@x.test', createdAt: expect.any(String) }]);
+    expect(await csr.fails(1, 'users', 'list', '--workspace', 'no-such-workspace')).toBe('csr: workspace "no-such-workspace" not found\n');
+  });
+
+  it('keys rename gives a key a new name; an empty name or an unknown key is refused', async () => {
+    const ws = slug();
+    await csr.json('workspaces', 'create', ws);
+    const key = await csr.json<{ id: string }>('keys', 'create', '--workspace', ws, '--name', 'Zapier');
+    expect(await csr.json('keys', 'rename', key.id, '--name', 'Zapier (old)')).toMatchObject({ id: key.id, name: 'Zapier (old)' });
+    expect(await csr.json('keys', 'list', '--workspace', ws)).toEqual([expect.objectContaining({ id: key.id, name: 'Zapier (old)' })]);
+    expect(await csr.fails(1, 'keys', 'rename', key.id, '--name', '  ')).toMatch(/^csr: the key name/);
+    expect(await csr.fails(1, 'keys', 'rename', '00000000-0000-4000-8000-000000000000', '--name', 'x')).toBe(
+      'csr: API key 00000000-0000-4000-8000-000000000000 not found\n',
+    );
+  });
+});
+
+describe('the server says what stops it from starting, in one line', () => {
+  const running: { kill(): Promise<void> }[] = [];
+  afterAll(async () => Promise.all(running.map((server) => server.kill())));
+
+  it('a port in use: which port, and how to choose another', async () => {
+    const first = await spawnServer({ DATA_DIR: mkdtempSync(join(tmpdir(), 'csr-port-')) });
+    running.push(first);
+    const port = new URL(first.url).port;
+    const second = await spawnServer({ DATA_DIR: mkdtempSync(join(tmpdir(), 'csr-port-')), PORT: port }).catch((error: Error) => error);
+    expect(second).toBeInstanceOf(Error);
+    expect((second as Error).message).toContain(
+      `port ${port} on 127.0.0.1 is already in use: stop the program using it, or choose another port with PORT=<number> (PORT=0 picks a free one)\n`,
+    );
+    expect((second as Error).message).not.toMatch(/\n\s+at /);
+  });
+});

@@ -1,0 +1,66 @@
+import pino from 'pino';
+import { describe, expect, it } from 'vitest';
+import type { PersistentEvent, PersistentSubscription } from '../../src/eventstore/port.js';
+import { runGroup } from '../../src/webhooks/groupRunner.js';
+import { until } from '../support/until.js';
+
+/**
+ * Issue 22 item 6: a dropped subscription is re-made with a growing wait, logged as an error, and
+ * the runner reports not ready until it is back. The subscriptions here are scripted stand-ins
+ * for the port (what an adapter hands out when its server drops the call).
+ */
+
+function scripted(script: { fails: boolean; events: string[] }): PersistentSubscription & { closed: boolean } {
+  let closed = false;
+  const subscription = {
+    get closed() {
+      return closed;
+    },
+    connected: () => !closed,
+    async close() {
+      closed = true;
+    },
+    async *[Symbol.asyncIterator](): AsyncGenerator<PersistentEvent> {
+      for (const id of script.events) yield { event: { id } as PersistentEvent['event'], retryCount: 0, ack: async () => undefined, nack: async () => undefined };
+      if (script.fails) throw new Error('connection dropped');
+      while (!closed) await new Promise((resolve) => setTimeout(resolve, 5));
+    },
+  };
+  return subscription;
+}
+
+describe('runGroup', () => {
+  it('re-opens a failed subscription after a growing wait, logs an error, and is not ready meanwhile', async () => {
+    const errors: string[] = [];
+    const logger = pino({ level: 'error' }, { write: (line: string) => void errors.push(JSON.parse(line).msg) });
+    const opened: number[] = [];
+    const handled: string[] = [];
+    const scripts = [
+      { fails: true, events: [] },
+      { fails: true, events: [] },
+      { fails: false, events: ['b'] },
+    ];
+    let readyWhileDown = true;
+    const runner = runGroup({
+      open: () => {
+        opened.push(Date.now());
+        if (opened.length === 2) readyWhileDown = runner.ready();
+        return scripted(scripts[opened.length - 1]!);
+      },
+      handle: async (batch) => void handled.push(...batch.map((item) => item.event.id)),
+      maxBatch: 10,
+      logger,
+      reconnect: { initialMs: 100, maxMs: 1_000 },
+    });
+    await until(() => handled.includes('b'), 5_000);
+    expect(runner.ready()).toBe(true);
+    expect(readyWhileDown).toBe(false);
+    expect(handled).toEqual(['b']);
+    expect(errors.filter((message) => /subscription failed; reconnecting/.test(message))).toHaveLength(2);
+    // 100 ms after the first failure, then 200 ms after the second.
+    expect(opened[1]! - opened[0]!).toBeGreaterThanOrEqual(90);
+    expect(opened[2]! - opened[1]!).toBeGreaterThanOrEqual(190);
+    await runner.stop();
+    expect(runner.ready()).toBe(false);
+  });
+});
