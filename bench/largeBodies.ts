@@ -31,6 +31,7 @@ export async function largeBodyBench(deps: LargeBodyDeps): Promise<{ scenario: s
     const statuses = new Map<number, number>();
     let stopAt = Date.now() + DURATION_MS;
     const agent = new Agent({ keepAlive: true, maxSockets: SENDERS });
+    const guarded = new WeakSet<object>();
     const send = () =>
       new Promise<number>((resolve) => {
         const req = httpRequest(`${server.url}/api/v1/conversations`, { method: 'POST', agent, headers: { ...headers, 'content-length': body.length } }, (res) => {
@@ -40,7 +41,9 @@ export async function largeBodyBench(deps: LargeBodyDeps): Promise<{ scenario: s
         // A 503 comes before the body is read: the server may close while this side still writes.
         req.on('error', () => resolve(0));
         req.on('socket', (socket) => {
-          if (socket.listenerCount('error') === 0) socket.on('error', () => undefined);
+          if (guarded.has(socket)) return;
+          guarded.add(socket);
+          socket.on('error', () => undefined);
         });
         req.end(body);
       });

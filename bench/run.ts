@@ -89,7 +89,7 @@ async function stop(child: ChildProcess): Promise<void> {
 }
 
 function csr(dataDir: string, ...args: string[]): any {
-  return JSON.parse(execFileSync(process.execPath, ['bin/csr.js', ...args, '--json'], { cwd: root, env: { ...process.env, DATA_DIR: dataDir, ...WEBHOOK_ENV }, encoding: 'utf8' }));
+  return JSON.parse(execFileSync(process.execPath, ['bin/csr', ...args, '--json'], { cwd: root, env: { ...process.env, DATA_DIR: dataDir, ...WEBHOOK_ENV }, encoding: 'utf8' }));
 }
 
 /** The bench receiver is on loopback with a self-signed certificate. */
