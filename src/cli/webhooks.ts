@@ -88,6 +88,14 @@ export const webhooks: CliResource = {
       },
       text: secretNotice,
     },
+    delete: {
+      usage: '<id>',
+      description: 'delete a webhook and its deliveries; nothing more is sent to it',
+      positionals: ['id'],
+      async run({ positionals }, context) {
+        return context.webhooks.delete(positionals[0]!);
+      },
+    },
     test: {
       usage: '<id>',
       description: 'send a webhook.test event now and show its delivery (exit code 1 when it was not delivered)',

@@ -19,6 +19,7 @@ export type SetupEventType =
   | 'WebhookSwitchedOn'
   | 'WebhookSwitchedOff'
   | 'WebhookSecretRotated'
+  | 'WebhookDeleted'
   | 'WebhookTestSent';
 
 export function workspaceStream(workspaceId: string): string {

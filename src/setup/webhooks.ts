@@ -118,6 +118,14 @@ export class WebhookSetup {
     return changed;
   }
 
+  /** Deletes a webhook and its deliveries; by the log, nothing after the deletion goes to it. */
+  async delete(id: string): Promise<{ id: string; deleted: true }> {
+    const current = await this.webhook(id);
+    await this.audit(current, 'WebhookDeleted', { name: current.name });
+    if (!(await this.options.webhooks.deleteWebhook(id))) throw new NotFound(`webhook ${id} not found`);
+    return { id, deleted: true };
+  }
+
   /**
    * The old secret signs nothing from now on (spec 6.1); the new one is returned this once. A
    * delivery is signed with the secret current when it is sent, retries of older changes too.

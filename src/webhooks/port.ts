@@ -126,6 +126,8 @@ export interface WebhookStore {
    */
   setEnabled(id: string, enabled: boolean, reason: string | null): Promise<Webhook | null>;
   setSecret(id: string, secret: string): Promise<Webhook | null>;
+  /** Removes a webhook and its deliveries (none is sent afterwards); the removed webhook, or null when unknown. */
+  deleteWebhook(id: string): Promise<Webhook | null>;
 
   /**
    * Stores each payload (once per id) and a delivery to each of its webhooks, skipping pairs

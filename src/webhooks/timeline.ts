@@ -14,7 +14,7 @@ import type { EventKind, Webhook } from './port.js';
  * change must verify with the secret the receiver now holds).
  */
 
-export const WEBHOOK_EVENT_TYPES = ['WebhookCreated', 'WebhookSwitchedOn', 'WebhookSwitchedOff'] as const;
+export const WEBHOOK_EVENT_TYPES = ['WebhookCreated', 'WebhookSwitchedOn', 'WebhookSwitchedOff', 'WebhookDeleted'] as const;
 type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 
 export interface TimelineEntry {
@@ -64,8 +64,9 @@ export function recipientsAt(timeline: TimelineEntry[], position: string, object
     }
     const current = state.get(entry.webhookId);
     if (!current) continue;
+    // A deleted webhook is off for good: from its deletion on, and for what was waiting.
     if (before) current.on = entry.type === 'WebhookSwitchedOn';
-    else if (entry.type === 'WebhookSwitchedOff') current.offSince = true;
+    else if (entry.type === 'WebhookSwitchedOff' || entry.type === 'WebhookDeleted') current.offSince = true;
   }
   return [...state.values()]
     .filter(({ hook, on, offSince }) => on && !offSince && matches(hook, object, kind))

@@ -81,6 +81,20 @@ describe('csr webhooks', () => {
     expect(await csr.json('webhooks', 'deliveries', created.id)).toEqual([delivery]);
   });
 
+  it('delete removes a webhook: gone from the list, nothing more sent to it, an unknown id fails', async () => {
+    const kept = await csr.json<Created>('webhooks', 'create', '--workspace', slug, '--name', 'Kept', '--url', `${receiver.origin}/kept`, '--objects', 'goals');
+    const gone = await csr.json<Created>('webhooks', 'create', '--workspace', slug, '--name', 'Gone', '--url', `${receiver.origin}/gone`, '--objects', 'goals');
+    expect(await csr.json('webhooks', 'delete', gone.id)).toEqual({ id: gone.id, deleted: true });
+    const listed = await csr.json<{ id: string }[]>('webhooks', 'list', '--workspace', slug);
+    expect(listed.map((webhook) => webhook.id)).toContain(kept.id);
+    expect(listed.map((webhook) => webhook.id)).not.toContain(gone.id);
+    await api.post('/api/v1/clients', { name: 'Deleted Hooks Inc' });
+    expect((await api.post('/api/v1/goals', { name: 'After the deletion', client: 'Deleted Hooks Inc', status: 'On track' })).status).toBe(201);
+    await receiver.waitFor('/kept', (requests) => requests.length === 1);
+    expect(receiver.received('/gone')).toEqual([]);
+    expect(await csr.fails(1, 'webhooks', 'delete', gone.id)).toBe(`csr: webhook ${gone.id} not found\n`);
+  });
+
   it('test exits 1 and still prints the delivery when the receiver refuses it', async () => {
     const created = await csr.json<Created>('webhooks', 'create', '--workspace', slug, '--name', 'Refused', '--url', `${receiver.origin}/refused`);
     receiver.on('/refused', 500);

@@ -165,6 +165,19 @@ export function webhookStoreContract(name: string, open: () => Promise<WebhookSt
       expect(await store.setEnabled(randomUUID(), false, 'x')).toBeNull();
     });
 
+    it('deleting a webhook removes it and its deliveries; nothing of it is claimed again; an unknown one answers null', async () => {
+      const hook = await webhook();
+      const other = await webhook({ workspaceId: hook.workspaceId });
+      const payload = samplePayload(hook.workspaceId);
+      await store.enqueue([{ payload, webhookIds: [hook.id, other.id] }], at(1));
+      expect(await store.deleteWebhook(hook.id)).toMatchObject({ id: hook.id });
+      expect(await store.webhookById(hook.id)).toBeNull();
+      expect((await store.listWebhooks(hook.workspaceId)).map((each) => each.id)).toEqual([other.id]);
+      expect(await store.deliveries(hook.id, 50)).toEqual([]);
+      expect((await claim(at(2), [hook.id, other.id])).map((claimed) => claimed.webhook.id)).toEqual([other.id]);
+      expect(await store.deleteWebhook(hook.id)).toBeNull();
+    });
+
     it('switching on skips deliveries enqueued while the webhook was off: their changes were made, or switched off, while it was off', async () => {
       const hook = await webhook();
       await store.setEnabled(hook.id, false, 'switched off by an administrator');

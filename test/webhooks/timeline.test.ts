@@ -20,6 +20,7 @@ const logged = (n: number, type: string, data: Record<string, unknown>): Recorde
 const created = (n: number, id: string, filters: Record<string, unknown> = {}) => logged(n, 'WebhookCreated', { webhookId: id, events: 'all', objects: 'all', ...filters });
 const off = (n: number, id: string, reason?: string) => logged(n, 'WebhookSwitchedOff', { webhookId: id, ...(reason ? { reason } : {}) });
 const on = (n: number, id: string) => logged(n, 'WebhookSwitchedOn', { webhookId: id });
+const deleted = (n: number, id: string) => logged(n, 'WebhookDeleted', { webhookId: id });
 
 describe('recipientsAt', () => {
   it.each([
@@ -30,6 +31,8 @@ describe('recipientsAt', () => {
     { given: [created(10, 'A'), off(30, 'A')], change: 20, then: [], why: 'waiting when switched off: skipped' },
     { given: [created(10, 'A'), off(30, 'A'), on(40, 'A')], change: 20, then: [], why: 'switched off after the change, on again: still skipped' },
     { given: [created(10, 'A'), off(12, 'A'), on(15, 'A')], change: 20, then: ['A'], why: 'on again before the change' },
+    { given: [created(10, 'A'), deleted(15, 'A')], change: 20, then: [], why: 'deleted before the change' },
+    { given: [created(10, 'A'), deleted(30, 'A')], change: 20, then: [], why: 'waiting when deleted: never sent' },
     { given: [created(10, 'A'), on(30, 'A')], change: 20, then: ['A'], why: 'a repeated switch-on changes nothing' },
     { given: [created(10, 'A', { objects: ['tasks'] })], change: 20, then: [], why: 'another object' },
     { given: [created(10, 'A', { events: ['deleted'] })], change: 20, then: [], why: 'another kind' },

@@ -164,6 +164,15 @@ export async function openMongoWebhookStore(options: { client: MongoClient; dbNa
       });
     },
 
+    async deleteWebhook(id) {
+      return transaction(async (session) => {
+        const removed = await webhooks.findOneAndDelete({ _id: id }, { session });
+        if (!removed) return null;
+        await deliveries.deleteMany({ webhookId: id }, { session });
+        return webhookFromDoc(removed);
+      });
+    },
+
     async setSecret(id, secret) {
       const changed = await webhooks.findOneAndUpdate({ _id: id }, { $set: { secret } }, { returnDocument: 'after' });
       return changed ? webhookFromDoc(changed) : null;

@@ -234,6 +234,14 @@ export function openSqliteWebhookStore(options: { path: string }): WebhookStore 
     return [...touched].map(webhookById).filter((webhook): webhook is Webhook => webhook !== null);
   });
 
+  const remove = db.transaction((id: string): Webhook | null => {
+    const removed = webhookById(id);
+    if (!removed) return null;
+    s.deleteDeliveries.run(id);
+    s.deleteWebhook.run(id);
+    return removed;
+  });
+
   const setEnabled = db.transaction((id: string, enabled: boolean, reason: string | null) => {
     if (s.setEnabled.run(enabled ? 1 : 0, enabled ? null : reason, id).changes === 0) return null;
     // Off skips what is waiting; on skips what was enqueued while off (judged before the switch-off).
@@ -271,6 +279,9 @@ export function openSqliteWebhookStore(options: { path: string }): WebhookStore 
     },
     async listWebhooks(workspaceId) {
       return (s.listWebhooks.all(workspaceId) as WebhookRow[]).map(toWebhook);
+    },
+    async deleteWebhook(id) {
+      return remove.immediate(id);
     },
     async setEnabled(id, enabled, reason) {
       return setEnabled.immediate(id, enabled, reason);
@@ -356,6 +367,8 @@ function prepare(db: Database.Database) {
     listWebhooks: db.prepare(`SELECT * FROM webhooks WHERE workspace_id = ${BOUND_VALUE} ORDER BY created_at, id`),
     enabledWebhooks: db.prepare('SELECT * FROM webhooks WHERE enabled = 1'),
     setEnabled: db.prepare('UPDATE webhooks SET enabled = ?, disabled_reason = ? WHERE id = ?'),
+    deleteWebhook: db.prepare('DELETE FROM webhooks WHERE id = ?'),
+    deleteDeliveries: db.prepare('DELETE FROM deliveries WHERE webhook_id = ?'),
     resetFailures: db.prepare('UPDATE webhooks SET consecutive_failures = 0 WHERE id = ?'),
     setSecret: db.prepare('UPDATE webhooks SET secret = ? WHERE id = ?'),
     skipWaiting: db.prepare(
