@@ -4,6 +4,7 @@ import type { Position } from '../src/eventstore/position.js';
 import { newId } from '../src/core/ids.js';
 import { filterKey } from '../src/readstore/filterKey.js';
 import type { FieldFilter, Values } from '../src/readstore/port.js';
+import { feedsRollups } from '../src/schema/calculated.js';
 import { recordName, uniqueFields } from '../src/schema/catalogue.js';
 import type { ObjectDef } from '../src/schema/types.js';
 import { checkRecordRules, validateRecord } from '../src/schema/validate.js';
@@ -83,7 +84,10 @@ export async function upsertRecords(
       if (outcome.reason instanceof InsufficientStorage) storageFull = outcome.reason;
     } else if (outcome.value) positions.push(outcome.value);
   });
-  if (positions.length > 0) await deps.waitVisible(positions.reduce((a, b) => (a > b ? a : b)), object.key);
+  if (positions.length > 0) {
+    const feeds = plans.some((plan) => feedsRollups(object.key, plan.values, plan.loaded?.state.status === 'live' ? plan.loaded.state.fields : undefined));
+    await deps.waitVisible(positions.reduce((a, b) => (a > b ? a : b)), feeds ? object.key : undefined);
+  }
 
   const result: SaveResult = { created: 0, updated: 0, errors, ids: [] };
   targets.forEach((plan, index) => {

@@ -288,3 +288,16 @@ export function rollupDepthFrom(object: string, seen: ReadonlySet<string> = new 
   if (lookups.some((lookup) => lookup.target === object)) depth = Math.max(depth, 1);
   return depth;
 }
+
+/**
+ * Whether a write of `object` with these values (sent, or held before) can move a roll-up of
+ * another record: it links a parent that rolls it up, or sets a value others look up.
+ */
+export function feedsRollups(object: string, ...versions: (Values | undefined)[]): boolean {
+  return versions.some(
+    (values) =>
+      values !== undefined &&
+      (rollups.some((rollup) => rollup.source === object && typeof values[rollup.via] === 'string') ||
+        lookups.some((lookup) => lookup.target === object && lookup.take in values)),
+  );
+}
