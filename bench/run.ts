@@ -11,6 +11,7 @@ import { RECORDS_PROJECTION } from '../src/readstore/port.js';
 import { loadConfig } from '../src/config.js';
 import { startService } from '../src/service.js';
 import { Sqlite } from '../src/sqlite/driver.js';
+import { auditBench } from './audit.js';
 import { cpuPerRequest } from './cpu.js';
 import { largeBodyBench } from './largeBodies.js';
 import { longStreamBench } from './longStreams.js';
@@ -365,6 +366,7 @@ if (!only || only === 'http') await httpBenchmarks();
 if (!only || only === 'lag') await projectionLag();
 if (!only || only === 'webhooks') await webhookBench();
 if (!only || only === 'faults') await faultsBench();
+if (!only || only === 'audit') rows.push(...(await auditBench(root)));
 
 /** Node 20 and Node 22.14+/24 load different better-sqlite3 majors, with different SQLite releases and planners. */
 const sqliteVersion = (new Sqlite(':memory:').prepare('SELECT sqlite_version() AS version').get() as { version: string }).version;

@@ -11,6 +11,7 @@ export async function deleteRecord(deps: CommandDeps, action: Action, object: Ob
   let before: Values | undefined;
   const position = await executeRecordCommand(
     deps.events,
+    object,
     recordId,
     async ({ state, createdAt, updatedAt }) => {
       before = state.status === 'live' ? state.fields : undefined;

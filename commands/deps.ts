@@ -15,4 +15,6 @@ export interface CommandDeps {
    * the object written, the roll-ups that write moved in other records.
    */
   waitVisible(position: Position, object?: string): Promise<void>;
+  /** Logs an unexpected failure of one record of an upsert (its client only reads "internal error"). */
+  reportInternal?(error: unknown): void;
 }

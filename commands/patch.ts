@@ -22,6 +22,7 @@ export async function patchRecord(deps: CommandDeps, action: Action, object: Obj
   let before: Values | undefined;
   const position = await executeRecordCommand(
     deps.events,
+    object,
     recordId,
     // decide checks the record's rules on the merged record, on every retry.
     ({ state }) => {

@@ -1,6 +1,7 @@
 import type { EventMetadata, EventStore } from '../src/eventstore/port.js';
 import type { Position } from '../src/eventstore/position.js';
 import type { Values } from '../src/readstore/port.js';
+import { defaultObject } from '../src/schema/catalogue.js';
 import { executeRecordCommand } from './record/repository.js';
 
 /**
@@ -15,5 +16,8 @@ export function setRollups(
   initial: Values,
   metadata: EventMetadata,
 ): Promise<Position | null> {
-  return executeRecordCommand(events, target.recordId, () => ({ type: 'SetRollups', ...target, rollups, initial }), metadata);
+  // Roll-ups and lookups live on default objects only.
+  const object = defaultObject(target.object);
+  if (!object) return Promise.resolve(null);
+  return executeRecordCommand(events, object, target.recordId, () => ({ type: 'SetRollups', ...target, rollups, initial }), metadata);
 }

@@ -80,7 +80,7 @@ export async function upsertRecords(
   plans.forEach((plan, i) => {
     const outcome = outcomes[i]!;
     if (outcome.status === 'rejected') {
-      failedPlans.set(plan, errorMessage(outcome.reason));
+      failedPlans.set(plan, errorMessage(deps, outcome.reason));
       if (outcome.reason instanceof InsufficientStorage) storageFull = outcome.reason;
     } else if (outcome.value) positions.push(outcome.value);
   });
@@ -123,7 +123,7 @@ async function savePlan(deps: CommandDeps, action: Action, object: ObjectDef, pl
     plan.recordId = outcome.holder;
     plan.loaded = undefined;
   }
-  const position = await executeRecordCommand(deps.events, plan.recordId, () => commandFor(action, object, plan), metadata, plan.loaded);
+  const position = await executeRecordCommand(deps.events, object, plan.recordId, () => commandFor(action, object, plan), metadata, plan.loaded);
   // Nothing changed, but the record found through its reservation may not be visible yet.
   return position ?? (plan.loaded ? null : await deps.events.headPosition());
 }
@@ -268,6 +268,8 @@ function numberedField(object: ObjectDef, values: Values): NumberedField | null 
 }
 
 /** A record's failure as its client reads it: typed errors say what to do; anything else is internal and never shown. */
-function errorMessage(error: unknown): string {
-  return error instanceof AppError ? error.message : 'internal error; this record was not saved';
+function errorMessage(deps: CommandDeps, error: unknown): string {
+  if (error instanceof AppError) return error.message;
+  deps.reportInternal?.(error);
+  return 'internal error; this record was not saved';
 }

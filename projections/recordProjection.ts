@@ -1,6 +1,7 @@
 import type { RecordedEvent } from '../src/eventstore/port.js';
-import { RECORDS_PROJECTION, type ReadTransaction, type Values } from '../src/readstore/port.js';
-import { getObject, recordName } from '../src/schema/catalogue.js';
+import { RECORDS_PROJECTION, type LinkEdge, type ReadTransaction, type RecordDocument, type Values } from '../src/readstore/port.js';
+import { recordName } from '../src/schema/catalogue.js';
+import type { Catalogues } from '../src/schema/catalogues.js';
 import { RECORD_STREAM_PREFIX, upcast, type RecordEvent } from '../src/events/records.js';
 import { ownCalculations, rollups } from '../src/schema/calculated.js';
 import type { Projection } from './projection.js';
@@ -12,40 +13,55 @@ import type { Projection } from './projection.js';
  * (rollupReactor.ts): a roll-up change moves the record's updatedAt like any change of it.
  */
 
-export const recordProjection: Projection = {
-  name: RECORDS_PROJECTION,
-  filter: { streamPrefixes: [RECORD_STREAM_PREFIX] },
-  async apply(tx, events) {
-    for (const event of events) {
-      const recordEvent = upcast(event);
-      if (recordEvent) await applyEvent(tx, event, recordEvent);
-    }
-  },
-};
 
-async function applyEvent(tx: ReadTransaction, event: RecordedEvent, recordEvent: RecordEvent): Promise<void> {
+/**
+ * The catalogues give each record its name fields; a workspace-defined object created after the
+ * catalogue was read is found by reading the schema again (it precedes its records in the log).
+ */
+export function recordProjection(catalogues: Catalogues): Projection {
+  return {
+    name: RECORDS_PROJECTION,
+    filter: { streamPrefixes: [RECORD_STREAM_PREFIX] },
+    async apply(tx, events) {
+      const edges: LinkEdge[] = [];
+      for (const event of events) {
+        const recordEvent = upcast(event);
+        if (recordEvent) await applyEvent(tx, event, recordEvent, catalogues, edges);
+      }
+      if (edges.length > 0) await tx.addLinks(edges);
+    },
+  };
+}
+
+async function applyEvent(
+  tx: ReadTransaction,
+  event: RecordedEvent,
+  recordEvent: RecordEvent,
+  catalogues: Catalogues,
+  edges: LinkEdge[],
+): Promise<void> {
   const { workspaceId, object, recordId } = recordEvent.data;
   const existing = await tx.get(workspaceId, object, recordId);
   if (existing && existing.revision >= event.revision) return;
   const at = event.created.toISOString();
 
+  let next: RecordDocument | null;
+  let rolledUp = existing?.calculated ?? {};
   switch (recordEvent.type) {
-    case 'RecordCreated': {
-      const fields = { ...recordEvent.data.fields };
-      await tx.put({
+    case 'RecordCreated':
+      next = {
         workspaceId,
         object,
         id: recordId,
-        name: nameOf(workspaceId, object, fields),
-        fields,
-        calculated: calculate(object, fields, {}),
+        name: null,
+        fields: { ...recordEvent.data.fields },
+        calculated: {},
         createdAt: at,
         updatedAt: at,
         createdPosition: event.position,
         revision: event.revision,
-      });
-      return;
-    }
+      };
+      break;
     case 'RecordUpdated': {
       if (!existing) return;
       const fields = { ...existing.fields };
@@ -53,32 +69,62 @@ async function applyEvent(tx: ReadTransaction, event: RecordedEvent, recordEvent
         if (change.to === null) delete fields[key];
         else fields[key] = change.to;
       }
-      const calculated = calculate(object, fields, existing.calculated);
-      await tx.put({ ...existing, name: nameOf(workspaceId, object, fields), fields, calculated, updatedAt: at, revision: event.revision });
-      return;
+      next = { ...existing, fields, updatedAt: at, revision: event.revision };
+      break;
     }
-    case 'RecordRollupsChanged': {
+    case 'RecordRollupsChanged':
       if (!existing) return;
-      const calculated = calculate(object, existing.fields, recordEvent.data.rollups);
-      await tx.put({ ...existing, calculated, updatedAt: at, revision: event.revision });
-      return;
-    }
+      next = { ...existing, updatedAt: at, revision: event.revision };
+      rolledUp = recordEvent.data.rollups;
+      break;
     case 'RecordDeleted':
+      next = null;
       await tx.delete(workspaceId, object, recordId);
-      return;
+      break;
+  }
+
+  if (next) {
+    next.name = await nameOf(next, catalogues);
+    next.calculated = calculate(object, next.fields, rolledUp);
+    await tx.put(next);
+    linkEdges(edges, next);
   }
 }
 
-function nameOf(workspaceId: string, object: string, fields: Values): string | null {
-  const def = getObject(workspaceId, object);
-  return def ? recordName(def, fields) : null;
+/** The links roll-ups follow, remembered for reads as of a past moment (queries/asOf.ts). */
+function linkEdges(edges: LinkEdge[], document: RecordDocument): void {
+  edges.push(...linkEdgesOf(document.workspaceId, document.object, document.id, document.fields));
 }
 
-/** Own formulas over the fields and the roll-ups known (those of `rolledUp`, else over no children). */
-function calculate(object: string, fields: Values, rolledUp: Values): Values {
-  const known: Values = {};
+/** The edges of the roll-up links among `values` (a record's fields, or the new values of an update). */
+export function linkEdgesOf(workspaceId: string, object: string, id: string, values: Values): LinkEdge[] {
+  const edges: LinkEdge[] = [];
+  for (const field of ROLLUP_LINKS.get(object) ?? []) {
+    const target = values[field];
+    if (typeof target === 'string') edges.push({ workspaceId, object, field, id, target });
+  }
+  return edges;
+}
+
+/** Per child object, the link fields its parents' roll-ups follow. */
+const ROLLUP_LINKS = new Map<string, string[]>();
+for (const rollup of rollups) {
+  const fields = ROLLUP_LINKS.get(rollup.source) ?? [];
+  if (!fields.includes(rollup.via)) fields.push(rollup.via);
+  ROLLUP_LINKS.set(rollup.source, fields);
+}
+
+async function nameOf(document: RecordDocument, catalogues: Catalogues): Promise<string | null> {
+  const catalogue = catalogues.peek(document.workspaceId) ?? (await catalogues.get(document.workspaceId));
+  const def = catalogue.object(document.object) ?? (await catalogues.refresh(document.workspaceId)).object(document.object);
+  return def ? recordName(def, document.fields) : null;
+}
+
+/** Own formulas over the fields and the roll-ups known (the document's, or those of a RecordRollupsChanged). */
+function calculate(object: string, fields: Values, previous: Values): Values {
+  const rolledUp: Values = {};
   for (const rollup of rollups) {
-    if (rollup.object === object) known[rollup.field] = rolledUp[rollup.field] ?? null;
+    if (rollup.object === object) rolledUp[rollup.field] = previous[rollup.field] ?? null;
   }
-  return { ...known, ...ownCalculations(object, { ...fields, ...known }) };
+  return { ...rolledUp, ...ownCalculations(object, { ...fields, ...rolledUp }) };
 }

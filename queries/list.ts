@@ -2,6 +2,7 @@ import { ValidationFailed } from '../src/core/errors.js';
 import type { FieldFilter } from '../src/readstore/port.js';
 import type { ObjectDef } from '../src/schema/types.js';
 import { parseFilterValue } from '../src/schema/validate.js';
+import { listRecordsAsOf, parseAsOf, type AsOfDeps } from './asOf.js';
 import { renderRecords, type ApiRecord, type RenderContext } from './recordFormat.js';
 
 /** GET /api/v1/{object} (spec 4.1): filters, updated_since, creation order, limit/offset, total. */
@@ -17,10 +18,17 @@ const DEFAULT_LIMIT = 100;
 const MAX_LIMIT = 1000;
 const ISO_DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})$/;
 
-export async function listRecords(ctx: RenderContext, object: ObjectDef, query: Record<string, string[]>): Promise<ListPage> {
+/** `asOf`: what `?as_of=` needs (queries/asOf.ts); without it the parameter is unknown. */
+export async function listRecords(
+  ctx: RenderContext,
+  object: ObjectDef,
+  query: Record<string, string[]>,
+  asOf?: AsOfDeps & { now: Date },
+): Promise<ListPage> {
   let limit = DEFAULT_LIMIT;
   let offset = 0;
   let updatedSince: string | undefined;
+  let at: Date | undefined;
   const filters: FieldFilter[] = [];
 
   for (const [name, values] of Object.entries(query)) {
@@ -29,15 +37,17 @@ export async function listRecords(ctx: RenderContext, object: ObjectDef, query: 
     if (name === 'limit') limit = integerParameter(name, raw, 1, MAX_LIMIT);
     else if (name === 'offset') offset = integerParameter(name, raw, 0, Number.MAX_SAFE_INTEGER);
     else if (name === 'updated_since') updatedSince = dateTimeParameter(name, raw);
+    else if (name === 'as_of' && asOf) at = parseAsOf(raw, asOf.now);
     else {
       const field = object.fields.find((candidate) => candidate.key === name);
-      if (!field) throw new ValidationFailed(`unknown query parameter '${name}': not a field of ${object.key} (nor limit, offset, updated_since)`);
+      if (!field) throw new ValidationFailed(`unknown query parameter '${name}': not a field of ${object.key} (nor limit, offset, updated_since, as_of)`);
       const parsed = parseFilterValue(field, raw);
       if (!parsed.ok) throw new ValidationFailed(parsed.message);
       filters.push({ field: name, value: parsed.key });
     }
   }
 
+  if (at && asOf) return { ...(await listRecordsAsOf(ctx, asOf, object, { filters, updatedSince, limit, offset }, at)), limit, offset };
   const found = await ctx.readStore.find({ workspaceId: ctx.workspaceId, object: object.key, filters, updatedSince, limit, offset });
   return { data: await renderRecords(object, found.documents, ctx), total: found.total, limit, offset };
 }

@@ -20,9 +20,12 @@ export interface RenderContext {
   today: string;
 }
 
+/** What rendering itself reads: linked records by id (GET: the read store; as-of reads: the log). */
+export type RenderDeps = Omit<RenderContext, 'readStore'> & { readStore: Pick<ReadStore, 'getMany'> };
+
 type LinkRef = { id: string; name: string | null } | { id: string };
 
-export async function renderRecords(object: ObjectDef, documents: RecordDocument[], ctx: RenderContext): Promise<ApiRecord[]> {
+export async function renderRecords(object: ObjectDef, documents: RecordDocument[], ctx: RenderDeps): Promise<ApiRecord[]> {
   const plan = renderPlanOf(object);
   const [linked, userNames] = await Promise.all([loadLinked(plan, documents, ctx), loadUserNames(plan, documents, ctx)]);
   const link = (target: string, id: string): LinkRef =>
@@ -110,14 +113,14 @@ function renderPlanOf(object: ObjectDef): RenderPlan {
 const NO_USER_NAMES: ReadonlyMap<string, string> = new Map();
 
 /** User names by id, read only when a document names a person (the list is a setup store query). */
-async function loadUserNames(plan: RenderPlan, documents: RecordDocument[], ctx: RenderContext): Promise<ReadonlyMap<string, string>> {
+async function loadUserNames(plan: RenderPlan, documents: RecordDocument[], ctx: RenderDeps): Promise<ReadonlyMap<string, string>> {
   const named = documents.some((document) => plan.persons.some((key) => typeof document.fields[key] === 'string'));
   if (!named) return NO_USER_NAMES;
   return new Map((await ctx.listUsers(ctx.workspaceId)).map((user) => [user.id, user.name]));
 }
 
 /** Every record the documents link to, fetched with one query per linked object. */
-async function loadLinked(plan: RenderPlan, documents: RecordDocument[], ctx: RenderContext): Promise<Map<string, RecordDocument>> {
+async function loadLinked(plan: RenderPlan, documents: RecordDocument[], ctx: RenderDeps): Promise<Map<string, RecordDocument>> {
   const idsByObject = new Map<string, Set<string>>();
   for (const { field, target } of plan.links) {
     for (const document of documents) {

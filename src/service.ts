@@ -3,6 +3,7 @@ import type { ServerType } from '@hono/node-server';
 import type { Logger } from 'pino';
 import { AutoNumbers } from '../commands/autoNumbers.js';
 import type { CommandDeps } from '../commands/deps.js';
+import { backfillLinkEdges } from '../projections/linkBackfill.js';
 import { recordProjection } from '../projections/recordProjection.js';
 import { startProjection, type RunningProjection } from '../projections/runner.js';
 import { createWebhookSender, openBackends, type Backends } from './backends.js';
@@ -16,6 +17,7 @@ import { createLogger } from './core/logger.js';
 import { comparePositions, type Position } from './eventstore/position.js';
 import type { Hono } from 'hono';
 import { createApp } from './http/app.js';
+import { Catalogues } from './schema/catalogues.js';
 import type { AppEnv } from './http/types.js';
 import { RECORDS_PROJECTION } from './readstore/port.js';
 import { startBackgroundRole } from './runtime/backgroundRole.js';
@@ -47,6 +49,9 @@ export async function startService(
   clock: () => Date = () => new Date(),
 ): Promise<RunningService> {
   const backends = await openBackends(config, logger);
+  // Every role of this thread reads the workspaces' catalogues from here; a schema event drops one.
+  const catalogues = new Catalogues(backends.events);
+  await catalogues.watch();
   const projections: RunningProjection[] = [];
   let dispatcher: RunningDispatcher | null = null;
   let sender: WebhookSender | null = null;
@@ -62,7 +67,11 @@ export async function startService(
           logger.info('this process runs the projections');
           const deps = { events: backends.events, readStore: backends.readStore, logger };
           const rollups = rollupReactor({ readStore: backends.readStore, setRollups: (target, values, initial, metadata) => setRollups(backends.events, target, values, initial, metadata) });
-          running = [startProjection(deps, recordProjection), startReactor(deps, rollups)];
+          running = [startProjection(deps, recordProjection(catalogues)), startReactor(deps, rollups)];
+          // Alongside, not before: the projection writes the edges after the checkpoint it starts from.
+          backfillLinkEdges(deps).catch((error: unknown) =>
+            logger.error({ err: error }, 'adding the link edges of older records failed; reads as of a past moment may miss children until the next start'),
+          );
         },
         async () => {
           await Promise.all(running.map((role) => role.stop()));
@@ -81,6 +90,7 @@ export async function startService(
       readStore: backends.readStore,
       webhooks: backends.webhooks,
       listUsers: (workspaceId) => backends.setup.listUsers(workspaceId),
+      catalogues,
       sender,
       logger,
       clock,
@@ -95,8 +105,9 @@ export async function startService(
       autoNumbers: new AutoNumbers(backends.events),
       listUsers: (workspaceId) => backends.setup.listUsers(workspaceId),
       waitVisible: (position: Position, object?: string) => waitVisible(backends, position, object),
+      reportInternal: (err) => logger.error({ err }, 'a record of an upsert failed unexpectedly'),
     };
-    app = createApp({ commands, readStore: backends.readStore, setup: backends.setup, idempotency: backends.idempotency, logger, clock });
+    app = createApp({ commands, readStore: backends.readStore, setup: backends.setup, idempotency: backends.idempotency, catalogues, logger, clock });
     server = await listen(app.fetch, config);
     const address = server.address() as AddressInfo;
     url = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
@@ -112,6 +123,7 @@ export async function startService(
       await dispatcher?.stop();
       sender?.close();
       await Promise.all(projections.map((projection) => projection.stop()));
+      await catalogues.close();
       await backends.close();
     },
   };

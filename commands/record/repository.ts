@@ -6,7 +6,7 @@ import { decide, evolve, initialState, type RecordCommand, type RecordState } fr
 import { recordStream, upcast, type RecordEvent } from '../../src/events/records.js';
 import { stateCacheOf } from './stateCache.js';
 import { KeyedLock } from './keyedLock.js';
-import { getObject } from '../../src/schema/catalogue.js';
+import type { ObjectDef } from '../../src/schema/types.js';
 import { PENDING, reservationChanges } from '../reservations/changes.js';
 
 /** Loads a record's state by folding its stream, and runs commands against it. */
@@ -67,16 +67,19 @@ const writers = new KeyedLock();
 
 export function executeRecordCommand(
   events: EventStore,
+  /** The object written, as the workspace's catalogue has it (its unique fields and record name). */
+  object: ObjectDef,
   recordId: string,
   command: (loaded: LoadedRecord) => RecordCommand | Promise<RecordCommand>,
   metadata: EventMetadata,
   preloaded?: LoadedRecord,
 ): Promise<Position | null> {
-  return writers.run(recordId, (waited) => attemptCommand(events, recordId, command, metadata, waited ? undefined : preloaded));
+  return writers.run(recordId, (waited) => attemptCommand(events, object, recordId, command, metadata, waited ? undefined : preloaded));
 }
 
 async function attemptCommand(
   events: EventStore,
+  object: ObjectDef,
   recordId: string,
   command: (loaded: LoadedRecord) => RecordCommand | Promise<RecordCommand>,
   metadata: EventMetadata,
@@ -88,7 +91,7 @@ async function attemptCommand(
     const decided = decide(await command(loaded), loaded.state);
     if (decided.length === 0) return null;
     try {
-      return await appendDecided(events, recordId, loaded, decided, metadata);
+      return await appendDecided(events, object, recordId, loaded, decided, metadata);
     } catch (error) {
       if (!(error instanceof Conflict) || attempt === MAX_ATTEMPTS) throw error;
       loaded = undefined;
@@ -98,10 +101,10 @@ async function attemptCommand(
 }
 
 /** The record's events, with the reservations it gains before them and the releases of those it loses after. */
-async function appendDecided(events: EventStore, recordId: string, loaded: LoadedRecord, decided: RecordEvent[], metadata: EventMetadata): Promise<Position> {
+async function appendDecided(events: EventStore, written: ObjectDef, recordId: string, loaded: LoadedRecord, decided: RecordEvent[], metadata: EventMetadata): Promise<Position> {
   const append = recordAppend(recordId, decided, metadata, loaded.expectedRevision);
   const { state } = loaded;
-  const object = state.status === 'live' ? getObject(state.workspaceId, state.object) : undefined;
+  const object = state.status === 'live' && state.object === written.key ? written : undefined;
   if (state.status !== 'live' || !object) return (await events.append(append.stream, append.events, { expectedRevision: append.expectedRevision })).position;
   const scope = { events, workspaceId: state.workspaceId, object, loadState: async (id: string) => (await loadRecord(events, id)).state };
   const changes = await reservationChanges(scope, state, decided, recordId, metadata);

@@ -2,9 +2,10 @@ import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { ParseArgsConfig } from 'node:util';
 import type { Config } from '../config.js';
-import { createWebhookSender, embeddedFiles, openBackends, productionUrls } from '../backends.js';
+import { createWebhookSender, embeddedFiles, openBackends, productionUrls, type Backends } from '../backends.js';
 import { NotFound } from '../core/errors.js';
 import type { ReadStore } from '../readstore/port.js';
+import { ObjectManager } from '../setup/objects.js';
 import { cliActor, SetupService } from '../setup/service.js';
 import { WebhookSetup } from '../setup/webhooks.js';
 
@@ -14,12 +15,17 @@ import { WebhookSetup } from '../setup/webhooks.js';
  */
 
 export interface CliContext {
+  /** The stores themselves, for the auditors' read-only commands (history, get, audit). */
+  backends: Pick<Backends, 'events' | 'readStore' | 'setup'>;
+  /** What the stores were opened with (a worker thread opens them again with it). */
+  config: Config;
   setup: SetupService;
   webhooks: WebhookSetup;
   /** The records read model (operator queries such as `records duplicates`). */
   readStore: ReadStore;
   /** The id of the workspace with this slug; NotFound when there is none. */
   workspaceId(slug: string): Promise<string>;
+  objects: ObjectManager;
   close(): Promise<void>;
 }
 
@@ -35,7 +41,10 @@ export async function openCliContext(config: Config, notice: (text: string) => v
   const actor = cliActor();
   const sender = createWebhookSender(config);
   return {
+    backends,
+    config,
     setup: new SetupService({ setup: backends.setup, events: backends.events, actor }),
+    objects: new ObjectManager({ setup: backends.setup, events: backends.events, actor }),
     webhooks: new WebhookSetup({
       setup: backends.setup,
       webhooks: backends.webhooks,
@@ -66,6 +75,9 @@ export type OptionValues = Record<string, string | boolean | undefined>;
 export interface CommandArgs {
   positionals: string[];
   values: OptionValues;
+  /** Where a command that `streams` writes its output, and its progress lines. */
+  stdout: NodeJS.WritableStream;
+  stderr: NodeJS.WritableStream & { isTTY?: boolean };
 }
 
 export interface CliCommand {
@@ -83,12 +95,16 @@ export interface CliCommand {
   failed?(result: never): boolean;
   /** Text form of the result without --json (default: output.ts `formatText`). */
   text?(result: never): string;
+  /** The command writes its own output to `stdout` (e.g. NDJSON); its result is not printed. */
+  streams?: boolean;
 }
 
 export interface CliResource {
   name: string;
   description: string;
   commands: Record<string, CliCommand>;
+  /** A resource that is itself the command (`csr history <object> <id>`): no command name follows. */
+  direct?: CliCommand;
 }
 
 /** A string option's value; undefined when absent. */

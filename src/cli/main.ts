@@ -2,8 +2,13 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../config.js';
 import { openCliContext, UsageError, type CliCommand, type CliResource, type OptionValues } from './context.js';
+import { audit } from './audit.js';
+import { fields } from './fields.js';
 import { keys } from './keys.js';
+import { objects } from './objects.js';
+import { openapi } from './openapi.js';
 import { formatJson, formatText } from './output.js';
+import { get, history } from './history.js';
 import { records } from './records.js';
 import { didYouMean } from './suggest.js';
 import { users } from './users.js';
@@ -17,7 +22,7 @@ import { workspaces } from './workspaces.js';
  * code 2 for wrong usage and 1 for anything else, and then stdout stays empty.
  */
 
-const RESOURCES: readonly CliResource[] = [workspaces, keys, users, webhooks, records];
+const RESOURCES: readonly CliResource[] = [workspaces, keys, users, webhooks, records, objects, fields, openapi, history, get, audit];
 
 const GLOBAL_OPTIONS = {
   json: { type: 'boolean' },
@@ -32,6 +37,7 @@ function usage(only?: CliResource, commandName?: string): string {
   const lines: string[] = ['Usage: csr <resource> <command> [arguments] [--json]', '       csr help [<resource> [<command>]]   csr --version', ''];
   for (const resource of only ? [only] : RESOURCES) {
     lines.push(`${resource.name}: ${resource.description}`);
+    if (resource.direct) lines.push(`  csr ${resource.name} ${resource.direct.usage}\n      ${resource.direct.description}`);
     for (const [name, command] of Object.entries(resource.commands)) {
       if (commandName === undefined || commandName === name) lines.push(commandLine(resource, name, command));
     }
@@ -108,15 +114,26 @@ function parse(argv: string[]): Parsed {
     else if (flag === '--version' || flag === '-v') return { kind: 'version' };
     else throw new ScopedUsageError(`unknown option ${flag}.${didYouMean(flag, ['--help', '--version', '--json'])} Options of a command come after it`);
   }
-  const [resourceName, commandName, ...rest] = argv.slice(index);
+  const [resourceName, ...afterResource] = argv.slice(index);
   if (resourceName === undefined) return help([]);
   if (resourceName === 'help') return help(argv.slice(index + 1));
   const resource = findResource(resourceName);
+  if (resource.direct) {
+    const args = argv.slice(index + 1);
+    if (args.includes('--help') || args.includes('-h')) return help([resource.name]);
+    return parseCommand(resource, '', resource.direct, args, json);
+  }
+  const [commandName, ...rest] = afterResource;
   if (commandName === undefined || commandName === '--help' || commandName === '-h') return help([resource.name]);
   if (commandName.startsWith('-')) throw new ScopedUsageError(`missing ${resource.name} command before ${commandName}`, resource);
   const command = findCommand(resource, commandName);
   if (rest.includes('--help') || rest.includes('-h')) return help([resource.name, commandName]);
+  return parseCommand(resource, commandName, command, rest, json);
+}
 
+/** The arguments of one command (`commandName` is '' for a resource that is itself the command). */
+function parseCommand(resource: CliResource, commandName: string, command: CliCommand, rest: string[], json: boolean): Parsed {
+  const invoked = `${resource.name}${commandName ? ` ${commandName}` : ''}`;
   const options = { ...command.options, ...GLOBAL_OPTIONS };
   let parsed: { values: OptionValues; positionals: string[] };
   try {
@@ -127,13 +144,13 @@ function parse(argv: string[]): Parsed {
   const { values, positionals } = parsed;
   const expected = command.positionals ?? [];
   if (positionals.length < expected.length) {
-    throw new ScopedUsageError(`missing <${expected[positionals.length]!}>: csr ${resource.name} ${commandName} ${command.usage}`, resource, commandName);
+    throw new ScopedUsageError(`missing <${expected[positionals.length]!}>: csr ${invoked} ${command.usage}`, resource, commandName);
   }
   if (positionals.length > expected.length) {
-    throw new ScopedUsageError(`unexpected argument "${positionals[expected.length]!}": csr ${resource.name} ${commandName} ${command.usage}`, resource, commandName);
+    throw new ScopedUsageError(`unexpected argument "${positionals[expected.length]!}": csr ${invoked} ${command.usage}`, resource, commandName);
   }
   for (const name of command.required ?? []) {
-    if (values[name] === undefined) throw new ScopedUsageError(`missing option --${name}: csr ${resource.name} ${commandName} ${command.usage}`, resource, commandName);
+    if (values[name] === undefined) throw new ScopedUsageError(`missing option --${name}: csr ${invoked} ${command.usage}`, resource, commandName);
   }
   return { kind: 'run', resource, commandName, command, positionals, values, json: json || values.json === true };
 }
@@ -178,12 +195,15 @@ async function run(argv: string[], env: Record<string, string | undefined>, io: 
     const context = await openCliContext(loadConfig(env), (notice) => io.stderr(`csr: ${notice}\n`));
     let result: unknown;
     try {
-      result = await invocation.command.run({ positionals: invocation.positionals, values: invocation.values }, context);
+      result = await invocation.command.run(
+        { positionals: invocation.positionals, values: invocation.values, stdout: process.stdout, stderr: process.stderr },
+        context,
+      );
     } finally {
       await context.close();
     }
     const { command, json } = invocation;
-    io.stdout(json ? formatJson(result) : command.text ? command.text(result as never) : formatText(result));
+    if (!command.streams) io.stdout(json ? formatJson(result) : command.text ? command.text(result as never) : formatText(result));
     return command.failed?.(result as never) ? 1 : 0;
   } catch (error) {
     if (error instanceof UsageError) {

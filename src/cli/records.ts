@@ -1,6 +1,5 @@
 import { findDuplicates } from '../../queries/duplicates.js';
 import { NotFound } from '../core/errors.js';
-import { getObject } from '../schema/catalogue.js';
 import { listOption, stringOption, type CliResource } from './context.js';
 
 export const records: CliResource = {
@@ -15,7 +14,7 @@ export const records: CliResource = {
       required: ['workspace'],
       async run({ positionals, values }, context) {
         const workspaceId = await context.workspaceId(stringOption(values, 'workspace')!);
-        const object = getObject(workspaceId, positionals[0]!);
+        const object = (await context.objects.catalogue(stringOption(values, 'workspace')!)).object(positionals[0]!);
         if (!object) throw new NotFound(`unknown object '${positionals[0]!}'`);
         const match = listOption(values, 'match');
         return findDuplicates(context.readStore, workspaceId, object, match === 'all' ? undefined : match);

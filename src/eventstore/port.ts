@@ -7,7 +7,8 @@ import type { Position } from './position.js';
 
 /** Who or what caused an event; history shows it as e.g. "via API · <key name>". */
 export interface Actor {
-  type: 'apiKey' | 'cli' | 'system';
+  /** Events written before 'user' existed say 'cli' for the operator running `csr`; readers map it (queries/eventView.ts). */
+  type: 'apiKey' | 'user' | 'system';
   id: string;
   name: string;
 }
@@ -23,6 +24,8 @@ export interface EventMetadata {
   causationId: string;
   /** Per object key: how many records this action changed (drives bulk webhook events). */
   actionCounts?: Record<string, number>;
+  /** The audit hash chain (src/eventstore/chain.ts): set by the store when it appends; absent on events written before the chain. */
+  hash?: string;
 }
 
 export interface NewEvent {
@@ -99,6 +102,17 @@ export interface EventFilter {
   streamPrefixes: string[];
 }
 
+/** How a store chains its events' audit hashes (chain.ts): along the whole log, or per stream. */
+export type ChainScope = 'log' | 'stream';
+
+export interface ReadAllOptions {
+  /** Events strictly after this position; 'start' for the whole log. */
+  from: Position | 'start';
+  /** At most this many events (>= 1). */
+  maxCount: number;
+  filter?: EventFilter;
+}
+
 export interface SubscribeToAllOptions {
   /** Deliver events strictly after this position; 'start' for the whole log. */
   from: Position | 'start';
@@ -173,6 +187,13 @@ export interface EventStore {
   appendThen(first: AppendGroup, then: AppendGroup[]): Promise<ChainResult>;
   /** The stream's events ([] when the stream does not exist). */
   readStream(stream: string, options?: ReadStreamOptions): Promise<RecordedEvent[]>;
+  /**
+   * One page of the log in order, without going live: [] once `from` is the head. Audit export,
+   * verification and the as-of reads page through the log with it.
+   */
+  readAll(options: ReadAllOptions): Promise<RecordedEvent[]>;
+  /** How this store chains its events' hashes: over the whole log, or per stream (chain.ts). */
+  readonly chainScope: ChainScope;
   subscribeToAll(options: SubscribeToAllOptions): Subscription;
   persistentSubscription(group: string, options?: PersistentSubscriptionOptions): PersistentSubscription;
   /**

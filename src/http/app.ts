@@ -5,6 +5,8 @@ import { bodySizeLimit } from './body.js';
 import { bodyBudget } from './bodyBudget.js';
 import { errorResponse, handleError } from './errors.js';
 import { idempotency } from './idempotency.js';
+import { openApiRoute } from './openapiRoute.js';
+import { historyRoutes } from './history.js';
 import { recordRoutes } from './records.js';
 import { RequestLog } from './requestLog.js';
 import type { ApiDeps, AppEnv } from './types.js';
@@ -39,6 +41,8 @@ export function createApp(deps: ApiDeps): Hono<AppEnv> {
   app.use('/api/*', bearerAuth(deps.setup, deps.clock));
   app.on(['POST', 'PUT', 'PATCH'], '/api/*', bodyBudget());
   app.on(['POST', 'PATCH', 'DELETE'], '/api/*', idempotency(deps.idempotency, deps.clock));
+  openApiRoute(app, deps);
+  historyRoutes(app, deps);
   recordRoutes(app, deps);
 
   app.notFound((c) => errorResponse(c, 404, `no such path: ${c.req.path}`));

@@ -1,4 +1,5 @@
 import type { Context, Hono } from 'hono';
+import { getRecordAsOf, parseAsOf } from '../../queries/asOf.js';
 import { getRecord } from '../../queries/get.js';
 import { listRecords } from '../../queries/list.js';
 import { todayUtc, type RenderContext } from '../../queries/recordFormat.js';
@@ -6,9 +7,8 @@ import { newAction } from '../../commands/action.js';
 import { deleteRecord } from '../../commands/delete.js';
 import { patchRecord } from '../../commands/patch.js';
 import { upsertRecords, type SaveResult } from '../../commands/upsert.js';
-import { MethodNotAllowed, NotFound } from '../core/errors.js';
+import { MethodNotAllowed, NotFound, ValidationFailed } from '../core/errors.js';
 import { isUuid } from '../core/ids.js';
-import { getObject } from '../schema/catalogue.js';
 import type { ObjectDef } from '../schema/types.js';
 import type { Caller } from './auth.js';
 import { readJsonBody } from './body.js';
@@ -32,36 +32,71 @@ export function recordRoutes(app: Hono<AppEnv>, deps: ApiDeps): void {
     return newAction(caller.workspaceId, { type: 'apiKey', id: caller.key.id, name: caller.key.name }, 'api', c.get('requestId'));
   };
 
+  const readable = (c: Context<AppEnv>) => readableObject(c, deps);
+  const writable = async (c: Context<AppEnv>): Promise<ObjectDef> => {
+    const { object, caller } = await objectOf(c, deps);
+    caller.assertCanWrite(object.key);
+    return object;
+  };
+  const asOfDeps = (c: Context<AppEnv>) => ({
+    events: deps.commands.events,
+    find: deps.readStore.find.bind(deps.readStore),
+    linkSources: deps.readStore.linkSources.bind(deps.readStore),
+    catalogue: deps.catalogues.peek(c.get('caller').workspaceId),
+    now: deps.clock(),
+  });
+
+  /**
+   * The object as the log has it now when the request names a field this process does not know
+   * yet (a field added a moment ago by another process), so that it is never refused as unknown.
+   */
+  const current = async (c: Context<AppEnv>, object: ObjectDef, names: Iterable<string>): Promise<ObjectDef> => {
+    const known = knownNames(object);
+    for (const name of names) {
+      if (!known.has(name)) return (await deps.catalogues.refresh(c.get('caller').workspaceId)).object(object.key) ?? object;
+    }
+    return object;
+  };
+
   app.get('/api/v1/:object', async (c) => {
-    const object = readable(c);
-    return c.json(await listRecords(renderContext(c), object, c.req.queries()));
+    const query = c.req.queries();
+    const object = await current(c, await readable(c), Object.keys(query));
+    return c.json(await listRecords(renderContext(c), object, query, asOfDeps(c)));
   });
 
   app.post('/api/v1/:object', async (c) => {
-    const object = writable(c);
+    const object = await writable(c);
     const match = c.req.queries('match');
     const unknown = Object.keys(c.req.queries()).filter((name) => name !== 'match');
     if (unknown.length > 0 || (match && match.length > 1)) {
       return c.json(errorBody(422, `unknown or repeated query parameter: ${unknown[0] ?? 'match'} (only ?match= is accepted)`), 422);
     }
-    const result = await upsertRecords(deps.commands, action(c), object, await readJsonBody(c), match?.[0]);
+    const body = await readJsonBody(c);
+    const result = await upsertRecords(deps.commands, action(c), await current(c, object, namesIn(body)), body, match?.[0]);
     return c.json(saveResultBody(result), saveStatus(result));
   });
 
   app.get('/api/v1/:object/:id', async (c) => {
-    const object = readable(c);
-    return c.json({ data: await getRecord(renderContext(c), object, recordId(c)) });
+    const object = await readable(c);
+    const asOf = c.req.queries('as_of');
+    if (asOf === undefined) return c.json({ data: await getRecord(renderContext(c), object, recordId(c)) });
+    if (asOf.length !== 1) throw new ValidationFailed(`query parameter 'as_of' is given ${asOf.length} times; give it once`);
+    const deps = asOfDeps(c);
+    const at = parseAsOf(asOf[0]!, deps.now);
+    return c.json({ data: await getRecordAsOf(renderContext(c), deps, object, recordId(c), at) });
   });
 
   app.patch('/api/v1/:object/:id', async (c) => {
-    const object = writable(c);
+    const object = await writable(c);
     const id = recordId(c);
-    await patchRecord(deps.commands, action(c), object, id, await readJsonBody(c));
-    return c.json({ data: await getRecord(renderContext(c), object, id) });
+    const body = await readJsonBody(c);
+    const fresh = await current(c, object, namesIn(body));
+    await patchRecord(deps.commands, action(c), fresh, id, body);
+    return c.json({ data: await getRecord(renderContext(c), fresh, id) });
   });
 
   app.delete('/api/v1/:object/:id', async (c) => {
-    const object = writable(c);
+    const object = await writable(c);
     const id = recordId(c);
     await deleteRecord(deps.commands, action(c), object, id);
     return c.json({ deleted: id });
@@ -89,29 +124,45 @@ function saveResultBody(result: SaveResult): SaveResult | (SaveResult & { error:
   return { ...errorBody(422, message), ...result };
 }
 
-function objectOf(c: Context<AppEnv>): { object: ObjectDef; caller: Caller } {
+/** The object of the path, from the workspace's catalogue; read again before answering that it is unknown. */
+async function objectOf(c: Context<AppEnv>, deps: ApiDeps): Promise<{ object: ObjectDef; caller: Caller }> {
   const caller = c.get('caller');
   const key = c.req.param('object') ?? '';
-  const object = getObject(caller.workspaceId, key);
+  const catalogue = deps.catalogues.peek(caller.workspaceId) ?? (await deps.catalogues.get(caller.workspaceId));
+  const object = catalogue.object(key) ?? (await deps.catalogues.refresh(caller.workspaceId)).object(key);
   if (!object) throw new NotFound(`unknown object '${key}'`);
   return { object, caller };
 }
 
-function readable(c: Context<AppEnv>): ObjectDef {
-  const { object, caller } = objectOf(c);
+/** The object of the path, when the caller's key may read it. */
+export async function readableObject(c: Context<AppEnv>, deps: ApiDeps): Promise<ObjectDef> {
+  const { object, caller } = await objectOf(c, deps);
   caller.assertCanRead(object.key);
   return object;
 }
 
-function writable(c: Context<AppEnv>): ObjectDef {
-  const { object, caller } = objectOf(c);
-  caller.assertCanWrite(object.key);
-  return object;
-}
-
-function recordId(c: Context<AppEnv>): string {
+export function recordId(c: Context<AppEnv>): string {
   const id = c.req.param('id') ?? '';
   // Ids are stored in lower case: another spelling names no record.
   if (!isUuid(id) || id !== id.toLowerCase()) throw new NotFound(`record '${id}' not found`);
   return id;
+}
+
+const QUERY_NAMES = ['limit', 'offset', 'updated_since', 'as_of', 'match', 'id', 'createdAt', 'updatedAt'];
+const knownNamesOf = new WeakMap<ObjectDef, ReadonlySet<string>>();
+
+function knownNames(object: ObjectDef): ReadonlySet<string> {
+  let known = knownNamesOf.get(object);
+  if (!known) knownNamesOf.set(object, (known = new Set([...QUERY_NAMES, ...object.fields.map((field) => field.key)])));
+  return known;
+}
+
+/** The field keys the records of a body name (its three forms of spec 4.2). */
+function* namesIn(body: unknown): Generator<string> {
+  const records = Array.isArray(body) ? body : isObject(body) && Array.isArray(body['records']) ? body['records'] : [body];
+  for (const record of records) if (isObject(record)) yield* Object.keys(record);
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

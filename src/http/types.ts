@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { CommandDeps } from '../../commands/deps.js';
 import type { IdempotencyStore } from '../idempotency/port.js';
 import type { ReadStore } from '../readstore/port.js';
+import type { Catalogues } from '../schema/catalogues.js';
 import type { SetupStore } from '../setup/port.js';
 import type { Caller } from './auth.js';
 import type { RequestLog } from './requestLog.js';
@@ -14,6 +15,8 @@ export interface ApiDeps {
   readStore: ReadStore;
   setup: SetupStore;
   idempotency: IdempotencyStore;
+  /** The workspaces' catalogues (default objects plus their own), kept until a schema event. */
+  catalogues: Catalogues;
   logger: Logger;
   clock: () => Date;
 }

@@ -58,11 +58,26 @@ export interface FindResult {
   total: number;
 }
 
+/**
+ * "Record `id` of `object` linked `target` through `field`" at some moment: kept by the records
+ * projection for the link fields roll-ups follow, never removed, so that reads as of a past moment
+ * find children that have since been deleted or moved (queries/asOf.ts). Rebuilt with the records.
+ */
+export interface LinkEdge {
+  workspaceId: string;
+  object: string;
+  field: string;
+  id: string;
+  target: string;
+}
+
 export interface ReadTransaction {
   get(workspaceId: string, object: string, id: string): Promise<RecordDocument | null>;
   /** Every document of the object matching all filters (used for roll-ups), in creation order. */
   findAll(workspaceId: string, object: string, filters: FieldFilter[]): Promise<RecordDocument[]>;
   put(document: RecordDocument): Promise<void>;
+  /** Records link edges; one already known is a no-op. */
+  addLinks(edges: LinkEdge[]): Promise<void>;
   delete(workspaceId: string, object: string, id: string): Promise<void>;
   checkpoint(projection: string): Promise<Position | null>;
   setCheckpoint(projection: string, position: Position): Promise<void>;
@@ -73,6 +88,8 @@ export interface ReadStore {
   get(workspaceId: string, object: string, id: string): Promise<RecordDocument | null>;
   /** The documents with these ids that exist (any order). */
   getMany(workspaceId: string, object: string, ids: string[]): Promise<RecordDocument[]>;
+  /** Ids of the records of `object` that ever linked `target` through `field` (any order). */
+  linkSources(workspaceId: string, object: string, field: string, target: string): Promise<string[]>;
   checkpoint(projection: string): Promise<Position | null>;
   /**
    * Resolves true once the projection's checkpoint has reached `position` (also when another
@@ -81,7 +98,7 @@ export interface ReadStore {
   waitForCheckpoint(projection: string, position: Position, timeoutMs: number): Promise<boolean>;
   /** Runs `fn` atomically: all its writes and its checkpoint commit together or not at all. */
   transaction<T>(fn: (tx: ReadTransaction) => Promise<T>): Promise<T>;
-  /** Drops every document and the checkpoint of a projection, so that it rebuilds from the log. */
+  /** Drops every document, link edge and the checkpoint of a projection, so that it rebuilds from the log. */
   reset(projection: string): Promise<void>;
   close(): Promise<void>;
 }

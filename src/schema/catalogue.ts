@@ -1,22 +1,56 @@
 import type { Values } from '../readstore/port.js';
 import { DEFAULT_OBJECTS } from './defaultObjects.js';
-import type { ObjectDef } from './types.js';
+import { EMPTY_SCHEMA, type SchemaState } from './schemaEvents.js';
+import type { FieldDef, ObjectDef } from './types.js';
 
 /**
- * The objects a workspace has. For now every workspace has exactly the default objects of spec
- * section 2.3; workspace-defined objects (a later issue) will be looked up by `workspaceId` here,
- * which is why the functions already take it.
+ * The objects a workspace has: the default objects of spec section 2.3 plus that workspace's
+ * own objects and fields (./schemaEvents.ts), built once per schema version and shared (frozen)
+ * by every request until the next schema event (./catalogues.ts caches it).
  */
+
+export interface Catalogue {
+  workspaceId: string;
+  /** Revision of the workspace stream it was built from (-1: nothing yet). */
+  revision: number;
+  objects: readonly ObjectDef[];
+  /** A Map lookup: keys such as `__proto__` or `constructor` are simply unknown. */
+  object(key: string): ObjectDef | undefined;
+}
 
 /** A Map, not an object literal: keys such as `__proto__` or `constructor` are simply unknown. */
 const DEFAULTS_BY_KEY: ReadonlyMap<string, ObjectDef> = new Map(DEFAULT_OBJECTS.map((object) => [object.key, object]));
 
-export function getObject(_workspaceId: string, key: string): ObjectDef | undefined {
+/** A default object (spec 2.3) without a workspace's additions. */
+export function defaultObject(key: string): ObjectDef | undefined {
   return DEFAULTS_BY_KEY.get(key);
 }
 
-export function listObjects(_workspaceId: string): readonly ObjectDef[] {
-  return DEFAULT_OBJECTS;
+export function buildCatalogue(workspaceId: string, state: SchemaState = EMPTY_SCHEMA): Catalogue {
+  const active = (object: string) => state.fields.filter((field) => field.object === object && field.active).map((field) => field.def);
+  const inactive = (object: string) => state.fields.filter((field) => field.object === object && !field.active).map((field) => field.def);
+  const withAdditions = (object: ObjectDef): ObjectDef => {
+    const added = active(object.key);
+    const gone = inactive(object.key);
+    if (added.length === 0 && gone.length === 0) return object;
+    return Object.freeze({ ...object, fields: Object.freeze([...object.fields, ...added]), inactiveFields: Object.freeze(gone) });
+  };
+  const objects: ObjectDef[] = DEFAULT_OBJECTS.map(withAdditions);
+  for (const custom of state.objects) {
+    objects.push(
+      Object.freeze({
+        key: custom.key,
+        label: custom.label,
+        fields: Object.freeze(active(custom.key)),
+        inactiveFields: Object.freeze(inactive(custom.key)),
+        nameFields: Object.freeze([custom.nameField]),
+        matchByName: true,
+        custom: true,
+      }),
+    );
+  }
+  const byKey = new Map(objects.map((object) => [object.key, object]));
+  return Object.freeze({ workspaceId, revision: state.revision, objects: Object.freeze(objects), object: (key: string) => byKey.get(key) });
 }
 
 /**
@@ -44,3 +78,5 @@ export function formatAutoNumber(prefix: string, n: number): string {
   if (!Number.isSafeInteger(n) || n < 1) throw new RangeError(`an auto number is a whole number from 1, got ${n}`);
   return `${prefix}${String(n).padStart(5, '0')}`;
 }
+
+export type { FieldDef, ObjectDef };

@@ -27,6 +27,9 @@ const linkList = (object: string): FieldFormat => ({ type: 'linkList', object })
 
 const optional = (key: string, label: string, format: FieldFormat): FieldDef => ({ key, label, required: false, format });
 const required = (key: string, label: string, format: FieldFormat): FieldDef => ({ key, label, required: true, format });
+/** A field holding personal data (PRODUCT.md "Personal data and erasure"). */
+const personal = (field: FieldDef): FieldDef => ({ ...field, personal: true });
+const usd: FieldFormat = { type: 'number', currency: 'USD' };
 
 const PRIORITIES = ['Low', 'Normal', 'High', 'Urgent'];
 
@@ -42,7 +45,7 @@ const clients: ObjectDef = {
     optional('website', 'Website', url),
     optional('tier', 'Tier', oneOf('Enterprise', 'Mid-Market', 'SMB')),
     optional('health', 'Health', oneOf('Healthy', 'At Risk', 'Critical')),
-    optional('arr', 'ARR', number),
+    optional('arr', 'ARR', usd),
     optional('renewalDate', 'Renewal date', date),
     optional('notes', 'Notes', text),
     optional('owner', 'Account owner', person),
@@ -59,14 +62,14 @@ const contacts: ObjectDef = {
   nameFields: ['firstName', 'lastName'],
   matchByName: true,
   fields: [
-    required('firstName', 'First name', text),
-    optional('lastName', 'Last name', text),
+    personal(required('firstName', 'First name', text)),
+    personal(optional('lastName', 'Last name', text)),
     optional('role', 'Role', text),
     optional('client', 'Client', link('clients')),
     optional('isPrimary', 'Primary contact', boolean),
-    optional('email', 'Email', email),
-    optional('phone', 'Phone', text),
-    optional('notes', 'Notes', text),
+    personal(optional('email', 'Email', email)),
+    personal(optional('phone', 'Phone', text)),
+    personal(optional('notes', 'Notes', text)),
     optional('clientHealth', 'Client health', calculated),
   ],
 };
@@ -91,11 +94,11 @@ const billing: ObjectDef = {
     optional('periodStart', 'Period start', date),
     optional('periodEnd', 'Period end', date),
     optional('subtotal', 'Subtotal', calculated),
-    optional('discount', 'Discount', number),
+    optional('discount', 'Discount', usd),
     optional('taxRate', 'Tax rate (%)', number),
     optional('taxAmount', 'Tax amount', calculated),
     optional('total', 'Total', calculated),
-    optional('amountPaid', 'Amount paid', number),
+    optional('amountPaid', 'Amount paid', usd),
     optional('balanceDue', 'Balance due', calculated),
     optional('paidDate', 'Paid date', date),
     optional('paymentMethod', 'Payment method', oneOf('Bank transfer', 'Card', 'Direct debit', 'Cheque', 'Other')),
@@ -115,7 +118,7 @@ const invoiceLines: ObjectDef = {
     required('invoice', 'Invoice', link('billing')),
     required('description', 'Description', text),
     required('quantity', 'Quantity', number),
-    required('unitPrice', 'Unit price', number),
+    required('unitPrice', 'Unit price', usd),
     optional('amount', 'Amount', calculated),
   ],
 };
@@ -163,9 +166,9 @@ const conversations: ObjectDef = {
     optional('direction', 'Direction', oneOf('Inbound', 'Outbound')),
     optional('sentiment', 'Sentiment', oneOf('Positive', 'Neutral', 'Negative')),
     optional('owner', 'Owner', person),
-    optional('from', 'From', text),
-    optional('to', 'To', text),
-    optional('content', 'Content', text),
+    personal(optional('from', 'From', text)),
+    personal(optional('to', 'To', text)),
+    personal(optional('content', 'Content', text)),
     optional('summary', 'Summary', text),
     optional('nextSteps', 'Next steps', text),
   ],
@@ -311,8 +314,8 @@ const renewals: ObjectDef = {
     required('client', 'Client', link('clients')),
     required('renewalDate', 'Renewal date', date),
     required('stage', 'Stage', oneOf('Upcoming', 'Proposal sent', 'Negotiation', 'Won', 'Lost')),
-    optional('currentArr', 'Current ARR', number),
-    optional('proposedArr', 'Proposed ARR', number),
+    optional('currentArr', 'Current ARR', usd),
+    optional('proposedArr', 'Proposed ARR', usd),
     optional('probability', 'Probability (%)', calculated),
     optional('forecast', 'Forecast', calculated),
     optional('change', 'Change', calculated),
@@ -334,7 +337,7 @@ const opportunities: ObjectDef = {
     required('client', 'Client', link('clients')),
     optional('type', 'Type', oneOf('Upsell', 'Cross-sell', 'More seats', 'Services')),
     required('stage', 'Stage', oneOf('Identified', 'Qualified', 'Proposal', 'Won', 'Lost')),
-    optional('amount', 'Amount', number),
+    optional('amount', 'Amount', usd),
     optional('closeDate', 'Close date', date),
     optional('probability', 'Probability (%)', calculated),
     optional('forecast', 'Forecast', calculated),
@@ -356,7 +359,7 @@ const surveys: ObjectDef = {
     required('score', 'Score', number),
     optional('category', 'Category', calculated),
     required('date', 'Date', date),
-    optional('comment', 'Comment', text),
+    personal(optional('comment', 'Comment', text)),
   ],
 };
 

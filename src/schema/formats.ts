@@ -1,236 +1,205 @@
-import * as v from 'valibot';
-import type { StoredValue } from '../readstore/port.js';
 import { isUuid } from '../core/ids.js';
+import { filterKey } from '../readstore/filterKey.js';
 import { isCalendarDate, normalizeDateTime } from './dates.js';
+import {
+  autoNumberSchema,
+  booleanSchema,
+  dateSchema,
+  dateTimeSchema,
+  describe,
+  emailSchema,
+  linkListSchema,
+  linkSchema,
+  numberSchema,
+  oneOfSchema,
+  personSchema,
+  textSchema,
+  urlSchema,
+  type FormatSchema,
+} from './formatInputs.js';
 import type { FieldFormat } from './types.js';
 
-/**
- * One valibot schema per value format of spec section 2.2: what a client may send for a field
- * that has a value (null and blank strings are handled by the caller, see validate.ts), and what
- * it becomes. Links and people become references that the command layer resolves to ids.
- */
-
-/** A link or person given as `{ id }` (`id`), or as text to resolve: an id, a name or an email. */
-export type Reference = { id: string } | { text: string };
-
-export type FieldInput =
-  | { kind: 'value'; value: StoredValue }
-  | { kind: 'link'; refs: Reference[]; many: boolean; object: string }
-  | { kind: 'person'; ref: Reference };
-
-export type FormatSchema = v.GenericSchema<unknown, FieldInput>;
-
-export const MAX_LINKS = 1000;
-const MAX_EMAIL_LENGTH = 254;
-
-/** A short, safe description of any value for messages: never the whole of a huge string. */
-export function describe(value: unknown): string {
-  if (typeof value === 'string') {
-    return value.length > 60 ? `${JSON.stringify(value.slice(0, 60))}… (${value.length} characters)` : JSON.stringify(value);
-  }
-  if (typeof value === 'number' || typeof value === 'boolean') return String(value);
-  if (value === null) return 'null';
-  if (value === undefined) return 'nothing';
-  if (Array.isArray(value)) return 'a list';
-  return typeof value === 'object' ? 'an object' : `a ${typeof value}`;
-}
-
-const stored = (value: StoredValue): FieldInput => ({ kind: 'value', value });
-
-export function isHttpUrl(value: string): boolean {
-  if (!/^https?:\/\//i.test(value)) return false;
-  try {
-    const url = new URL(value);
-    return (url.protocol === 'http:' || url.protocol === 'https:') && url.hostname !== '';
-  } catch {
-    return false;
-  }
-}
-
-const textSchema = v.pipe(
-  v.string((issue) => `must be text, got ${describe(issue.input)}`),
-  v.transform((value) => stored(value)),
-);
-
-const numberSchema = v.pipe(
-  v.number((issue) => `must be a number, got ${describe(issue.input)}`),
-  v.finite((issue) => `must be a finite number, got ${describe(issue.input)}`),
-  v.transform((value) => stored(value)),
-);
-
-const dateSchema = v.pipe(
-  v.string((issue) => `must be a date written YYYY-MM-DD, got ${describe(issue.input)}`),
-  v.check(isCalendarDate, (issue) => `${describe(issue.input)} is not a calendar date written YYYY-MM-DD`),
-  v.transform((value) => stored(value)),
-);
-
-const dateTimeSchema = v.pipe(
-  v.string((issue) => `must be an ISO 8601 date and time such as 2024-05-01T09:30:00Z, got ${describe(issue.input)}`),
-  v.check(
-    (value) => normalizeDateTime(value) !== null,
-    (issue) => `${describe(issue.input)} is not an ISO 8601 date and time with a time zone, such as 2024-05-01T09:30:00Z or 2024-05-01T11:30:00+02:00`,
-  ),
-  v.transform((value) => stored(normalizeDateTime(value))),
-);
-
-const booleanSchema = v.pipe(
-  v.boolean((issue) => `must be true or false, got ${describe(issue.input)}`),
-  v.transform((value) => stored(value)),
-);
-
-const urlSchema = v.pipe(
-  v.string((issue) => `must be a web address, got ${describe(issue.input)}`),
-  v.check(isHttpUrl, (issue) => `${describe(issue.input)} is not a web address starting with http:// or https://`),
-  v.transform((value) => stored(value)),
-);
-
-const emailSchema = v.pipe(
-  v.string((issue) => `must be an email address, got ${describe(issue.input)}`),
-  v.maxLength(MAX_EMAIL_LENGTH, (issue) => `${describe(issue.input)} is not an email address (at most ${MAX_EMAIL_LENGTH} characters)`),
-  v.email((issue) => `${describe(issue.input)} is not an email address`),
-  v.transform((value) => stored(value)),
-);
-
-function oneOfSchema(values: readonly string[]): FormatSchema {
-  const allowed = values.join(', ');
-  return v.pipe(
-    v.picklist(values, (issue) => `${describe(issue.input)} is not one of ${allowed}`),
-    v.transform((value: string) => stored(value)),
-  );
-}
-
-function autoNumberSchema(prefix: string): FormatSchema {
-  return v.pipe(
-    v.string((issue) => `must be text such as ${prefix}00001, got ${describe(issue.input)}`),
-    v.transform((value) => stored(value)),
-  );
-}
+export { describe, parseFormat, type FieldInput, type FormatSchema, type Reference } from './formatInputs.js';
 
 /**
- * A non-blank string (trimmed, to be resolved as an id, name or email), or `{ id }` with exactly
- * that key, whose id passes `idCheck`. `what` describes the accepted values for messages.
+ * THE format table: for each value format of spec 2.2, its name, its valibot validator (what a
+ * client may send), how a REST record shows it, its OpenAPI schemas and how a list filter reads
+ * it. Validation, rendering, filters, `csr fields add` and the OpenAPI document all read this
+ * table, so adding a format is adding a row here.
  */
-function referenceSchema(
-  what: string,
-  idCheck: (id: string) => boolean,
-  idRule: string,
-  normalizeId: (id: string) => string,
-): v.GenericSchema<unknown, Reference> {
-  const message = (issue: v.BaseIssue<unknown>) => `must be ${what}, got ${describe(issue.input)}`;
-  const idMessage = (issue: v.BaseIssue<unknown>) => `{ "id" } must hold ${idRule}, got ${describe(issue.input)}`;
-  const byText = v.pipe(
-    v.string(message),
-    v.check((value) => value.trim() !== '', message),
-    v.transform((value): Reference => ({ text: value.trim() })),
-  );
-  const byId = v.pipe(
-    v.strictObject({ id: v.pipe(v.string(idMessage), v.check(idCheck, idMessage)) }),
-    v.transform((value): Reference => ({ id: normalizeId(value.id) })),
-  );
-  return v.pipe(
-    v.unknown(),
-    v.rawTransform(({ dataset, addIssue, NEVER }) => {
-      const value = dataset.value;
-      const isObject = typeof value === 'object' && value !== null && !Array.isArray(value);
-      if (isObject) {
-        const keys = Object.keys(value);
-        if (keys.length !== 1 || keys[0] !== 'id') {
-          const shown = keys.slice(0, 5).map((key) => describe(key)).join(', ') + (keys.length > 5 ? ', …' : '');
-          addIssue({ message: `must be ${what}; an object must have exactly the key "id", got ${keys.length === 0 ? 'no keys' : `keys ${shown}`}` });
-          return NEVER;
-        }
-      }
-      const result = v.safeParse(isObject ? byId : byText, value);
-      if (result.success) return result.output;
-      addIssue({ message: result.issues[0].message });
-      return NEVER;
-    }),
-  );
+
+type Format<T extends FieldFormat['type']> = Extract<FieldFormat, { type: T }>;
+/** A JSON Schema (2020-12, as OpenAPI 3.1 uses it). */
+export type JsonSchema = Record<string, unknown>;
+
+export type FilterOutcome = { ok: true; key: string } | { ok: false; problem: string };
+
+/** How a REST record shows a stored value (queries/recordFormat.ts). */
+export type RestForm = 'value' | 'link' | 'linkList' | 'person' | 'files' | 'calculated';
+
+export interface OpenApiContext {
+  /** Whether the caller's key may read the object (links to others are `{ id }` only, spec 5.8). */
+  canAccess(object: string): boolean;
 }
 
-function linkReference(object: string): v.GenericSchema<unknown, Reference> {
-  return referenceSchema(
-    `the linked ${object} record's id, its name, or { "id": "<uuid>" }`,
-    isUuid,
-    `the linked ${object} record's uuid`,
-    (id) => id.toLowerCase(),
-  );
+export interface FormatRow<T extends FieldFormat['type']> {
+  /** Spec 2.2's name, e.g. "Date and time". */
+  label: string;
+  /** What `csr fields add --format` takes for it (besides the label); null: not definable there. */
+  cli: string | null;
+  /** The validator of a sent value; null: a client can never write it. */
+  input(format: Format<T>): FormatSchema | null;
+  rest: RestForm;
+  /** Whether ?match= may name a field of this format. */
+  matchable: boolean;
+  /** OpenAPI schema of the value as returned (null included: every field may be empty). */
+  returned(format: Format<T>, context: OpenApiContext): JsonSchema;
+  /** OpenAPI schema of the value as sent (null clears it); null: not writable. */
+  sent(format: Format<T>): JsonSchema | null;
+  /** A list filter's value as the read store compares it (spec 4.1: exact, case-insensitive). */
+  filter(format: Format<T>, raw: string): FilterOutcome;
 }
 
-function linkSchema(object: string): FormatSchema {
-  return v.pipe(
-    linkReference(object),
-    v.transform((ref): FieldInput => ({ kind: 'link', refs: [ref], many: false, object })),
-  );
+const NUMBER = /^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$/;
+
+const nullable = (schema: JsonSchema): JsonSchema => {
+  const type = schema['type'];
+  if (typeof type === 'string') return { ...schema, type: [type, 'null'] };
+  if ('enum' in schema) return { ...schema, enum: [...(schema['enum'] as unknown[]), null] };
+  return { anyOf: [schema, { type: 'null' }] };
+};
+const lowered = (raw: string): FilterOutcome => ({ ok: true, key: filterKey(raw) });
+const numeric = (raw: string): FilterOutcome => {
+  const trimmed = raw.trim();
+  const value = NUMBER.test(trimmed) ? Number(trimmed) : NaN;
+  return Number.isFinite(value) ? { ok: true, key: filterKey(value) } : { ok: false, problem: `${describe(raw)} is not a number` };
+};
+const linkFilter = (object: string, raw: string): FilterOutcome =>
+  isUuid(raw) ? { ok: true, key: filterKey(raw) } : { ok: false, problem: `pass the linked ${object} record's id (a uuid), got ${describe(raw)}` };
+
+const linkRef = (object: string, context: OpenApiContext): JsonSchema =>
+  context.canAccess(object) ? { $ref: '#/components/schemas/LinkRef' } : { $ref: '#/components/schemas/LinkId' };
+const linkInput: JsonSchema = {
+  anyOf: [{ type: 'string', description: "the linked record's id or name" }, { $ref: '#/components/schemas/LinkId' }],
+};
+
+const text = (schema: JsonSchema = {}): JsonSchema => ({ type: 'string', ...schema });
+
+export const FORMATS: { [T in FieldFormat['type']]: FormatRow<T> } = {
+  text: {
+    label: 'Text', cli: 'text', input: () => textSchema, rest: 'value', matchable: true,
+    returned: () => nullable(text()), sent: () => nullable(text()), filter: (_, raw) => lowered(raw),
+  },
+  number: {
+    label: 'Number', cli: 'number', input: () => numberSchema, rest: 'value', matchable: true,
+    returned: () => nullable({ type: 'number' }), sent: () => nullable({ type: 'number' }), filter: (_, raw) => numeric(raw),
+  },
+  date: {
+    label: 'Date', cli: 'date', input: () => dateSchema, rest: 'value', matchable: true,
+    returned: () => nullable(text({ format: 'date' })), sent: () => nullable(text({ format: 'date' })),
+    filter: (_, raw) => (isCalendarDate(raw) ? { ok: true, key: raw } : { ok: false, problem: `${describe(raw)} is not a calendar date written YYYY-MM-DD` }),
+  },
+  dateTime: {
+    label: 'Date and time', cli: 'dateTime', input: () => dateTimeSchema, rest: 'value', matchable: true,
+    returned: () => nullable(text({ format: 'date-time' })), sent: () => nullable(text({ format: 'date-time' })),
+    filter: (_, raw) => {
+      const moment = normalizeDateTime(raw);
+      return moment ? { ok: true, key: filterKey(moment) } : { ok: false, problem: `${describe(raw)} is not an ISO 8601 date and time with a time zone` };
+    },
+  },
+  boolean: {
+    label: 'Boolean', cli: 'boolean', input: () => booleanSchema, rest: 'value', matchable: true,
+    returned: () => nullable({ type: 'boolean' }), sent: () => nullable({ type: 'boolean' }),
+    filter: (_, raw) => {
+      const lower = raw.toLowerCase();
+      return lower === 'true' || lower === 'false' ? { ok: true, key: lower } : { ok: false, problem: `${describe(raw)} is not true or false` };
+    },
+  },
+  url: {
+    label: 'Web address', cli: 'url', input: () => urlSchema, rest: 'value', matchable: true,
+    returned: () => nullable(text({ format: 'uri' })), sent: () => nullable(text({ format: 'uri' })), filter: (_, raw) => lowered(raw),
+  },
+  email: {
+    label: 'Email address', cli: 'email', input: () => emailSchema, rest: 'value', matchable: true,
+    returned: () => nullable(text({ format: 'email' })), sent: () => nullable(text({ format: 'email' })), filter: (_, raw) => lowered(raw),
+  },
+  oneOf: {
+    label: 'One of', cli: 'oneOf', input: (format) => oneOfSchema(format.values), rest: 'value', matchable: true,
+    returned: (format) => ({ enum: [...format.values, null] }), sent: (format) => ({ enum: [...format.values, null] }),
+    filter: (format, raw) => {
+      const wanted = filterKey(raw);
+      return format.values.some((value) => filterKey(value) === wanted)
+        ? { ok: true, key: wanted }
+        : { ok: false, problem: `${describe(raw)} is not one of ${format.values.join(', ')}` };
+    },
+  },
+  autoNumber: {
+    label: 'Auto number', cli: 'autoNumber', input: (format) => autoNumberSchema(format.prefix), rest: 'value', matchable: true,
+    returned: (format) => nullable(text({ description: `filled in by the service when empty, e.g. ${format.prefix}00001` })),
+    sent: () => nullable(text({ maxLength: 64 })), filter: (_, raw) => lowered(raw),
+  },
+  link: {
+    label: 'Link', cli: 'link', input: (format) => linkSchema(format.object), rest: 'link', matchable: true,
+    returned: (format, context) => nullable(linkRef(format.object, context)), sent: () => nullable(linkInput),
+    filter: (format, raw) => linkFilter(format.object, raw),
+  },
+  linkList: {
+    label: 'Link list', cli: 'linkList', input: (format) => linkListSchema(format.object), rest: 'linkList', matchable: false,
+    returned: (format, context) => ({ type: 'array', items: linkRef(format.object, context) }),
+    sent: () => nullable({ type: 'array', items: linkInput, maxItems: 1000 }),
+    filter: (format, raw) => linkFilter(format.object, raw),
+  },
+  person: {
+    label: 'Person', cli: 'person', input: () => personSchema, rest: 'person', matchable: true,
+    returned: () => nullable({ $ref: '#/components/schemas/PersonRef' }),
+    sent: () => nullable({ anyOf: [{ type: 'string', description: "a user's id, email address or full name" }, { $ref: '#/components/schemas/LinkId' }] }),
+    filter: (_, raw) => lowered(raw),
+  },
+  files: {
+    label: 'Files', cli: null, input: () => null, rest: 'files', matchable: false,
+    returned: () => ({ type: 'array', readOnly: true, items: { $ref: '#/components/schemas/FileRef' } }), sent: () => null,
+    filter: () => ({ ok: false, problem: 'files fields cannot be filtered on' }),
+  },
+  calculated: {
+    label: 'Calculated', cli: null, input: () => null, rest: 'calculated', matchable: false,
+    returned: () => ({ type: ['number', 'string', 'null'], readOnly: true }), sent: () => null,
+    filter: (format, raw) => {
+      if (format.timeDependent) return { ok: false, problem: "this value depends on today's date and cannot be filtered on" };
+      const trimmed = raw.trim();
+      return { ok: true, key: NUMBER.test(trimmed) && Number.isFinite(Number(trimmed)) ? filterKey(Number(trimmed)) : filterKey(raw) };
+    },
+  },
+  readOnlyNumber: {
+    label: 'Number (read only)', cli: null, input: () => null, rest: 'value', matchable: true,
+    returned: () => ({ type: ['number', 'null'], readOnly: true }), sent: () => null, filter: (_, raw) => numeric(raw),
+  },
+};
+
+/** The table's row of a format, typed for that format. */
+export function rowOf<T extends FieldFormat['type']>(format: Format<T>): FormatRow<T> {
+  return FORMATS[format.type] as unknown as FormatRow<T>;
 }
 
-function linkListSchema(object: string): FormatSchema {
-  const what = `a list of at most ${MAX_LINKS} links to ${object} records (ids, names or { "id": "<uuid>" })`;
-  return v.pipe(
-    v.array(v.unknown(), (issue) => `must be ${what}, got ${describe(issue.input)}`),
-    v.maxLength(MAX_LINKS, (issue) => `must be ${what}, got ${issue.input.length} links`),
-    v.array(linkReference(object)),
-    v.transform((refs): FieldInput => ({ kind: 'link', refs, many: true, object })),
-  );
+/** Formats a client can never write. */
+export function isReadOnly(format: FieldFormat): boolean {
+  return rowOf(format).sent(format as never) === null;
 }
-
-const personSchema: FormatSchema = v.pipe(
-  referenceSchema(`a user's id, email address or full name, or { "id": "<user id>" }`, (id) => id.trim() !== '', 'a user id', (id) => id),
-  v.transform((ref): FieldInput => ({ kind: 'person', ref })),
-);
 
 const schemas = new WeakMap<FieldFormat, FormatSchema>();
 
-/** The schema for one format, or null for the formats a client can never write. */
+/** The validator for one format (built once per format object), or null for read-only formats. */
 export function formatSchema(format: FieldFormat): FormatSchema | null {
   const cached = schemas.get(format);
   if (cached) return cached;
-  const schema = buildSchema(format);
+  const schema = rowOf(format).input(format as never);
   if (schema) schemas.set(format, schema);
   return schema;
 }
 
-function buildSchema(format: FieldFormat): FormatSchema | null {
-  switch (format.type) {
-    case 'text':
-      return textSchema;
-    case 'number':
-      return numberSchema;
-    case 'date':
-      return dateSchema;
-    case 'dateTime':
-      return dateTimeSchema;
-    case 'boolean':
-      return booleanSchema;
-    case 'url':
-      return urlSchema;
-    case 'email':
-      return emailSchema;
-    case 'oneOf':
-      return oneOfSchema(format.values);
-    case 'autoNumber':
-      return autoNumberSchema(format.prefix);
-    case 'link':
-      return linkSchema(format.object);
-    case 'linkList':
-      return linkListSchema(format.object);
-    case 'person':
-      return personSchema;
-    case 'files':
-    case 'calculated':
-    case 'readOnlyNumber':
-      return null;
-  }
-}
-
-/**
- * Runs a format's schema: the parsed input, or the first problem's message. Problems inside a
- * link list name the item (`item 3: ...`, 0-based).
- */
-export function parseFormat(schema: FormatSchema, value: unknown): { ok: true; input: FieldInput } | { ok: false; message: string } {
-  const result = v.safeParse(schema, value, { abortEarly: true });
-  if (result.success) return { ok: true, input: result.output };
-  const issue = result.issues[0];
-  const item = issue.path?.find((step) => step.type === 'array');
-  return { ok: false, message: item ? `item ${String(item.key)}: ${issue.message}` : issue.message };
+/** The spec 2.2 name of a field's format, e.g. "Number (USD)" or "Link to clients". */
+export function formatLabel(format: FieldFormat): string {
+  if (format.type === 'number' && format.currency) return `Number (${format.currency})`;
+  if (format.type === 'link' || format.type === 'linkList') return `${FORMATS[format.type].label} to ${format.object}`;
+  if (format.type === 'oneOf') return `One of: ${format.values.join(', ')}`;
+  return FORMATS[format.type].label;
 }

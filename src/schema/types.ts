@@ -6,7 +6,8 @@
 
 export type FieldFormat =
   | { type: 'text' }
-  | { type: 'number' }
+  /** `currency: 'USD'`: spec 2.2's "Number (USD)"; the value is a plain number either way. */
+  | { type: 'number'; currency?: 'USD' }
   | { type: 'date' }
   | { type: 'dateTime' }
   | { type: 'boolean' }
@@ -28,6 +29,10 @@ export interface FieldDef {
   label: string;
   required: boolean;
   format: FieldFormat;
+  /** Personal data (PRODUCT.md "Personal data and erasure"): a person's name, address, words. */
+  personal?: boolean;
+  /** Defined by the workspace (csr fields add), not by spec 2.3. */
+  custom?: boolean;
 }
 
 export interface ObjectDef {
@@ -39,9 +44,11 @@ export interface ObjectDef {
   nameFields: readonly string[];
   /** Whether, without id or ?match=, a write finds its record by name (PRODUCT.md section 3). */
   matchByName: boolean;
-}
-
-/** Formats a client can never write. */
-export function isReadOnly(format: FieldFormat): boolean {
-  return format.type === 'files' || format.type === 'calculated' || format.type === 'readOnlyNumber';
+  /** Defined by the workspace (csr objects create), not by spec 2.3. */
+  custom?: boolean;
+  /**
+   * Workspace-defined fields that were deactivated: absent from the API, their values kept in
+   * the log; a write naming one is refused with that reason.
+   */
+  inactiveFields?: readonly FieldDef[];
 }

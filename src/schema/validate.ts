@@ -1,9 +1,7 @@
 import { lookups } from './calculated.js';
-import { filterKey } from '../readstore/filterKey.js';
 import type { Values } from '../readstore/port.js';
-import { isCalendarDate, normalizeDateTime } from './dates.js';
 import { isUuid } from '../core/ids.js';
-import { describe, formatSchema, parseFormat, type FieldInput } from './formats.js';
+import { describe, formatSchema, parseFormat, rowOf, type FieldInput } from './formats.js';
 import type { FieldDef, ObjectDef } from './types.js';
 
 export type { FieldInput, Reference } from './formats.js';
@@ -95,7 +93,11 @@ export function validateRecord(object: ObjectDef, input: unknown, mode: 'create'
     }
     const field = known.get(key);
     if (!field) {
-      problems.push(`unknown field '${quoteKey(key)}' for object ${object.key}`);
+      problems.push(
+        object.inactiveFields?.some((inactive) => inactive.key === key)
+          ? `field '${key}' of ${object.key} is deactivated and cannot be set`
+          : `unknown field '${quoteKey(key)}' for object ${object.key}`,
+      );
       continue;
     }
     const readOnly = readOnlyProblem(object, field);
@@ -164,60 +166,27 @@ export function checkRecordRules(objectKey: string, values: Values): string | nu
   return null;
 }
 
-const NUMBER = /^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$/;
-
 export type FilterResult = { ok: true; key: string } | { ok: false; message: string };
 
 /**
  * A list query's filter value (spec 4.1: exact, case-insensitive) normalised to the key the read
- * store compares (`filterKey` of the stored value): numbers numerically ("100.0" finds 100),
- * booleans true/false in any case, dates as given (validated), date-times as the normalised ISO
- * moment, links and people by id, everything else lower-cased. One-of values must be allowed
- * ones. Time-dependent calculated values, values taken from linked records and files cannot be
- * filtered on.
+ * store compares (`filterKey` of the stored value), as the format table says (numbers
+ * numerically, booleans in any case, dates validated, date-times as the normalised moment, links
+ * by id, one-of values only allowed ones, the rest lower-cased). Values taken from linked records
+ * cannot be filtered on: the read model does not hold them.
  */
-export function parseFilterValue(field: FieldDef, raw: string): FilterResult {
+/** Whether a list may filter on the field (what `parseFilterValue` can accept some value for). */
+export function isFilterable(field: FieldDef): boolean {
   const format = field.format;
-  const fail = (problem: string): FilterResult => ({ ok: false, message: `${field.key}: ${problem}` });
-  switch (format.type) {
-    case 'files':
-      return fail('files fields cannot be filtered on');
-    case 'calculated': {
-      if (format.timeDependent) return fail("this value depends on today's date and cannot be filtered on");
-      if (lookups.some((lookup) => lookup.field === field.key)) return fail('this value is taken from the linked record and cannot be filtered on');
-      const trimmed = raw.trim();
-      return { ok: true, key: NUMBER.test(trimmed) && Number.isFinite(Number(trimmed)) ? filterKey(Number(trimmed)) : filterKey(raw) };
-    }
-    case 'number':
-    case 'readOnlyNumber': {
-      const trimmed = raw.trim();
-      const value = NUMBER.test(trimmed) ? Number(trimmed) : NaN;
-      return Number.isFinite(value) ? { ok: true, key: filterKey(value) } : fail(`${describe(raw)} is not a number`);
-    }
-    case 'boolean': {
-      const lower = raw.toLowerCase();
-      return lower === 'true' || lower === 'false' ? { ok: true, key: lower } : fail(`${describe(raw)} is not true or false`);
-    }
-    case 'date':
-      return isCalendarDate(raw) ? { ok: true, key: raw } : fail(`${describe(raw)} is not a calendar date written YYYY-MM-DD`);
-    case 'dateTime': {
-      const moment = normalizeDateTime(raw);
-      return moment ? { ok: true, key: filterKey(moment) } : fail(`${describe(raw)} is not an ISO 8601 date and time with a time zone`);
-    }
-    case 'oneOf': {
-      const wanted = filterKey(raw);
-      return format.values.some((value) => filterKey(value) === wanted)
-        ? { ok: true, key: wanted }
-        : fail(`${describe(raw)} is not one of ${format.values.join(', ')}`);
-    }
-    case 'link':
-    case 'linkList':
-      return isUuid(raw) ? { ok: true, key: filterKey(raw) } : fail(`pass the linked ${format.object} record's id (a uuid), got ${describe(raw)}`);
-    case 'text':
-    case 'url':
-    case 'email':
-    case 'autoNumber':
-    case 'person':
-      return { ok: true, key: filterKey(raw) };
+  if (format.type === 'files') return false;
+  if (format.type !== 'calculated') return true;
+  return !format.timeDependent && !lookups.some((lookup) => lookup.field === field.key);
+}
+
+export function parseFilterValue(field: FieldDef, raw: string): FilterResult {
+  if (field.format.type === 'calculated' && lookups.some((lookup) => lookup.field === field.key)) {
+    return { ok: false, message: `${field.key}: this value is taken from the linked record and cannot be filtered on` };
   }
+  const outcome = rowOf(field.format).filter(field.format as never, raw);
+  return outcome.ok ? outcome : { ok: false, message: `${field.key}: ${outcome.problem}` };
 }

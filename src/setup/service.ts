@@ -3,7 +3,7 @@ import { userInfo } from 'node:os';
 import * as v from 'valibot';
 import { NotFound } from '../core/errors.js';
 import type { Actor, EventStore } from '../eventstore/port.js';
-import { listObjects } from '../schema/catalogue.js';
+import { loadCatalogue } from '../schema/catalogues.js';
 import { fingerprint, generateApiKey } from './apiKeys.js';
 import { appendAuditEvent, type SetupEventType } from './audit.js';
 import { checkObjectKeys, ObjectsInput, parse, text } from './input.js';
@@ -48,7 +48,7 @@ export interface NewUserInput {
   email: string;
 }
 
-/** The operator running the tool: OS user name, `csr`. */
+/** The operator running the tool: a user, named by their OS user name (history says "via app"). */
 export function cliActor(): Actor {
   let id = 'unknown';
   try {
@@ -56,7 +56,7 @@ export function cliActor(): Actor {
   } catch {
     // No passwd entry for this uid (some containers): the audit still says it came from csr.
   }
-  return { type: 'cli', id, name: 'csr' };
+  return { type: 'user', id, name: id };
 }
 
 const Slug = v.pipe(
@@ -96,7 +96,8 @@ export class SetupService {
     this.setup = options.setup;
     this.events = options.events;
     this.clock = options.clock ?? (() => new Date());
-    this.knownObjects = options.knownObjects ?? ((workspaceId) => listObjects(workspaceId).map((object) => object.key));
+    this.knownObjects =
+      options.knownObjects ?? (async (workspaceId) => (await loadCatalogue(this.events, workspaceId)).objects.map((object) => object.key));
     this.actor = options.actor ?? cliActor();
   }
 

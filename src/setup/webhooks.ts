@@ -2,7 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import * as v from 'valibot';
 import { NotFound, ValidationFailed } from '../core/errors.js';
 import type { Actor, EventStore } from '../eventstore/port.js';
-import { listObjects } from '../schema/catalogue.js';
+import { loadCatalogue } from '../schema/catalogues.js';
 import { appendAuditEvent, workspaceStream, type SetupEventType } from './audit.js';
 import { checkObjectKeys, ObjectsInput, parse, text } from './input.js';
 import type { SetupStore } from './port.js';
@@ -78,7 +78,7 @@ export class WebhookSetup {
     const valid = parse(WebhookInput, input);
     const url = await this.checkAddress(valid.url);
     const events: Webhook['events'] = valid.events === 'all' ? 'all' : [...new Set(valid.events as EventKind[])];
-    const objects = valid.objects === 'all' ? 'all' : checkObjectKeys(listObjects(workspace.id).map((object) => object.key), valid.objects);
+    const objects = valid.objects === 'all' ? 'all' : checkObjectKeys((await loadCatalogue(this.options.events, workspace.id)).objects.map((object) => object.key), valid.objects);
     const webhook: Webhook = {
       id: randomUUID(),
       workspaceId: workspace.id,

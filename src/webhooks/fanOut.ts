@@ -4,7 +4,7 @@ import { renderRecords, todayUtc } from '../../queries/recordFormat.js';
 import type { EventStore, PersistentEvent, RecordedEvent } from '../eventstore/port.js';
 import { comparePositions } from '../eventstore/position.js';
 import { RECORDS_PROJECTION, type ReadStore, type RecordDocument } from '../readstore/port.js';
-import { getObject } from '../schema/catalogue.js';
+import type { Catalogues } from '../schema/catalogues.js';
 import type { User } from '../setup/port.js';
 import { runGroup } from './groupRunner.js';
 import { createWebhookLogView, type WebhookLogView } from './logView.js';
@@ -39,6 +39,8 @@ export interface FanOutDeps {
   readStore: ReadStore;
   webhooks: WebhookStore;
   listUsers(workspaceId: string): Promise<User[]>;
+  /** The fields a payload shows: the workspace's catalogue when it is sent. */
+  catalogues: Catalogues;
   logger: Logger;
   clock: () => Date;
   /** Called after new deliveries or bulk members were stored. */
@@ -201,7 +203,7 @@ async function renderData(deps: FanOutDeps, changes: Change[]): Promise<Map<stri
   const today = todayUtc(deps.clock());
   for (const group of byObject.values()) {
     const { workspaceId, object: objectKey } = group[0]!.change;
-    const object = getObject(workspaceId, objectKey);
+    const object = (await deps.catalogues.get(workspaceId)).object(objectKey) ?? (await deps.catalogues.refresh(workspaceId)).object(objectKey);
     if (!object) continue;
     const live = await deps.readStore.getMany(workspaceId, objectKey, group.filter(({ change }) => change.kind !== 'deleted').map(({ change }) => change.recordId));
     const current = new Map(live.map((document) => [document.id, document]));

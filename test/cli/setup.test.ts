@@ -210,8 +210,8 @@ describe('csr help and version (exit 0, on stdout)', () => {
 
 describe('csr usage errors (exit 2, one line on stderr saying what to do, nothing on stdout)', () => {
   it.each([
-    ['unknown command', ['spaceships', 'launch'], 'csr: unknown command "spaceships". Commands: workspaces, keys, users, webhooks, records (see csr --help)'],
-    ['a mistyped command', ['webhoks', 'list'], 'csr: unknown command "webhoks". Did you mean "webhooks"? Commands: workspaces, keys, users, webhooks, records (see csr --help)'],
+    ['unknown command', ['spaceships', 'launch'], 'csr: unknown command "spaceships". Commands: workspaces, keys, users, webhooks, records, objects, fields, openapi, history, get, audit (see csr --help)'],
+    ['a mistyped command', ['webhoks', 'list'], 'csr: unknown command "webhoks". Did you mean "webhooks"? Commands: workspaces, keys, users, webhooks, records, objects, fields, openapi, history, get, audit (see csr --help)'],
     ['a mistyped subcommand', ['keys', 'lst'], 'csr: unknown command "keys lst". Did you mean "keys list"? keys commands: create, list, revoke, rename (see csr help keys)'],
     ['unknown subcommand', ['keys', 'rotate'], 'csr: unknown command "keys rotate". keys commands: create, list, revoke, rename (see csr help keys)'],
     ['missing command', ['keys', '--json'], 'csr: missing keys command before --json (see csr help keys)'],
@@ -257,10 +257,11 @@ describe('audit events', () => {
       const { metadata } = event;
       expect(metadata).toEqual({
         source: 'app',
-        actor: { type: 'cli', id: userInfo().username, name: 'csr' },
+        actor: { type: 'user', id: userInfo().username, name: userInfo().username },
         actionId: expect.stringMatching(UUID),
         correlationId: metadata.actionId,
         causationId: metadata.actionId,
+        hash: expect.stringMatching(/^[0-9a-f]{64}$/),
       });
       expect(event.id).toMatch(UUID);
       actionIds.add(metadata.actionId);

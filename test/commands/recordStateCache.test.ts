@@ -7,6 +7,9 @@ import { executeRecordCommand, loadRecord } from '../../commands/record/reposito
 import type { EventStore, ReadStreamOptions } from '../../src/eventstore/port.js';
 import { openSqliteEventStore } from '../../src/eventstore/sqlite/index.js';
 import { newId } from '../../src/core/ids.js';
+import { defaultObject } from '../../src/schema/catalogue.js';
+
+const clients = defaultObject('clients')!;
 
 /** Issue 22 item 10: loading a record reads only the events after the state it already knows. */
 
@@ -34,9 +37,9 @@ const metadata = metadataFor(action, { clients: 1 });
 
 async function recordWithRevisions(events: EventStore, revisions: number): Promise<string> {
   const recordId = newId();
-  await executeRecordCommand(events, recordId, () => ({ type: 'CreateRecord', workspaceId: 'w1', object: 'clients', recordId, fields: { name: 'n0' } }), metadata);
+  await executeRecordCommand(events, clients, recordId, () => ({ type: 'CreateRecord', workspaceId: 'w1', object: 'clients', recordId, fields: { name: 'n0' } }), metadata);
   for (let i = 1; i < revisions; i++) {
-    await executeRecordCommand(events, recordId, () => ({ type: 'UpdateRecord', workspaceId: 'w1', object: 'clients', recordId, fields: { name: `n${i}` } }), metadata);
+    await executeRecordCommand(events, clients, recordId, () => ({ type: 'UpdateRecord', workspaceId: 'w1', object: 'clients', recordId, fields: { name: `n${i}` } }), metadata);
   }
   return recordId;
 }
@@ -47,7 +50,7 @@ describe('record state cache', () => {
     const recordId = await recordWithRevisions(store, 50);
     const first = await loadRecord(events, recordId);
     expect(first.expectedRevision).toBe(49);
-    await executeRecordCommand(store, recordId, () => ({ type: 'UpdateRecord', workspaceId: 'w1', object: 'clients', recordId, fields: { name: 'last' } }), metadata);
+    await executeRecordCommand(store, clients, recordId, () => ({ type: 'UpdateRecord', workspaceId: 'w1', object: 'clients', recordId, fields: { name: 'last' } }), metadata);
 
     read.length = 0;
     const second = await loadRecord(events, recordId);
@@ -64,7 +67,7 @@ describe('record state cache', () => {
     try {
       const recordId = await recordWithRevisions(store, 3);
       await loadRecord(store, recordId);
-      await executeRecordCommand(other, recordId, () => ({ type: 'UpdateRecord', workspaceId: 'w1', object: 'clients', recordId, fields: { tier: 'SMB' } }), metadata);
+      await executeRecordCommand(other, clients, recordId, () => ({ type: 'UpdateRecord', workspaceId: 'w1', object: 'clients', recordId, fields: { tier: 'SMB' } }), metadata);
       const loaded = await loadRecord(store, recordId);
       expect(loaded.expectedRevision).toBe(3);
       expect(loaded.state).toEqual({ status: 'live', workspaceId: 'w1', object: 'clients', fields: { name: 'n2', tier: 'SMB' } });

@@ -3,10 +3,10 @@ import type { RecordState } from '../../commands/record/decider.js';
 import { fieldsKey, heldKeys, nameKey, recordHasKey, reservationStream } from '../../commands/reservations/keys.js';
 import { claimEvents, CREATE_GRACE_MS, FREE, judge, reservationState, type Judgement } from '../../commands/reservations/reservation.js';
 import type { RecordedEvent } from '../../src/eventstore/port.js';
-import { getObject } from '../../src/schema/catalogue.js';
+import { defaultObject } from '../../src/schema/catalogue.js';
 
-const clients = getObject('w1', 'clients')!;
-const contacts = getObject('w1', 'contacts')!;
+const clients = defaultObject('clients')!;
+const contacts = defaultObject('contacts')!;
 const now = new Date('2024-06-01T12:00:00.000Z');
 const acme = nameKey(clients, { name: ' Acme ' })!;
 const live = (fields: Record<string, string>): RecordState => ({ status: 'live', workspaceId: 'w1', object: 'clients', fields });

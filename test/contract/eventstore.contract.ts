@@ -2,6 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Conflict } from '../../src/core/errors.js';
 import { until } from '../support/until.js';
+import { withoutHash } from '../../src/eventstore/chain.js';
+import { ChainCheck } from '../../src/eventstore/chainCheck.js';
 import type {
   AppendResult,
   EventStore,
@@ -128,7 +130,7 @@ export function eventStoreContract(
 
         const read = await store.readStream(stream);
 
-        expect(read.map((e) => ({ id: e.id, type: e.type, stream: e.stream, revision: e.revision, data: e.data, metadata: e.metadata }))).toEqual(
+        expect(read.map((e) => ({ id: e.id, type: e.type, stream: e.stream, revision: e.revision, data: e.data, metadata: withoutHash(e.metadata) }))).toEqual(
           events.map((e, revision) => ({ id: e.id, type: e.type, stream, revision, data: e.data, metadata: e.metadata })),
         );
         for (const event of read) {
@@ -338,6 +340,47 @@ export function eventStoreContract(
         expect(await store.readStream(claim)).toHaveLength(1);
         expect(await store.readStream(taken)).toHaveLength(1);
         expect(await store.readStream(fresh)).toHaveLength(1);
+      });
+    });
+
+    describe('readAll and the audit hash chain', () => {
+      async function readWhole(filter = true): Promise<RecordedEvent[]> {
+        const all: RecordedEvent[] = [];
+        for (let from: RecordedEvent['position'] | 'start' = 'start'; ; ) {
+          const page = await store.readAll({ from, maxCount: 2, ...(filter ? { filter: { streamPrefixes: [prefix] } } : {}) });
+          if (page.length === 0) return all;
+          all.push(...page);
+          from = page.at(-1)!.position;
+        }
+      }
+
+      it('pages through the log in order, strictly after `from`, filter respected, [] at the head', async () => {
+        const [a, b] = [streamName('a'), streamName('b')];
+        await store.append(a, [newEvent(), newEvent()], { expectedRevision: 'no_stream' });
+        await store.append(`other-${randomUUID()}`, [newEvent()], { expectedRevision: 'no_stream' });
+        await store.append(b, [newEvent()], { expectedRevision: 'no_stream' });
+        await store.append(a, [newEvent()], { expectedRevision: 1 });
+        const read = await readWhole();
+        expect(read.map((e) => `${e.stream === a ? 'a' : 'b'}${e.revision}`)).toEqual(['a0', 'a1', 'b0', 'a2']);
+        expect(await store.readAll({ from: read.at(-1)!.position, maxCount: 10, filter: { streamPrefixes: [prefix] } })).toEqual([]);
+        expect((await store.readAll({ from: read[1]!.position, maxCount: 1, filter: { streamPrefixes: [prefix] } }))[0]!.id).toBe(read[2]!.id);
+      });
+
+      it('chains every appended event, and an edited event breaks the chain', async () => {
+        const stream = streamName();
+        await store.append(stream, [newEvent(), newEvent('Other', { n: 1.5, list: ['x', null] })], { expectedRevision: 'no_stream' });
+        await Promise.all([store.append(stream, [newEvent()], { expectedRevision: 'any' }), store.append(streamName(), [newEvent()], { expectedRevision: 'any' })]);
+        // The log scope chains over everything in the log; the stream scope per stream.
+        const events = store.chainScope === 'log' ? await readWhole(false) : await store.readStream(stream);
+        expect(events.every((event) => typeof event.metadata.hash === 'string')).toBe(true);
+        const check = new ChainCheck(store.chainScope);
+        for (const event of events) check.add(event);
+        expect(check.firstBreak).toBeNull();
+        expect(check.head).toBe(events.at(-1)!.metadata.hash);
+
+        const edited = new ChainCheck(store.chainScope);
+        for (const [index, event] of events.entries()) edited.add(index === 1 ? { ...event, data: { ...event.data, n: 2 } } : event);
+        expect(edited.firstBreak?.position).toBe(events[1]!.position);
       });
     });
 

@@ -285,6 +285,38 @@ export function readStoreContract(name: string, open: () => Promise<ReadStore> |
       });
     });
 
+    describe('link edges', () => {
+      it('remembers every edge once, per workspace, object, field and target, and keeps it after the document goes', async () => {
+        const ws = workspace();
+        const [invoice, other, lineA, lineB] = [randomUUID(), randomUUID(), randomUUID(), randomUUID()];
+        const edge = (id: string, target: string, workspaceId = ws) => ({ workspaceId, object: 'invoiceLines', field: 'invoice', id, target });
+        await store.transaction(async (tx) => {
+          await tx.addLinks([edge(lineA, invoice), edge(lineB, invoice), edge(lineA, invoice)]);
+          await tx.addLinks([]);
+        });
+        await store.transaction(async (tx) => tx.addLinks([edge(lineA, other), edge(lineB, invoice), edge(lineA, invoice, workspace())]));
+        expect((await store.linkSources(ws, 'invoiceLines', 'invoice', invoice)).sort()).toEqual([lineA, lineB].sort());
+        expect(await store.linkSources(ws, 'invoiceLines', 'invoice', other)).toEqual([lineA]);
+        expect(await store.linkSources(ws, 'invoiceLines', 'other', invoice)).toEqual([]);
+        expect(await store.linkSources(ws, 'tasks', 'invoice', invoice)).toEqual([]);
+      });
+
+      it('a rolled-back transaction adds no edge; reset drops them', async () => {
+        const ws = workspace();
+        const target = randomUUID();
+        await expect(
+          store.transaction(async (tx) => {
+            await tx.addLinks([{ workspaceId: ws, object: 'tasks', field: 'playbook', id: randomUUID(), target }]);
+            throw new Error('rolled back');
+          }),
+        ).rejects.toThrow('rolled back');
+        expect(await store.linkSources(ws, 'tasks', 'playbook', target)).toEqual([]);
+        await store.transaction(async (tx) => tx.addLinks([{ workspaceId: ws, object: 'tasks', field: 'playbook', id: 'kept', target }]));
+        await store.reset(projection());
+        expect(await store.linkSources(ws, 'tasks', 'playbook', target)).toEqual([]);
+      });
+    });
+
     describe('transactions and checkpoints', () => {
       it('commits documents and checkpoint together', async () => {
         const ws = workspace();

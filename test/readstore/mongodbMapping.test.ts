@@ -179,3 +179,33 @@ describe('transaction errors', () => {
     expect(explainTransactionError(other)).toBe(other);
   });
 });
+
+describe('records of workspace-defined objects and fields (issue 25)', () => {
+  it('map like default ones: a new object or field needs no index or migration', () => {
+    const custom: RecordDocument = {
+      ...document,
+      object: 'onboardingProjects',
+      name: 'Globex rollout',
+      fields: { name: 'Globex rollout', phase: 'Build', contacts: ['c1', 'c2'], budget: 1200 },
+      calculated: {},
+    };
+    const stored = toMongoRecord(custom);
+    expect(fromMongoRecord(stored)).toEqual(custom);
+    expect(stored.filterKeys).toEqual(expect.arrayContaining([filterEntry('phase', 'build'), filterEntry('contacts', 'c2'), filterEntry('budget', '1200')]));
+    const filter = toMongoFilter({ workspaceId: 'w1', object: 'onboardingProjects', filters: [{ field: 'phase', value: 'build' }] });
+    expect(filter).toMatchObject({ workspaceId: 'w1', object: 'onboardingProjects' });
+    expect(JSON.stringify(filter)).toContain(JSON.stringify(filterEntry('phase', 'build')));
+    // The indexes are on (workspaceId, object, ...) and the generic entries: none names an object or a field.
+    expect(JSON.stringify(RECORD_INDEXES)).not.toMatch(/clients|phase/);
+  });
+});
+
+describe('link edges', () => {
+  it('key an edge by all its parts, so that adding it again replaces it with itself', async () => {
+    const { toMongoLinkEdge, LINK_EDGE_INDEXES } = await import('../../src/readstore/mongodb/mapping.js');
+    const edge = { workspaceId: 'w', object: 'invoiceLines', field: 'invoice', id: 'l1', target: 'b1' };
+    expect(toMongoLinkEdge(edge)).toEqual({ _id: '["w","b1","invoiceLines","invoice","l1"]', ...edge });
+    expect(toMongoLinkEdge({ ...edge, id: 'l2' })._id).not.toBe(toMongoLinkEdge(edge)._id);
+    expect(Object.keys(LINK_EDGE_INDEXES[0]!.key)[0]).toBe('workspaceId');
+  });
+});

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { lookups, ownCalculations, rollups, roundTo, timeDependentCalculations } from '../../src/schema/calculated.js';
 import type { Values } from '../../src/readstore/port.js';
-import { getObject, listObjects } from '../../src/schema/catalogue.js';
+import { defaultObject } from '../../src/schema/catalogue.js';
+import { DEFAULT_OBJECTS } from '../../src/schema/defaultObjects.js';
 
 /** PRODUCT.md section 3, calculated values: every formula row with its edge cases. */
 
@@ -40,8 +41,8 @@ describe('roll-ups', () => {
 
   it('name calculated fields of the parent and link fields of the child to the parent', () => {
     for (const { object, field, source, via } of rollups) {
-      expect(getObject('w1', object)!.fields.find((candidate) => candidate.key === field)?.format).toEqual({ type: 'calculated', timeDependent: false });
-      expect(getObject('w1', source)!.fields.find((candidate) => candidate.key === via)?.format).toEqual({ type: 'link', object });
+      expect(defaultObject(object)!.fields.find((candidate) => candidate.key === field)?.format).toEqual({ type: 'calculated', timeDependent: false });
+      expect(defaultObject(source)!.fields.find((candidate) => candidate.key === via)?.format).toEqual({ type: 'link', object });
     }
   });
 
@@ -290,7 +291,7 @@ describe('timeDependentCalculations (today 2024-06-15)', () => {
       for (const key of Object.keys(timeDependentCalculations(object, {}, TODAY))) timeDependent.push(`${object}.${key}`);
     }
     const catalogue = ['clients', 'renewals', 'billing', 'tasks'].flatMap((object) =>
-      getObject('w1', object)!.fields.filter((field) => field.format.type === 'calculated' && field.format.timeDependent).map((field) => `${object}.${field.key}`),
+      defaultObject(object)!.fields.filter((field) => field.format.type === 'calculated' && field.format.timeDependent).map((field) => `${object}.${field.key}`),
     );
     expect(timeDependent.sort()).toEqual(catalogue.sort());
   });
@@ -303,8 +304,8 @@ describe('lookups', () => {
 });
 
 describe('every stored calculated field of the catalogue is computed', () => {
-  it.each(listObjects('w1').map((object) => object.key))('%s (lookups excepted)', (object) => {
-    const stored = getObject('w1', object)!
+  it.each(DEFAULT_OBJECTS.map((object) => object.key))('%s (lookups excepted)', (object) => {
+    const stored = defaultObject(object)!
       .fields.filter((field) => field.format.type === 'calculated' && !field.format.timeDependent)
       .map((field) => field.key)
       .filter((key) => !lookups.some((lookup) => lookup.object === object && lookup.field === key));

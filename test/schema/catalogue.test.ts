@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { formatAutoNumber, getObject, listObjects, recordName, uniqueFields } from '../../src/schema/catalogue.js';
+import { formatAutoNumber, defaultObject, recordName, uniqueFields } from '../../src/schema/catalogue.js';
+import { DEFAULT_OBJECTS } from '../../src/schema/defaultObjects.js';
 import type { Values } from '../../src/readstore/port.js';
 import type { FieldFormat } from '../../src/schema/types.js';
 
@@ -253,6 +254,7 @@ function specFormat(object: string, key: string, text: string): FieldFormat {
   if (text === 'Calculated, RO' || text.startsWith('Calculated, RO (')) return { type: 'calculated', timeDependent: TIME_DEPENDENT.has(`${object}.${key}`) };
   if (text === 'Files, RO') return { type: 'files' };
   if (text.startsWith('Number (read only')) return { type: 'readOnlyNumber' };
+  if (text.startsWith('Number (USD)')) return { type: 'number', currency: 'USD' };
   if (text.startsWith('Number')) return { type: 'number' };
   if (text.startsWith('Text')) return { type: 'text' };
   if (text === 'Date and time') return { type: 'dateTime' };
@@ -274,7 +276,7 @@ function specFields(object: string) {
   });
 }
 
-const objects = listObjects('w1');
+const objects = DEFAULT_OBJECTS;
 
 describe('the default catalogue', () => {
   it('has the 18 objects of spec 2.3, in its order', () => {
@@ -283,7 +285,7 @@ describe('the default catalogue', () => {
   });
 
   it.each(Object.keys(SPEC_TABLES))('%s: every field of the spec table, with its required flag and format, in order', (key) => {
-    const object = getObject('w1', key)!;
+    const object = defaultObject(key)!;
     expect(object.fields.map(({ key, required, format }) => ({ key, required, format }))).toEqual(specFields(key));
   });
 
@@ -292,7 +294,7 @@ describe('the default catalogue', () => {
     ['conversations', 13], ['meetings', 12], ['tasks', 12], ['playbooks', 13], ['playbookSteps', 8], ['playbookTemplates', 9],
     ['templateSteps', 5], ['templateTasks', 8], ['renewals', 14], ['opportunities', 10], ['surveys', 8], ['goals', 11],
   ])('%s has %i fields, each with a label and a unique key', (key, count) => {
-    const object = getObject('w1', key)!;
+    const object = defaultObject(key)!;
     expect(object.fields).toHaveLength(count);
     expect(new Set(object.fields.map((field) => field.key)).size).toBe(count);
     for (const field of object.fields) expect(field.label.trim()).not.toBe('');
@@ -324,26 +326,26 @@ describe('the default catalogue', () => {
     ['surveys', 'number', { type: 'autoNumber', prefix: 'SV-' }],
     ['goals', 'progress', { type: 'calculated', timeDependent: false }],
   ])('spot check: %s.%s is %j', (object, key, format) => {
-    expect(getObject('w1', object)!.fields.find((field) => field.key === key)?.format).toEqual(format);
+    expect(defaultObject(object)!.fields.find((field) => field.key === key)?.format).toEqual(format);
   });
 
   it('links point at objects of the catalogue', () => {
     for (const object of objects) {
       for (const { format } of object.fields) {
-        if (format.type === 'link' || format.type === 'linkList') expect(getObject('w1', format.object), format.object).toBeDefined();
+        if (format.type === 'link' || format.type === 'linkList') expect(defaultObject(format.object), format.object).toBeDefined();
       }
     }
   });
 
   it('is frozen: callers cannot change a definition', () => {
-    const clients = getObject('w1', 'clients')!;
+    const clients = defaultObject('clients')!;
     expect(Object.isFrozen(clients)).toBe(true);
     expect(Object.isFrozen(clients.fields)).toBe(true);
     expect(Object.isFrozen(clients.fields[0]!.format)).toBe(true);
   });
 });
 
-describe('getObject', () => {
+describe('defaultObject', () => {
   it.each([
     ['clients', 'clients'],
     ['opportunities', 'opportunities'],
@@ -354,7 +356,7 @@ describe('getObject', () => {
     ['toString', undefined],
     ['', undefined],
   ])('given key %j, it finds %j', (key, found) => {
-    expect(getObject('w1', key)?.key).toBe(found);
+    expect(defaultObject(key)?.key).toBe(found);
   });
 });
 
@@ -379,7 +381,7 @@ describe('record names and unique fields (PRODUCT.md section 3)', () => {
     ['surveys', ['number'], false],
     ['goals', ['name'], true],
   ])('%s is named by %j; matched by name: %s', (key, nameFields, matchByName) => {
-    const object = getObject('w1', key)!;
+    const object = defaultObject(key)!;
     expect(object.nameFields).toEqual(nameFields);
     expect(object.matchByName).toBe(matchByName);
     for (const field of nameFields) expect(object.fields.some((candidate) => candidate.key === field)).toBe(true);
@@ -393,7 +395,7 @@ describe('record names and unique fields (PRODUCT.md section 3)', () => {
     ['contacts', []],
     ['goals', []],
   ])('the unique fields of %s are %j', (key, fields) => {
-    expect(uniqueFields(getObject('w1', key)!)).toEqual(fields);
+    expect(uniqueFields(defaultObject(key)!)).toEqual(fields);
   });
 
   it.each([
@@ -409,7 +411,7 @@ describe('record names and unique fields (PRODUCT.md section 3)', () => {
     { object: 'meetings', given: { title: 'QBR' }, then: 'QBR' },
     { object: 'tasks', given: { subject: 'Call' }, then: 'Call' },
   ])('given $object $given, the record name is $then', ({ object, given, then }) => {
-    expect(recordName(getObject('w1', object)!, given as Values)).toBe(then);
+    expect(recordName(defaultObject(object)!, given as Values)).toBe(then);
   });
 });
 

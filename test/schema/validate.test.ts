@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { getObject } from '../../src/schema/catalogue.js';
+import { defaultObject } from '../../src/schema/catalogue.js';
 import { addDays, dateOfDayNumber, dayNumber, daysBetween, normalizeDateTime } from '../../src/schema/dates.js';
 import type { Values } from '../../src/readstore/port.js';
 import type { FieldDef, ObjectDef } from '../../src/schema/types.js';
@@ -7,7 +7,7 @@ import { checkRecordRules, parseFilterValue, validateRecord, type FieldInput } f
 
 /** Write validation (spec 2.1–2.3, PRODUCT.md section 3) and filter values (spec 4.1). */
 
-const object = (key: string): ObjectDef => getObject('w1', key)!;
+const object = (key: string): ObjectDef => defaultObject(key)!;
 const field = (objectKey: string, key: string): FieldDef => object(objectKey).fields.find((candidate) => candidate.key === key)!;
 const UUID = '6f1c1f5e-2b7a-4c52-9a43-0d6f3c1e9b11';
 

@@ -9,6 +9,8 @@ import { startService, type RunningService } from '../../src/service.js';
 import { fingerprint, generateApiKey } from '../../src/setup/apiKeys.js';
 import type { ApiKey } from '../../src/setup/port.js';
 import { WebhookSetup } from '../../src/setup/webhooks.js';
+import { ObjectManager } from '../../src/setup/objects.js';
+import { checkResponse } from './openapi.js';
 
 /**
  * A real service (HTTP server, projector, embedded store) in this process, on a free loopback
@@ -21,6 +23,8 @@ export interface TestService {
   config: Config;
   /** Webhook Setup as `csr webhooks` runs it, on this service's stores. */
   webhooks: WebhookSetup;
+  /** The Object Manager as `csr objects` / `csr fields` run it, on this service's stores. */
+  objects: ObjectManager;
   workspace(slug?: string): Promise<TestWorkspace>;
   stop(): Promise<void>;
 }
@@ -45,7 +49,7 @@ export async function startTestService(env: Record<string, string> = {}, options
     webhooks: service.backends.webhooks,
     events: service.backends.events,
     sender,
-    actor: { type: 'cli', id: 'test', name: 'csr' },
+    actor: { type: 'user', id: 'test', name: 'test' },
     retryDelaysMs: config.webhookRetryDelaysMs,
     allowPrivateTargets: config.webhookAllowPrivateTargets,
     clock,
@@ -56,6 +60,7 @@ export async function startTestService(env: Record<string, string> = {}, options
     service,
     config,
     webhooks,
+    objects: new ObjectManager({ setup, events: service.backends.events, actor: { type: 'user', id: 'test', name: 'csr' } }),
     async workspace(slug = `ws-${randomUUID().slice(0, 8)}`) {
       const id = randomUUID();
       await setup.createWorkspace({ id, slug, name: slug, createdAt: new Date().toISOString() });
@@ -96,7 +101,8 @@ export async function startTestService(env: Record<string, string> = {}, options
 /**
  * A tiny JSON client bound to one key and either a base URL (a real server, over HTTP) or a test
  * service, whose API it calls in process through `app.request`, as Hono's own tests do: no port,
- * no socket, the same routes, middleware and error mapping.
+ * no socket, the same routes, middleware and error mapping. Every answer is checked against
+ * the service's OpenAPI description (./openapi.ts).
  */
 export function client(target: string | Pick<TestService, 'service'>, key: string | null) {
   const send = (path: string, init: RequestInit): Promise<Response> => {
@@ -120,6 +126,7 @@ export function client(target: string | Pick<TestService, 'service'>, key: strin
     } catch {
       json = { unparsable: text };
     }
+    await checkResponse({ target, send }, key, method, path, response.status, json);
     return { status: response.status, body: json, headers: response.headers };
   };
   return {

@@ -78,7 +78,7 @@ describe('bulk events', () => {
             data: { schemaVersion: 1, workspaceId: h.ws.id, object: 'usageMetrics', recordId, fields: { name: `Metric ${recordId}`, aggregation: 'Sum' } },
             metadata: {
               source: 'import',
-              actor: { type: 'cli', id: 'ops', name: 'csr' },
+              actor: { type: 'user', id: 'ops', name: 'ops' },
               actionId,
               correlationId: actionId,
               causationId: actionId,

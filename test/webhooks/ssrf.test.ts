@@ -86,7 +86,7 @@ describe('SSRF guard before every send', () => {
       lastSuccessAt: null,
     });
     // The fan-out goes by the log (issue 22 item 4), so the creation is logged as setup logs it.
-    await appendAuditEvent(h.svc.service.backends.events, { type: 'cli', id: 'test', name: 'test' }, h.ws.id, 'WebhookCreated', {
+    await appendAuditEvent(h.svc.service.backends.events, { type: 'user', id: 'test', name: 'test' }, h.ws.id, 'WebhookCreated', {
       webhookId,
       events: 'all',
       objects: 'all',

@@ -15,7 +15,7 @@ const logged = (n: number, type: string, data: Record<string, unknown>): Recorde
   position: at(n),
   created: new Date(0),
   data: { schemaVersion: 1, workspaceId: 'w', ...data },
-  metadata: { source: 'app', actor: { type: 'cli', id: 'x', name: 'x' }, actionId: 'a', correlationId: 'a', causationId: 'a' },
+  metadata: { source: 'app', actor: { type: 'user', id: 'x', name: 'x' }, actionId: 'a', correlationId: 'a', causationId: 'a' },
 });
 const created = (n: number, id: string, filters: Record<string, unknown> = {}) => logged(n, 'WebhookCreated', { webhookId: id, events: 'all', objects: 'all', ...filters });
 const off = (n: number, id: string, reason?: string) => logged(n, 'WebhookSwitchedOff', { webhookId: id, ...(reason ? { reason } : {}) });

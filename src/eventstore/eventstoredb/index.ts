@@ -31,12 +31,14 @@ import type {
   PersistentEvent,
   PersistentSubscription,
   PersistentSubscriptionOptions,
+  ReadAllOptions,
   ReadStreamOptions,
   RecordedEvent,
   StreamAppend,
   SubscribeToAllOptions,
   Subscription,
 } from '../port.js';
+import { chainForStream, hashOf } from '../chain.js';
 import { DEFAULT_RETRY_BACKOFF, retryDelayMs } from '../port.js';
 import type { Position } from '../position.js';
 import {
@@ -52,6 +54,7 @@ import {
   inFlightLimit,
   nackBackoff,
   toEsdbPosition,
+  chainedAppend,
   toEventData,
   toExpectedRevision,
   toRecordedEvent,
@@ -122,15 +125,27 @@ export function openEventStoreDb(options: EventStoreDbOptions): EventStore {
   ): Promise<AppendResult> {
     assertOpen();
     assertSomeEvents(stream, events);
-    const expectedRevision = toExpectedRevision(appendOptions.expectedRevision);
+    toExpectedRevision(appendOptions.expectedRevision); // throws RangeError for a negative revision
     let result;
-    try {
-      result = await client.appendToStream(stream, events.map(toEventData), { expectedRevision });
-    } catch (error) {
-      if (error instanceof WrongExpectedVersionError) {
-        throw new Conflict(stream, String(appendOptions.expectedRevision), describeRevision(error.actualVersion));
+    for (let attempt = 1; ; attempt++) {
+      // The hash chain runs per stream here (chain.ts): the stream's last event gives the previous
+      // hash, and the append expects exactly that revision, so two writers cannot fork the chain.
+      const [last] = await readResolved(stream, { direction: BACKWARDS, fromRevision: END, maxCount: 1, requiresLeader: true });
+      const lastEvent = last?.event;
+      const plan = chainedAppend(appendOptions.expectedRevision, lastEvent ? { revision: lastEvent.revision, hash: lastEvent.isJson ? hashOf(lastEvent.metadata as Record<string, unknown>) : null } : null);
+      if (plan === 'conflict') throw new Conflict(stream, String(appendOptions.expectedRevision), lastEvent ? String(lastEvent.revision) : 'no_stream');
+      try {
+        const chained = chainForStream(stream, plan.firstRevision, plan.previous, events);
+        result = await client.appendToStream(stream, chained.map(toEventData), { expectedRevision: plan.expectedRevision });
+        break;
+      } catch (error) {
+        if (error instanceof WrongExpectedVersionError) {
+          // Someone appended since the read: a caller that expected 'any' loses nothing by a new try.
+          if (plan.retryable && attempt < CHAIN_ATTEMPTS) continue;
+          throw new Conflict(stream, String(appendOptions.expectedRevision), describeRevision(error.actualVersion));
+        }
+        throw error;
       }
-      throw error;
     }
     // The port promises the position of the *last* appended event, exactly as subscriptions will
     // deliver it: callers wait for projections to pass it (read your writes). The append result's
@@ -164,6 +179,36 @@ export function openEventStoreDb(options: EventStoreDbOptions): EventStore {
     const claimed = await inOrder(groups[0]!);
     const written = await Promise.allSettled(groups.slice(1).map(inOrder));
     return { first: claimed, then: written };
+  }
+
+  async function readAll(readOptions: ReadAllOptions): Promise<RecordedEvent[]> {
+    assertOpen();
+    if (!Number.isSafeInteger(readOptions.maxCount) || readOptions.maxCount < 1) throw new RangeError('maxCount must be an integer >= 1');
+    // The server's fromPosition is inclusive and its pages hold system events too: read on until
+    // something of ours after `from` turns up or the log ends.
+    let from: Position | 'start' = readOptions.from;
+    for (;;) {
+      const page: RecordedEvent[] = [];
+      let count = 0;
+      let lastSeen: Position | null = null;
+      const read = client.readAll({
+        direction: FORWARDS,
+        fromPosition: from === 'start' ? START : toEsdbPosition(from),
+        maxCount: readOptions.maxCount + 1,
+        resolveLinkTos: false,
+      });
+      for await (const resolved of read as AsyncIterable<AllStreamResolvedEvent>) {
+        count += 1;
+        const position = resolved.event?.position;
+        if (isKnownPosition(position)) lastSeen = fromEsdbPosition(position);
+        const event = toRecordedEvent(resolved);
+        if (event === null || !isAfter(event.position, from) || !matchesFilter(event, readOptions.filter)) continue;
+        page.push(event);
+        if (page.length === readOptions.maxCount) break;
+      }
+      if (page.length > 0 || count < readOptions.maxCount + 1 || lastSeen === null || lastSeen === from) return page;
+      from = lastSeen;
+    }
   }
 
   async function readStream(stream: string, readOptions: ReadStreamOptions = {}): Promise<RecordedEvent[]> {
@@ -390,8 +435,11 @@ export function openEventStoreDb(options: EventStoreDbOptions): EventStore {
     await client.dispose();
   }
 
-  return { append, appendThen, readStream, subscribeToAll, persistentSubscription, replayParked, headPosition, close };
+  return { chainScope: 'stream', append, appendThen, readAll, readStream, subscribeToAll, persistentSubscription, replayParked, headPosition, close };
 }
+
+/** How often an append expecting 'any' is tried again when another writer extends the stream's chain first. */
+const CHAIN_ATTEMPTS = 5;
 
 function assertSomeEvents(stream: string, events: NewEvent[]): void {
   if (events.length === 0) throw new RangeError(`append to ${stream} needs at least one event`);

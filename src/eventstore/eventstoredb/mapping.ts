@@ -18,6 +18,7 @@ import type {
   ResolvedEvent,
 } from '@eventstore/db-client';
 import type { EventFilter, EventMetadata, ExpectedRevision, NewEvent, RecordedEvent, RetryBackoff } from '../port.js';
+import { GENESIS } from '../chain.js';
 import { formatPosition, parsePosition, type Position } from '../position.js';
 
 /**
@@ -52,6 +53,28 @@ export function toExpectedRevision(expected: ExpectedRevision): AppendExpectedRe
 export function describeRevision(revision: bigint | number | string | undefined): string {
   if (revision === undefined) return 'unknown';
   return String(revision);
+}
+
+/**
+ * The per-stream hash chain's append (chain.ts) given the stream's last event as read just
+ * before: the revision the append must expect (always exact, so the chain cannot fork), the
+ * previous hash, and whether a conflict may be retried (only when the caller expected 'any' or
+ * 'stream_exists'); 'conflict' when the caller's expectation already fails.
+ */
+export function chainedAppend(
+  expected: ExpectedRevision,
+  last: { revision: bigint | number; hash: string | null } | null,
+): 'conflict' | { expectedRevision: AppendExpectedRevision; firstRevision: number; previous: string; retryable: boolean } {
+  const lastRevision = last === null ? null : Number(last.revision);
+  if (expected === 'no_stream' && lastRevision !== null) return 'conflict';
+  if (expected === 'stream_exists' && lastRevision === null) return 'conflict';
+  if (typeof expected === 'number' && expected !== lastRevision) return 'conflict';
+  return {
+    expectedRevision: lastRevision === null ? NO_STREAM : BigInt(lastRevision),
+    firstRevision: lastRevision === null ? 0 : lastRevision + 1,
+    previous: last?.hash ?? GENESIS,
+    retryable: expected === 'any' || expected === 'stream_exists',
+  };
 }
 
 export function toEventData(event: NewEvent): JSONEventData {

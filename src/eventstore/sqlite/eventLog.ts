@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3';
 import type { EventFilter, EventMetadata, NewEvent, RecordedEvent } from '../port.js';
+import { chainHash, GENESIS } from '../chain.js';
 import { formatPosition } from '../position.js';
 import { BOUND_COUNT, BOUND_VALUE, openSqliteFile } from '../../sqlite/file.js';
 
@@ -84,6 +85,7 @@ export class EventLog {
   private readonly streamRevisionStmt;
   private readonly insertStmt;
   private readonly lastCreatedStmt;
+  private readonly lastHashStmt;
   private readonly headSeqStmt;
   private readonly forwardsStmt;
   private readonly backwardsStmt;
@@ -98,6 +100,9 @@ export class EventLog {
       'INSERT INTO events (id, stream, revision, type, created, data, metadata) VALUES (?, ?, ?, ?, ?, ?, ?)',
     );
     this.lastCreatedStmt = db.prepare<[], { created: number }>('SELECT created FROM events ORDER BY seq DESC LIMIT 1');
+    this.lastHashStmt = db.prepare<[], { hash: string | null }>(
+      "SELECT json_extract(metadata, '$.hash') AS hash FROM events ORDER BY seq DESC LIMIT 1",
+    );
     this.headSeqStmt = db.prepare<[], { head: number | null }>('SELECT max(seq) AS head FROM events');
     this.forwardsStmt = db.prepare<[string, number, number], EventRow>(
       `SELECT ${COLUMNS} FROM events WHERE stream = ${BOUND_VALUE} AND revision >= ${BOUND_VALUE} ORDER BY revision ASC LIMIT ${BOUND_COUNT}`,
@@ -111,10 +116,31 @@ export class EventLog {
     return this.streamRevisionStmt.get(stream)?.revision;
   }
 
-  insert(stream: string, revision: number, event: NewEvent, created: number): number {
+  /**
+   * Inserts one event chained after `previous` (chain.ts) and answers its seq and hash.
+   * canonicalJson follows JSON.stringify's rules, so the hash of the values given equals the one
+   * verification computes from the stored text.
+   */
+  insert(stream: string, revision: number, event: NewEvent, created: number, previous: string): { seq: number; hash: string } {
     const data = JSON.stringify(event.data);
-    const metadata = JSON.stringify(event.metadata);
-    return Number(this.insertStmt.run(event.id, stream, revision, event.type, created, data, metadata).lastInsertRowid);
+    const { hash: _ignored, ...metadata } = event.metadata as EventMetadata & { hash?: unknown };
+    const hash = chainHash(previous, {
+      id: event.id,
+      stream,
+      revision,
+      type: event.type,
+      created,
+      data: event.data,
+      metadata,
+    });
+    const stored = JSON.stringify({ ...metadata, hash });
+    const seq = Number(this.insertStmt.run(event.id, stream, revision, event.type, created, data, stored).lastInsertRowid);
+    return { seq, hash };
+  }
+
+  /** Read inside the write transaction: the hash the next event chains on (GENESIS before the chain began). */
+  chainHead(): string {
+    return this.lastHashStmt.get()?.hash ?? GENESIS;
   }
 
   /** Read inside the write transaction: commit times never go backwards along the log, even

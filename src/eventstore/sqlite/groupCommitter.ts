@@ -35,6 +35,11 @@ interface Committed {
   lastSeq: number;
 }
 
+/** The hash the next event of this commit chains on (src/eventstore/chain.ts). */
+interface Chain {
+  head: string;
+}
+
 type Outcome = { append: QueuedAppend; committed: Committed } | { append: QueuedAppend; error: unknown };
 
 export class GroupCommitter {
@@ -54,12 +59,13 @@ export class GroupCommitter {
     private readonly onCommitted: (headSeq: number) => void,
   ) {
     // Nested transaction functions run as savepoints: a failing append of several events rolls back alone.
-    this.appendOne = db.transaction((append: QueuedAppend, created: number) => this.write(append, created));
+    this.appendOne = db.transaction((append: QueuedAppend, created: number, chain: Chain) => this.write(append, created, chain));
     this.restoreBusyTimeout = db.prepare(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
     this.noBusyTimeout = db.prepare('PRAGMA busy_timeout = 0');
     this.commitBatch = db.transaction((batch: QueuedAppend[]) => {
       const created = this.log.commitTime();
-      return batch.map((append) => this.tryAppend(append, created));
+      const chain: Chain = { head: this.log.chainHead() };
+      return batch.map((append) => this.tryAppend(append, created, chain));
     });
   }
 
@@ -170,7 +176,7 @@ export class GroupCommitter {
     if (head > 0) this.onCommitted(head);
   }
 
-  private tryAppend(append: QueuedAppend, created: number): Outcome {
+  private tryAppend(append: QueuedAppend, created: number, chain: Chain): Outcome {
     if (append.after && !append.after.written) {
       return { append, error: new Error('not appended: the claim it depends on failed') };
     }
@@ -178,7 +184,7 @@ export class GroupCommitter {
       // One event is one INSERT, which SQLite undoes alone when it fails: only appends of several
       // events (or groups of appends) need a savepoint, two more statements per append.
       const single = append.parts.length === 1 && append.parts[0]!.events.length === 1;
-      const committed = single ? this.write(append, created) : this.appendOne(append, created);
+      const committed = single ? this.write(append, created, chain) : this.appendOne(append, created, chain);
       append.written = true;
       return { append, committed };
     } catch (error) {
@@ -190,9 +196,14 @@ export class GroupCommitter {
     }
   }
 
-  /** Writes every part in order; the first that fails throws, and the savepoint around a group undoes the rest. */
-  private write(append: QueuedAppend, created: number): Committed {
+  /**
+   * Writes every part in order; the first that fails throws, and the savepoint around a group
+   * undoes the rest. The chain head moves only once the whole append is written: a failed one
+   * leaves it as it was.
+   */
+  private write(append: QueuedAppend, created: number, chain: Chain): Committed {
     let committed!: Committed;
+    let head = chain.head;
     for (const part of append.parts) {
       const current = this.log.streamRevision(part.stream);
       checkExpected(part.stream, part.expectedRevision, current);
@@ -200,10 +211,13 @@ export class GroupCommitter {
       let lastSeq = 0;
       for (const event of part.events) {
         revision += 1;
-        lastSeq = this.log.insert(part.stream, revision, event, created);
+        const inserted = this.log.insert(part.stream, revision, event, created, head);
+        lastSeq = inserted.seq;
+        head = inserted.hash;
       }
       committed = { result: { position: formatPosition(BigInt(lastSeq)), nextRevision: revision }, lastSeq };
     }
+    chain.head = head;
     return committed;
   }
 }

@@ -9,6 +9,7 @@ import type {
   NewEvent,
   PersistentSubscription,
   PersistentSubscriptionOptions,
+  ReadAllOptions,
   ReadStreamOptions,
   RecordedEvent,
   SubscribeToAllOptions,
@@ -79,6 +80,8 @@ function validateAppend(stream: string, events: NewEvent[], expected: ExpectedRe
 }
 
 class SqliteEventStore implements EventStore {
+  /** One writer holds the file's write lock per commit, so the chain can run along the whole log. */
+  readonly chainScope = 'log' as const;
   private closed = false;
   private readonly log: EventLog;
   private readonly watcher: LogWatcher;
@@ -121,6 +124,14 @@ class SqliteEventStore implements EventStore {
     if (options.maxCount !== undefined) validateCount('maxCount', maxCount, 0);
     if (options.fromRevision !== undefined) validateCount('fromRevision', options.fromRevision, 0);
     return this.log.readStream(stream, options.direction === 'backwards', maxCount, options.fromRevision);
+  }
+
+  async readAll(options: ReadAllOptions): Promise<RecordedEvent[]> {
+    this.assertOpen();
+    validateFilter(options.filter);
+    validateCount('maxCount', options.maxCount, 1);
+    const from = options.from === 'start' ? 0 : positionToSeq(options.from);
+    return this.log.readAfter(from, options.filter, options.maxCount).entries.map((entry) => entry.event);
   }
 
   subscribeToAll(options: SubscribeToAllOptions): Subscription {

@@ -3,6 +3,8 @@ import { hasReached, type Position } from '../../eventstore/position.js';
 import type { FieldFilter, FindQuery, FindResult, ReadStore, ReadTransaction, RecordDocument } from '../port.js';
 import {
   CHECKPOINTS,
+  LINK_EDGES,
+  LINK_EDGE_INDEXES,
   RECORDS,
   RECORD_INDEXES,
   RECORD_SORT,
@@ -10,8 +12,10 @@ import {
   recordKey,
   toMongoFilter,
   toMongoRecord,
+  toMongoLinkEdge,
   toPaging,
   type MongoCheckpoint,
+  type MongoLinkEdge,
   type MongoRecord,
 } from './mapping.js';
 
@@ -51,6 +55,8 @@ export async function openMongoReadStore(options: MongoStoreOptions): Promise<Re
   const { client, db, owned } = await mongoDatabase(options);
   const records = db.collection<MongoRecord>(RECORDS);
   const checkpoints = db.collection<MongoCheckpoint>(CHECKPOINTS);
+  const linkEdges = db.collection<MongoLinkEdge>(LINK_EDGES);
+  await linkEdges.createIndexes(LINK_EDGE_INDEXES);
   await records.createIndexes(RECORD_INDEXES);
   const watcher = new CheckpointWatcher(checkpoints);
   let closed = false;
@@ -77,6 +83,16 @@ export async function openMongoReadStore(options: MongoStoreOptions): Promise<Re
       async put(document) {
         const stored = toMongoRecord(document);
         await records.replaceOne({ _id: stored._id }, stored, { upsert: true, session });
+      },
+      async addLinks(edges) {
+        if (edges.length === 0) return;
+        await linkEdges.bulkWrite(
+          edges.map((edge) => {
+            const stored = toMongoLinkEdge(edge);
+            return { replaceOne: { filter: { _id: stored._id }, replacement: stored, upsert: true } };
+          }),
+          { session, ordered: false },
+        );
       },
       async delete(workspaceId, object, id) {
         await records.deleteOne({ _id: recordKey(workspaceId, object, id) }, { session });
@@ -112,6 +128,11 @@ export async function openMongoReadStore(options: MongoStoreOptions): Promise<Re
       return found.map(fromMongoRecord);
     },
 
+    async linkSources(workspaceId, object, field, target) {
+      const found = await linkEdges.find({ workspaceId, target, object, field }, { projection: { id: 1 } }).toArray();
+      return found.map((edge) => edge.id);
+    },
+
     checkpoint: (projection) => checkpoint(projection),
 
     async waitForCheckpoint(projection, position, timeoutMs) {
@@ -137,6 +158,7 @@ export async function openMongoReadStore(options: MongoStoreOptions): Promise<Re
       // document is written again (upsert) or deleted by the events that deleted it.
       await checkpoints.deleteOne({ _id: projection });
       await records.deleteMany({});
+      await linkEdges.deleteMany({});
     },
 
     async close() {

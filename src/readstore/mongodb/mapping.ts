@@ -1,7 +1,7 @@
 import type { Filter, IndexDescription } from 'mongodb';
 import { ValidationFailed } from '../../core/errors.js';
 import { filterKey, filterKeys } from '../filterKey.js';
-import type { FieldFilter, FindQuery, RecordDocument, Values } from '../port.js';
+import type { FieldFilter, FindQuery, LinkEdge, RecordDocument, Values } from '../port.js';
 
 /**
  * The pure half of the MongoDB read store (src/readstore/mongodb.ts): RecordDocument <-> stored
@@ -150,3 +150,31 @@ export const RECORD_INDEXES: IndexDescription[] = [
   { name: 'by_name', key: { workspaceId: 1, object: 1, nameKey: 1, createdPosition: 1, id: 1 } },
   { name: 'by_filter', key: { workspaceId: 1, object: 1, filterKeys: 1, createdPosition: 1, id: 1 } },
 ];
+
+// ---------------------------------------------------------------------------------------------
+// Link edges (port.ts LinkEdge): one document per edge, keyed so that adding it again is a no-op.
+
+export const LINK_EDGES = 'linkEdges';
+
+export interface MongoLinkEdge {
+  _id: string;
+  workspaceId: string;
+  target: string;
+  object: string;
+  field: string;
+  id: string;
+}
+
+export function toMongoLinkEdge(edge: LinkEdge): MongoLinkEdge {
+  return {
+    _id: JSON.stringify([edge.workspaceId, edge.target, edge.object, edge.field, edge.id]),
+    workspaceId: edge.workspaceId,
+    target: edge.target,
+    object: edge.object,
+    field: edge.field,
+    id: edge.id,
+  };
+}
+
+/** Starts with workspaceId, like every read model index (the shard key). */
+export const LINK_EDGE_INDEXES: IndexDescription[] = [{ name: 'by_target', key: { workspaceId: 1, target: 1, object: 1, field: 1 } }];

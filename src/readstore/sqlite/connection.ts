@@ -51,6 +51,15 @@ CREATE TABLE IF NOT EXISTS filter_counts (
   PRIMARY KEY (coll, field, key)
 ) WITHOUT ROWID;
 
+CREATE TABLE IF NOT EXISTS link_edges (
+  workspace_id TEXT NOT NULL,
+  target TEXT NOT NULL,
+  object TEXT NOT NULL,
+  field TEXT NOT NULL,
+  id TEXT NOT NULL,
+  PRIMARY KEY (workspace_id, target, object, field, id)
+) WITHOUT ROWID;
+
 CREATE TABLE IF NOT EXISTS checkpoints (
   projection TEXT PRIMARY KEY,
   position TEXT NOT NULL

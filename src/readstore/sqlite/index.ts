@@ -49,6 +49,8 @@ export function openSqliteReadStore(options: { path: string }): ReadStore {
     .prepare(`SELECT ${DOCUMENT_COLUMNS} FROM documents d WHERE d.coll = ? AND d.id IN (SELECT value FROM json_each(?))`)
     .raw(true);
   const collectionCount = read.prepare('SELECT documents FROM collections WHERE coll = ?');
+  const linkSources = read.prepare('SELECT id FROM link_edges WHERE workspace_id = ? AND target = ? AND object = ? AND field = ?').pluck();
+  const addLink = write.prepare('INSERT OR IGNORE INTO link_edges (workspace_id, target, object, field, id) VALUES (?, ?, ?, ?, ?)');
 
   const writer = new DocumentWriter(write, writeCache);
   const upsertCheckpoint = write.prepare(
@@ -56,7 +58,7 @@ export function openSqliteReadStore(options: { path: string }): ReadStore {
   );
   const deleteCheckpoint = write.prepare('DELETE FROM checkpoints WHERE projection = ?');
   const resetDocuments = write.transaction((projection: string) => {
-    write.exec('DELETE FROM filters; DELETE FROM filter_counts; DELETE FROM documents; UPDATE collections SET documents = 0;');
+    write.exec('DELETE FROM filters; DELETE FROM filter_counts; DELETE FROM documents; DELETE FROM link_edges; UPDATE collections SET documents = 0;');
     deleteCheckpoint.run(projection);
   });
 
@@ -129,6 +131,10 @@ export function openSqliteReadStore(options: { path: string }): ReadStore {
         live();
         writer.put(document);
       },
+      addLinks: async (edges) => {
+        live();
+        for (const edge of edges) addLink.run(edge.workspaceId, edge.target, edge.object, edge.field, edge.id);
+      },
       delete: async (workspaceId, object, id) => {
         live();
         writer.remove(workspaceId, object, id);
@@ -184,6 +190,10 @@ export function openSqliteReadStore(options: { path: string }): ReadStore {
       if (coll === null || ids.length === 0) return [];
       const rows = getMany.all(coll, JSON.stringify(ids)) as DocumentRow[];
       return rows.map((row) => toDocument(workspaceId, object, row));
+    },
+
+    async linkSources(workspaceId, object, field, target) {
+      return linkSources.all(workspaceId, target, object, field) as string[];
     },
 
     async checkpoint(projection) {

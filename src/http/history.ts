@@ -1,0 +1,25 @@
+import type { Context, Hono } from 'hono';
+import { recordHistory } from '../../queries/history.js';
+import { MethodNotAllowed } from '../core/errors.js';
+import type { ApiDeps, AppEnv } from './types.js';
+import { readableObject, recordId } from './records.js';
+
+/** GET /api/v1/{object}/{id}/history (docs/auditing.md): read access to the object is enough. */
+export function historyRoutes(app: Hono<AppEnv>, deps: ApiDeps): void {
+  app.get('/api/v1/:object/:id/history', async (c) => {
+    const object = await readableObject(c, deps);
+    const caller = c.get('caller');
+    const ctx = {
+      workspaceId: caller.workspaceId,
+      events: deps.commands.events,
+      readStore: deps.readStore,
+      listUsers: deps.commands.listUsers,
+      canAccess: caller.canAccess,
+    };
+    return c.json(await recordHistory(ctx, object, recordId(c), c.req.queries()));
+  });
+  app.on(['PUT', 'POST', 'PATCH', 'DELETE'], '/api/v1/:object/:id/history', (c: Context<AppEnv>) => {
+    c.header('Allow', 'GET');
+    throw new MethodNotAllowed(`${c.req.method} is not allowed on this path (allowed: GET)`);
+  });
+}

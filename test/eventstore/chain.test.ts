@@ -1,0 +1,77 @@
+import { NO_STREAM } from '@eventstore/db-client';
+import { describe, expect, it } from 'vitest';
+import { canonicalJson, chainForStream, chainHash, GENESIS } from '../../src/eventstore/chain.js';
+import { ChainCheck } from '../../src/eventstore/chainCheck.js';
+import { chainedAppend } from '../../src/eventstore/eventstoredb/mapping.js';
+import type { NewEvent, RecordedEvent } from '../../src/eventstore/port.js';
+import { formatPosition } from '../../src/eventstore/position.js';
+
+const metadata = { source: 'api' as const, actor: { type: 'apiKey' as const, id: 'k', name: 'Key' }, actionId: 'a', correlationId: 'a', causationId: 'a' };
+const newEvent = (id: string, data: Record<string, unknown> = { n: 1 }): NewEvent => ({ id, type: 'Happened', data, metadata });
+
+describe('canonicalJson', () => {
+  it.each([
+    [{ b: 1, a: [1, 'x', null] }, '{"a":[1,"x",null],"b":1}'],
+    [{ z: { y: 2, x: 1 }, u: undefined }, '{"z":{"x":1,"y":2}}'],
+    [[undefined, -0, 1e21], '[null,0,1e+21]'],
+    [{ at: new Date(0) }, '{"at":"1970-01-01T00:00:00.000Z"}'],
+    ['é"\n', JSON.stringify('é"\n')],
+  ])('%j -> %s', (value, expected) => {
+    expect(canonicalJson(value)).toBe(expected);
+    // The hash made before storing equals the one made from the stored text.
+    expect(canonicalJson(JSON.parse(JSON.stringify(value)))).toBe(expected);
+  });
+});
+
+describe('the per-stream chain (EventStoreDB)', () => {
+  it.each([
+    ['any on a new stream', 'any', null, { expectedRevision: NO_STREAM, firstRevision: 0, previous: GENESIS, retryable: true }],
+    ['a number equal to the last revision', 3, { revision: 3n, hash: 'h3' }, { expectedRevision: 3n, firstRevision: 4, previous: 'h3', retryable: false }],
+    ['any after an event written before the chain', 'any', { revision: 0n, hash: null }, { expectedRevision: 0n, firstRevision: 1, previous: GENESIS, retryable: true }],
+    ['no_stream on an existing stream', 'no_stream', { revision: 0n, hash: 'h' }, 'conflict'],
+    ['stream_exists on a missing stream', 'stream_exists', null, 'conflict'],
+    ['a number that is not the last revision', 2, { revision: 3n, hash: 'h' }, 'conflict'],
+  ] as const)('given %s', (_name, expected, last, plan) => {
+    expect(chainedAppend(expected, last)).toEqual(plan);
+  });
+
+  it('chains the events of one append after the previous hash, and ChainCheck accepts them', () => {
+    const chained = chainForStream('s', 0, GENESIS, [newEvent('e1'), newEvent('e2', { n: 2 })]);
+    expect(chained[0]!.metadata.hash).toBe(chainHash(GENESIS, { id: 'e1', stream: 's', revision: 0, type: 'Happened', data: { n: 1 }, metadata }));
+    const recorded = chained.map((event, revision): RecordedEvent => ({ ...event, stream: 's', revision, position: formatPosition(BigInt(revision + 1)), created: new Date() }));
+    const check = new ChainCheck('stream');
+    for (const event of recorded) check.add(event);
+    expect(check.firstBreak).toBeNull();
+    expect(check.head).toBe(chained[1]!.metadata.hash);
+  });
+});
+
+describe('ChainCheck (log scope)', () => {
+  const recorded = (seq: number, hash?: string): RecordedEvent => ({
+    id: `e${seq}`, type: 'Happened', stream: 's', revision: seq, position: formatPosition(BigInt(seq)), created: new Date(seq), data: {}, metadata: { ...metadata, ...(hash ? { hash } : {}) },
+  });
+  const chain = (events: RecordedEvent[], previous = GENESIS): RecordedEvent[] => {
+    let head = previous;
+    return events.map((event) => {
+      head = chainHash(head, { id: event.id, stream: event.stream, revision: event.revision, type: event.type, created: event.created.getTime(), data: event.data, metadata });
+      return { ...event, metadata: { ...metadata, hash: head } };
+    });
+  };
+
+  it('counts events written before the chain, then checks from the first chained one', () => {
+    const check = new ChainCheck('log');
+    for (const event of [recorded(1), recorded(2), ...chain([recorded(3), recorded(4)])]) check.add(event);
+    expect({ unchained: check.unchained, chained: check.chained, broken: check.firstBreak }).toEqual({ unchained: 2, chained: 2, broken: null });
+  });
+
+  it('breaks at an event without a hash after the chain began, and at a removed event', () => {
+    const withGap = new ChainCheck('log');
+    for (const event of [...chain([recorded(1)]), recorded(2)]) withGap.add(event);
+    expect(withGap.firstBreak?.position).toBe(formatPosition(2n));
+
+    const removed = new ChainCheck('log');
+    const [a, , c] = chain([recorded(1), recorded(2), recorded(3)]);
+    for (const event of [a!, c!]) removed.add(event);
+    expect(removed.firstBreak?.eventId).toBe('e3');
+  });
+});
