@@ -15,6 +15,7 @@ import { auditBench } from './audit.js';
 import { cpuPerRequest } from './cpu.js';
 import { largeBodyBench } from './largeBodies.js';
 import { longStreamBench } from './longStreams.js';
+import { rebuildBench } from './rebuild.js';
 import { wrk, type LoadOptions, type LoadResult } from './wrk.js';
 import { BENCH_CA_FILE, startBenchReceiver, webhookLatency, webhookThroughput, type BenchReceiver, type WebhookBenchDeps } from './webhooks.js';
 
@@ -367,6 +368,7 @@ if (!only || only === 'lag') await projectionLag();
 if (!only || only === 'webhooks') await webhookBench();
 if (!only || only === 'faults') await faultsBench();
 if (!only || only === 'audit') rows.push(...(await auditBench(root)));
+if (!only || only === 'rebuild') rows.push(...(await rebuildBench()));
 
 /** Node 20 and Node 22.14+/24 load different better-sqlite3 majors, with different SQLite releases and planners. */
 const sqliteVersion = (new Sqlite(':memory:').prepare('SELECT sqlite_version() AS version').get() as { version: string }).version;

@@ -21,6 +21,8 @@ import type { Projection } from './projection.js';
 export function recordProjection(catalogues: Catalogues): Projection {
   return {
     name: RECORDS_PROJECTION,
+    version: RECORDS_VERSION.current,
+    kind: 'read-model',
     filter: { streamPrefixes: [RECORD_STREAM_PREFIX] },
     async apply(tx, events) {
       const edges: LinkEdge[] = [];
@@ -32,6 +34,13 @@ export function recordProjection(catalogues: Catalogues): Projection {
     },
   };
 }
+
+/**
+ * The version of what this projection builds: raise it when a release changes the documents it
+ * writes, and the projector rebuilds the read model in the background (projections/versions.ts).
+ * An object so that a test can play a release that raised it.
+ */
+export const RECORDS_VERSION = { current: 1 };
 
 async function applyEvent(
   tx: ReadTransaction,

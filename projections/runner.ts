@@ -3,6 +3,7 @@ import type { EventStore } from '../src/eventstore/port.js';
 import { readyBatches } from '../src/eventstore/readyBatches.js';
 import type { ReadStore } from '../src/readstore/port.js';
 import type { Projection } from './projection.js';
+import { StatusReporter } from './runnerStatus.js';
 
 /**
  * Runs a projection: catch-up subscription from its checkpoint -> batches -> one transaction per
@@ -24,6 +25,7 @@ export function startProjection(
   const logger = deps.logger.child({ projection: projection.name });
   let stopped = false;
   let subscription: ReturnType<EventStore['subscribeToAll']> | undefined;
+  const status = new StatusReporter(deps.readStore, projection.name, logger);
 
   const run = async (): Promise<void> => {
     while (!stopped) {
@@ -36,10 +38,12 @@ export function startProjection(
             await projection.apply(tx, batch);
             await tx.setCheckpoint(projection.name, batch.at(-1)!.position);
           });
+          status.applied(batch.length);
         }
       } catch (error) {
         if (stopped) break;
         logger.error({ err: error }, 'projection failed; resuming from its checkpoint');
+        status.failed(error);
         await subscription?.close().catch(() => undefined);
         await new Promise((resolve) => setTimeout(resolve, RETRY_DELAY_MS));
       }
@@ -52,6 +56,7 @@ export function startProjection(
       stopped = true;
       await subscription?.close();
       await running;
+      await status.stop();
     },
   };
 }

@@ -24,6 +24,12 @@ export interface Config {
   webhookAllowPrivateTargets: boolean;
   /** Extra CA certificates (PEM file) trusted for webhook receivers, e.g. a test receiver's. */
   webhookCaFile: string | null;
+  /** GET /metrics on the API port (METRICS=on; then protect it at the network). */
+  metricsOnApi: boolean;
+  /** A port on 127.0.0.1 serving only GET /metrics (METRICS_PORT), or null. */
+  metricsPort: number | null;
+  /** /health/ready fails when a projection's oldest unapplied event is older than this. */
+  readyMaxLagMs: number;
 }
 
 const ROLES: readonly Role[] = ['api', 'projector', 'dispatcher'];
@@ -51,6 +57,9 @@ const Env = v.object({
   WEBHOOK_TIMEOUT: v.optional(v.string(), '10s'),
   WEBHOOK_ALLOW_PRIVATE_TARGETS: v.optional(v.picklist(['true', 'false'], 'must be true or false'), 'false'),
   WEBHOOK_CA_FILE: v.optional(v.string()),
+  METRICS: v.optional(v.picklist(['on', 'off']), 'off'),
+  METRICS_PORT: v.optional(v.pipe(v.string(), v.regex(/^\d+$/, 'METRICS_PORT must be a port number'))),
+  READY_MAX_LAG: v.optional(v.string(), '30s'),
 });
 
 /** A duration variable's value, or an error naming the variable and the accepted forms. */
@@ -93,5 +102,8 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     webhookTimeoutMs: durationOf('WEBHOOK_TIMEOUT', e.WEBHOOK_TIMEOUT),
     webhookAllowPrivateTargets: e.WEBHOOK_ALLOW_PRIVATE_TARGETS === 'true',
     webhookCaFile: e.WEBHOOK_CA_FILE ?? null,
+    metricsOnApi: e.METRICS === 'on',
+    metricsPort: e.METRICS_PORT === undefined ? null : Number(e.METRICS_PORT),
+    readyMaxLagMs: parseDuration(e.READY_MAX_LAG),
   };
 }

@@ -6,6 +6,7 @@ import { embeddedFiles, productionUrls } from './backends.js';
 import { loadConfig } from './config.js';
 import { createLogger } from './core/logger.js';
 import { startApiProcesses } from './runtime/apiProcesses.js';
+import { announceServer } from './runtime/serverPids.js';
 import { startBesideTheApi, startService } from './service.js';
 import { startWalCheckpointer } from './sqlite/checkpointer.js';
 
@@ -24,6 +25,8 @@ async function main(): Promise<void> {
     // An API process of API_PROCESSES: its primary is gone (even by SIGKILL), so it goes too.
     if (cluster.isWorker) process.once('disconnect', () => resolve('disconnect'));
   });
+  // So that `csr restore` knows a server uses the embedded store (the primary speaks for its API processes).
+  const announced = cluster.isPrimary && !productionUrls(config) ? announceServer(config.dataDir) : null;
   const service =
     cluster.isPrimary && config.apiProcesses > 1 && config.roles.includes('api')
       ? await startApiProcesses(config, logger, (others) => startService(others, logger))
@@ -46,6 +49,7 @@ async function main(): Promise<void> {
   try {
     await service.stop();
     await checkpointer?.stop();
+    announced?.withdraw();
   } catch (error) {
     logger.error({ err: error }, 'shutdown failed');
     process.exit(1);

@@ -4,8 +4,8 @@ import type { Logger } from 'pino';
 import { AutoNumbers } from '../commands/autoNumbers.js';
 import type { CommandDeps } from '../commands/deps.js';
 import { backfillLinkEdges } from '../projections/linkBackfill.js';
-import { recordProjection } from '../projections/recordProjection.js';
-import { startProjection, type RunningProjection } from '../projections/runner.js';
+import { startProjector } from '../projections/projector.js';
+import type { RunningProjection } from '../projections/runner.js';
 import { createWebhookSender, openBackends, type Backends } from './backends.js';
 import type { Config } from './config.js';
 import { Unavailable } from './core/errors.js';
@@ -21,6 +21,7 @@ import { Catalogues } from './schema/catalogues.js';
 import type { AppEnv } from './http/types.js';
 import { RECORDS_PROJECTION } from './readstore/port.js';
 import { startBackgroundRole } from './runtime/backgroundRole.js';
+import { observeApi, type ApiObservability } from './runtime/observability.js';
 import { closeGracefully, listen, SHUTDOWN_DEADLINE_MS } from './runtime/httpServer.js';
 import type { Stoppable } from './runtime/supervisor.js';
 import { startDispatcher, type RunningDispatcher } from './webhooks/dispatcher.js';
@@ -58,6 +59,7 @@ export async function startService(
   let server: ServerType | null = null;
   let url: string | null = null;
   let app: Hono<AppEnv> | null = null;
+  let observability: ApiObservability | null = null;
 
   if (config.roles.includes('projector')) {
     let running: RunningProjection[] = [];
@@ -67,7 +69,7 @@ export async function startService(
           logger.info('this process runs the projections');
           const deps = { events: backends.events, readStore: backends.readStore, logger };
           const rollups = rollupReactor({ readStore: backends.readStore, setRollups: (target, values, initial, metadata) => setRollups(backends.events, target, values, initial, metadata) });
-          running = [startProjection(deps, recordProjection(catalogues)), startReactor(deps, rollups)];
+          running = [startProjector({ ...deps, catalogues }), startReactor(deps, rollups)];
           // Alongside, not before: the projection writes the edges after the checkpoint it starts from.
           backfillLinkEdges(deps).catch((error: unknown) =>
             logger.error({ err: error }, 'adding the link edges of older records failed; reads as of a past moment may miss children until the next start'),
@@ -99,15 +101,27 @@ export async function startService(
     });
   }
   if (config.roles.includes('api')) {
+    observability = await observeApi(config, backends, catalogues);
     const commands: CommandDeps = {
-      events: backends.events,
+      events: observability.events,
       readStore: backends.readStore,
-      autoNumbers: new AutoNumbers(backends.events),
+      autoNumbers: new AutoNumbers(observability.events),
       listUsers: (workspaceId) => backends.setup.listUsers(workspaceId),
       waitVisible: (position: Position, object?: string) => waitVisible(backends, position, object),
       reportInternal: (err) => logger.error({ err }, 'a record of an upsert failed unexpectedly'),
     };
-    app = createApp({ commands, readStore: backends.readStore, setup: backends.setup, idempotency: backends.idempotency, catalogues, logger, clock });
+    app = createApp({
+      commands,
+      readStore: backends.readStore,
+      setup: backends.setup,
+      idempotency: backends.idempotency,
+      catalogues,
+      logger,
+      clock,
+      metrics: observability.metrics,
+      serveMetrics: config.metricsOnApi,
+      readiness: observability.readiness,
+    });
     server = await listen(app.fetch, config);
     const address = server.address() as AddressInfo;
     url = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
@@ -120,6 +134,7 @@ export async function startService(
     backends,
     async stop() {
       if (server) await closeGracefully(server, SHUTDOWN_DEADLINE_MS);
+      await observability?.stop();
       await dispatcher?.stop();
       sender?.close();
       await Promise.all(projections.map((projection) => projection.stop()));

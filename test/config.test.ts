@@ -19,6 +19,9 @@ describe('loadConfig', () => {
       webhookAllowPrivateTargets: false,
       webhookCaFile: null,
       logFormat: 'auto',
+      metricsOnApi: false,
+      metricsPort: null,
+      readyMaxLagMs: 30_000,
     });
   });
 

@@ -5,6 +5,8 @@ import type { Config } from '../config.js';
 import { createWebhookSender, embeddedFiles, openBackends, productionUrls, type Backends } from '../backends.js';
 import { NotFound } from '../core/errors.js';
 import type { ReadStore } from '../readstore/port.js';
+import { pino } from 'pino';
+import { Catalogues } from '../schema/catalogues.js';
 import { ObjectManager } from '../setup/objects.js';
 import { cliActor, SetupService } from '../setup/service.js';
 import { WebhookSetup } from '../setup/webhooks.js';
@@ -15,10 +17,10 @@ import { WebhookSetup } from '../setup/webhooks.js';
  */
 
 export interface CliContext {
-  /** The stores themselves, for the auditors' read-only commands (history, get, audit). */
-  backends: Pick<Backends, 'events' | 'readStore' | 'setup'>;
   /** What the stores were opened with (a worker thread opens them again with it). */
   config: Config;
+  /** The stores themselves, for auditors' and operators' commands (history, audit, projections, backups). */
+  backends: Backends;
   setup: SetupService;
   webhooks: WebhookSetup;
   /** The records read model (operator queries such as `records duplicates`). */
@@ -41,8 +43,8 @@ export async function openCliContext(config: Config, notice: (text: string) => v
   const actor = cliActor();
   const sender = createWebhookSender(config);
   return {
-    backends,
     config,
+    backends,
     setup: new SetupService({ setup: backends.setup, events: backends.events, actor }),
     objects: new ObjectManager({ setup: backends.setup, events: backends.events, actor }),
     webhooks: new WebhookSetup({
@@ -53,6 +55,7 @@ export async function openCliContext(config: Config, notice: (text: string) => v
       actor,
       retryDelaysMs: config.webhookRetryDelaysMs,
       allowPrivateTargets: config.webhookAllowPrivateTargets,
+      recovery: { readStore: backends.readStore, catalogues: new Catalogues(backends.events), logger: pino({ level: 'silent' }) },
     }),
     readStore: backends.readStore,
     async workspaceId(slug) {
@@ -86,6 +89,13 @@ export interface CliCommand {
   description: string;
   /** Names of the positional arguments, all required, e.g. ['slug']. */
   positionals?: string[];
+  /**
+   * Runs without opening the stores (its context holds only `config`): for commands that copy or
+   * replace the store files themselves (backup, restore).
+   */
+  withoutStores?: boolean;
+  /** Names of positional arguments that may follow the required ones. */
+  optionalPositionals?: string[];
   options?: NonNullable<ParseArgsConfig['options']>;
   /** Options that must be given. */
   required?: string[];

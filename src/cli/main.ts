@@ -1,12 +1,14 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../config.js';
-import { openCliContext, UsageError, type CliCommand, type CliResource, type OptionValues } from './context.js';
+import { openCliContext, UsageError, type CliCommand, type CliContext, type CliResource, type OptionValues } from './context.js';
 import { audit } from './audit.js';
+import { backup, restore } from './backups.js';
 import { fields } from './fields.js';
 import { keys } from './keys.js';
 import { objects } from './objects.js';
 import { openapi } from './openapi.js';
+import { projections } from './projections.js';
 import { formatJson, formatText } from './output.js';
 import { get, history } from './history.js';
 import { records } from './records.js';
@@ -22,7 +24,7 @@ import { workspaces } from './workspaces.js';
  * code 2 for wrong usage and 1 for anything else, and then stdout stays empty.
  */
 
-const RESOURCES: readonly CliResource[] = [workspaces, keys, users, webhooks, records, objects, fields, openapi, history, get, audit];
+const RESOURCES: readonly CliResource[] = [workspaces, keys, users, webhooks, records, objects, fields, openapi, history, get, audit, projections, backup, restore];
 
 const GLOBAL_OPTIONS = {
   json: { type: 'boolean' },
@@ -30,7 +32,7 @@ const GLOBAL_OPTIONS = {
 } as const;
 
 function commandLine(resource: CliResource, name: string, command: CliCommand): string {
-  return `  csr ${resource.name} ${name} ${command.usage}`.trimEnd() + `\n      ${command.description}`;
+  return `  csr ${[resource.name, name, command.usage].filter(Boolean).join(' ')}` + `\n      ${command.description}`;
 }
 
 function usage(only?: CliResource, commandName?: string): string {
@@ -146,7 +148,7 @@ function parseCommand(resource: CliResource, commandName: string, command: CliCo
   if (positionals.length < expected.length) {
     throw new ScopedUsageError(`missing <${expected[positionals.length]!}>: csr ${invoked} ${command.usage}`, resource, commandName);
   }
-  if (positionals.length > expected.length) {
+  if (positionals.length > expected.length + (command.optionalPositionals ?? []).length) {
     throw new ScopedUsageError(`unexpected argument "${positionals[expected.length]!}": csr ${invoked} ${command.usage}`, resource, commandName);
   }
   for (const name of command.required ?? []) {
@@ -192,7 +194,10 @@ async function run(argv: string[], env: Record<string, string | undefined>, io: 
   }
   const invocation = parsed;
   try {
-    const context = await openCliContext(loadConfig(env), (notice) => io.stderr(`csr: ${notice}\n`));
+    const config = loadConfig(env);
+    const context = invocation.command.withoutStores
+      ? ({ config, close: async () => undefined } as unknown as CliContext)
+      : await openCliContext(config, (notice) => io.stderr(`csr: ${notice}\n`));
     let result: unknown;
     try {
       result = await invocation.command.run(

@@ -27,6 +27,8 @@ function shownDelivery(delivery: Delivery) {
     createdAt: delivery.createdAt,
     lastAttemptAt: delivery.lastAttemptAt,
     nextAttemptAt: delivery.nextAttemptAt,
+    cause: delivery.cause,
+    originalId: delivery.originalId,
   };
 }
 
@@ -105,6 +107,35 @@ export const webhooks: CliResource = {
       },
       failed(delivery: { status: string }) {
         return delivery.status !== 'delivered';
+      },
+    },
+    resend: {
+      usage: '<deliveryId>',
+      description: 'send one delivery again now: same event and payload, a new delivery id, signed with the current secret (exit code 1 when it was not delivered)',
+      positionals: ['deliveryId'],
+      async run({ positionals }, context) {
+        return shownDelivery(await context.webhooks.resend(positionals[0]!));
+      },
+      failed(delivery: { status: string }) {
+        return delivery.status !== 'delivered';
+      },
+    },
+    recover: {
+      usage: '<webhookId> --since <time> [--until <time>] [--failed-only]',
+      description: "send again, in log order, the window's record events the webhook's filters match (also while it was off); --failed-only: only those whose delivery failed",
+      positionals: ['webhookId'],
+      options: { since: { type: 'string' }, until: { type: 'string' }, 'failed-only': { type: 'boolean' } },
+      required: ['since'],
+      async run({ positionals, values }, context) {
+        const until = stringOption(values, 'until');
+        const progress = process.stderr.isTTY ? (s: { resent: number }) => process.stderr.write(`\rresent ${s.resent}`) : undefined;
+        const summary = await context.webhooks.recover(
+          positionals[0]!,
+          { since: stringOption(values, 'since')!, ...(until === undefined ? {} : { until }), failedOnly: values['failed-only'] === true },
+          progress,
+        );
+        if (progress) process.stderr.write('\n');
+        return summary;
       },
     },
     'replay-parked': {

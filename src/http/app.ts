@@ -5,6 +5,8 @@ import { bodySizeLimit } from './body.js';
 import { bodyBudget } from './bodyBudget.js';
 import { errorResponse, handleError } from './errors.js';
 import { idempotency } from './idempotency.js';
+import { healthRoutes } from './health.js';
+import { httpMetrics, metricsRoute } from './metrics.js';
 import { openApiRoute } from './openapiRoute.js';
 import { historyRoutes } from './history.js';
 import { recordRoutes } from './records.js';
@@ -15,6 +17,7 @@ const REQUEST_ID = /^[\w.-]{1,128}$/;
 
 export function createApp(deps: ApiDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
+  if (deps.metrics) app.use('*', httpMetrics(deps.metrics));
 
   app.use('*', async (c, next) => {
     const given = c.req.header('X-Request-Id');
@@ -36,6 +39,8 @@ export function createApp(deps: ApiDeps): Hono<AppEnv> {
       'request',
     );
   });
+  healthRoutes(app, deps.readiness ?? []);
+  if (deps.metrics && deps.serveMetrics) metricsRoute(app, deps.metrics);
   // Only where a body is read.
   app.on(['POST', 'PUT', 'PATCH'], '/api/*', bodySizeLimit());
   app.use('/api/*', bearerAuth(deps.setup, deps.clock));

@@ -1,5 +1,7 @@
 import type { HttpBindings } from '@hono/node-server';
 import type { Logger } from 'pino';
+import type { Metrics } from '../core/metrics.js';
+import type { ReadinessCheck } from '../core/readiness.js';
 import type { CommandDeps } from '../../commands/deps.js';
 import type { IdempotencyStore } from '../idempotency/port.js';
 import type { ReadStore } from '../readstore/port.js';
@@ -19,6 +21,11 @@ export interface ApiDeps {
   catalogues: Catalogues;
   logger: Logger;
   clock: () => Date;
+  /** Records every answer; with `serveMetrics`, GET /metrics on this app too (METRICS=on). */
+  metrics?: Metrics;
+  serveMetrics?: boolean;
+  /** The conditions of GET /health/ready. */
+  readiness?: ReadinessCheck[];
 }
 
 export type AppEnv = { Bindings: HttpBindings; Variables: { requestId: string; log: RequestLog; caller: Caller } };

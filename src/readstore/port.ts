@@ -83,6 +83,50 @@ export interface ReadTransaction {
   setCheckpoint(projection: string, position: Position): Promise<void>;
 }
 
+/**
+ * Blue/green rebuilds: the read model lives in numbered generations. The live one answers reads and
+ * follows the log; a rebuild fills another one beside it from the start of the log and, once it
+ * has caught up, `promoteGeneration` makes it the live one in one atomic step.
+ */
+export interface Generations {
+  live: number;
+  /** The projection version that built the live generation (null: recorded by no version yet). */
+  liveVersion: string | null;
+  building: BuildingGeneration | null;
+}
+
+export interface BuildingGeneration {
+  generation: number;
+  version: string;
+  /** Checkpoint of the generation being built (null: nothing applied yet). */
+  position: Position | null;
+  /** Who builds it (e.g. `host:pid`), as given to beginGeneration. */
+  owner: string;
+  startedAt: string;
+}
+
+export interface BeginGeneration {
+  version: string;
+  owner: string;
+  /** Drop the generation being built, if any, and start a new one from the start of the log. */
+  restart: boolean;
+  /** Whether the builder named by an earlier owner still runs (then beginGeneration refuses). */
+  ownerAlive(owner: string): boolean;
+}
+
+/** What a projection runner (or a rebuild) last said about itself, for `csr projections status`. */
+export interface RunnerStatus {
+  /** The projection's name; a rebuild's status is `<name>#rebuild`. */
+  name: string;
+  /** Events applied per second over the last minute. */
+  eventsPerSecond: number;
+  lastError: string | null;
+  lastErrorAt: string | null;
+  /** The last attempt failed and no batch has committed since. */
+  failing: boolean;
+  updatedAt: string;
+}
+
 export interface ReadStore {
   find(query: FindQuery): Promise<FindResult>;
   get(workspaceId: string, object: string, id: string): Promise<RecordDocument | null>;
@@ -96,8 +140,32 @@ export interface ReadStore {
    * process moves it), false after `timeoutMs`.
    */
   waitForCheckpoint(projection: string, position: Position, timeoutMs: number): Promise<boolean>;
-  /** Runs `fn` atomically: all its writes and its checkpoint commit together or not at all. */
-  transaction<T>(fn: (tx: ReadTransaction) => Promise<T>): Promise<T>;
+  /**
+   * Runs `fn` atomically: all its writes and its checkpoint commit together or not at all. With
+   * `generation` (the one being built), documents and checkpoints go to that generation, not the
+   * live one; it fails if that generation is no longer being built.
+   */
+  transaction<T>(fn: (tx: ReadTransaction) => Promise<T>, options?: { generation?: number }): Promise<T>;
+  generations(): Promise<Generations>;
+  /** Resumes the generation being built for `version`, or starts a new one (empty, no checkpoint). */
+  beginGeneration(options: BeginGeneration): Promise<BuildingGeneration & { resumed: boolean }>;
+  /**
+   * In one transaction of `generation`: `catchUp(tx, from, to)` applies the events after its
+   * checkpoint up to the live checkpoint of `projection` (only called when behind), then the
+   * generation becomes the live one, with that checkpoint. Reads switch to it atomically.
+   */
+  promoteGeneration(
+    generation: number,
+    projection: string,
+    catchUp: (tx: ReadTransaction, from: Position | null, to: Position) => Promise<void>,
+  ): Promise<void>;
+  /** Drops every generation that is neither live nor being built; answers how many. */
+  dropUnusedGenerations(): Promise<number>;
+  /** Keeps a runner's status (one per name, replaced); written every few seconds, not per batch. */
+  saveRunnerStatus(status: RunnerStatus): Promise<void>;
+  runnerStatuses(): Promise<RunnerStatus[]>;
+  /** Records the version of the live generation (a new store, or one made before versions). */
+  setLiveVersion(version: string): Promise<void>;
   /** Drops every document, link edge and the checkpoint of a projection, so that it rebuilds from the log. */
   reset(projection: string): Promise<void>;
   close(): Promise<void>;

@@ -4,10 +4,12 @@ import { NotFound, ValidationFailed } from '../core/errors.js';
 import type { Actor, EventStore } from '../eventstore/port.js';
 import { loadCatalogue } from '../schema/catalogues.js';
 import { appendAuditEvent, workspaceStream, type SetupEventType } from './audit.js';
+import { resendDelivery } from './webhookResend.js';
+import { recoverWebhook, type RecoverDeps, type RecoverSummary } from '../webhooks/recover.js';
+import { sendClaimed, sendNowLease, type SendNowDeps } from '../webhooks/sendNow.js';
 import { checkObjectKeys, ObjectsInput, parse, text } from './input.js';
 import type { SetupStore } from './port.js';
 import { checkWebhookUrl, resolveTarget } from '../webhooks/addressPolicy.js';
-import { attemptDelivery } from '../webhooks/attempt.js';
 import type { WebhookSender } from '../webhooks/httpsSender.js';
 import { EVENT_KINDS, WEBHOOKS_GROUP, type Delivery, type EventKind, type Webhook, type WebhookStore } from '../webhooks/port.js';
 import { ADMIN_SWITCH_OFF_REASON } from '../webhooks/timeline.js';
@@ -29,6 +31,8 @@ export interface WebhookSetupOptions {
   retryDelaysMs: readonly number[];
   allowPrivateTargets: boolean;
   clock?: () => Date;
+  /** What `recover` renders records with (csr); without it, recover is refused. */
+  recovery?: Pick<RecoverDeps, 'readStore' | 'catalogues' | 'logger'>;
   /** Name resolution for the address check at save (tests); the system resolver by default. */
   lookup?: (hostname: string) => Promise<string[]>;
 }
@@ -58,6 +62,12 @@ const WebhookInput = v.object({
   ),
   objects: ObjectsInput,
 });
+
+function parseTime(option: string, text: string): Date {
+  const time = /^\d{4}-\d{2}-\d{2}/.test(text) ? new Date(text) : new Date(NaN);
+  if (Number.isNaN(time.getTime())) throw new ValidationFailed(`${option} must be a time such as 2026-01-31T09:00:00Z (got "${text}")`);
+  return time;
+}
 
 /** 32 random bytes; the prefix tells a leaked value for what it is. */
 function newSecret(): string {
@@ -158,12 +168,33 @@ export class WebhookSetup {
       occurredAt: (logged?.created ?? this.clock()).toISOString(),
       data: { webhook: { id: webhook.id, name: webhook.name } },
     };
-    const now = this.clock();
-    const leaseUntil = new Date(now.getTime() + 60_000).toISOString();
-    const [delivery] = await this.options.webhooks.enqueue([{ payload, webhookIds: [webhook.id] }], now.toISOString(), { claimedUntil: leaseUntil });
-    const outcome = await attemptDelivery({ delivery: delivery!, webhook, payload }, this.options.sender, this.clock, this.options.retryDelaysMs);
-    await this.options.webhooks.settle([outcome]);
-    return (await this.options.webhooks.deliveryById(delivery!.id))!;
+    const { at, claimedUntil } = sendNowLease(this.clock);
+    const [delivery] = await this.options.webhooks.enqueue([{ payload, webhookIds: [webhook.id] }], at, { claimedUntil });
+    const [sent] = await sendClaimed(this.sendNow(), webhook, [{ delivery: delivery!, payload }]);
+    return sent!;
+  }
+
+  /** A new attempt of one delivery, with cause 'resend' (webhookResend.ts). */
+  async resend(deliveryId: string): Promise<Delivery> {
+    return resendDelivery(this.sendNow(), deliveryId);
+  }
+
+  /**
+   * Sends again, in log order, the record events of [since, until) the webhook's filters match,
+   * also those made while it was off (webhooks/recover.ts states the rule). `until` defaults to now.
+   */
+  async recover(id: string, window: { since: string; until?: string; failedOnly: boolean }, progress?: (summary: RecoverSummary) => void): Promise<RecoverSummary> {
+    const since = parseTime('--since', window.since);
+    const until = window.until === undefined ? this.clock() : parseTime('--until', window.until);
+    if (since.getTime() >= until.getTime()) throw new ValidationFailed('the window runs the wrong way: --since must be before --until');
+    const webhook = await this.webhook(id);
+    if (!this.options.recovery) throw new Error('recover needs the records read model');
+    const deps = { ...this.sendNow(), ...this.options.recovery, events: this.options.events, listUsers: (workspaceId: string) => this.options.setup.listUsers(workspaceId) };
+    return recoverWebhook(deps, webhook, { since, until, failedOnly: window.failedOnly }, progress);
+  }
+
+  private sendNow(): SendNowDeps {
+    return { webhooks: this.options.webhooks, sender: this.options.sender, retryDelaysMs: this.options.retryDelaysMs, clock: this.clock };
   }
 
   /**

@@ -53,10 +53,13 @@ export interface RunningFanOut {
   stop(): Promise<void>;
 }
 
-interface Change {
+export interface Change {
   event: RecordedEvent;
   change: RecordChange;
 }
+
+/** What rendering an event's record needs (the fan-out, and `csr webhooks recover`). */
+export type RenderDeps = Pick<FanOutDeps, 'events' | 'readStore' | 'listUsers' | 'logger' | 'clock' | 'catalogues'>;
 
 export function startFanOut(deps: FanOutDeps): RunningFanOut {
   const logger = deps.logger.child({ component: 'webhook fan-out' });
@@ -150,7 +153,7 @@ function bulkMember({ event, change }: Change): BulkMember {
   };
 }
 
-function singlePayload(event: RecordedEvent, change: RecordChange, data: unknown): WebhookPayload {
+export function singlePayload(event: RecordedEvent, change: RecordChange, data: unknown): WebhookPayload {
   return {
     id: event.id,
     workspaceId: change.workspaceId,
@@ -193,7 +196,7 @@ async function waitForRecords(deps: FanOutDeps, events: RecordedEvent[], stopped
  * The REST form of each event's record (spec 6.3): as it is now for created and updated events,
  * as last saved for deleted ones, and as last saved too when the record was deleted since.
  */
-async function renderData(deps: FanOutDeps, changes: Change[]): Promise<Map<string, unknown>> {
+export async function renderData(deps: RenderDeps, changes: Change[]): Promise<Map<string, unknown>> {
   const data = new Map<string, unknown>();
   const byObject = new Map<string, Change[]>();
   for (const item of changes) {

@@ -34,6 +34,17 @@ export interface Webhook {
  * waiting: not attempted yet; retrying: failed, next attempt at nextAttemptAt; delivered: a 2xx
  * answer; failed: the 6th attempt failed; skipped: the webhook was switched off first.
  */
+export interface DeliveryStats {
+  /** Deliveries kept (the last 30 days) by status. */
+  byStatus: Record<DeliveryStatus, number>;
+  /** Claimed by a dispatcher and not settled yet: attempts under way. */
+  inFlight: number;
+  /** Waiting for a retry after a failed attempt. */
+  retrying: number;
+  /** Creation time of the oldest delivery not sent yet (waiting or retrying), or null. */
+  oldestPendingAt: string | null;
+}
+
 export type DeliveryStatus = 'waiting' | 'retrying' | 'delivered' | 'failed' | 'skipped';
 
 /** What is sent for one event, the same for every webhook receiving it (sentAt aside). */
@@ -49,6 +60,13 @@ export interface WebhookPayload {
   data: unknown;
 }
 
+/**
+ * Why a delivery exists beyond the fan-out: null for the fan-out's own (one per webhook and
+ * event), 'resend' for `csr webhooks resend`, 'recover' for `csr webhooks recover`. Only the
+ * fan-out's deliveries are unique per (webhook, event); a resend is a new row every time.
+ */
+export type DeliveryCause = 'resend' | 'recover';
+
 export interface Delivery {
   /** A number (spec 6.3: X-SVC-Delivery), unique across the store. */
   id: number;
@@ -62,6 +80,17 @@ export interface Delivery {
   createdAt: string;
   lastAttemptAt: string | null;
   nextAttemptAt: string | null;
+  cause: DeliveryCause | null;
+  /** The delivery a resend repeats (null for the fan-out's and recovered ones). */
+  originalId: number | null;
+}
+
+/** A new delivery of an event outside the fan-out: never deduplicated. */
+export interface Redelivery {
+  payload: WebhookPayload;
+  webhookId: string;
+  cause: DeliveryCause;
+  originalId: number | null;
 }
 
 /** A delivery handed to a sender, with what it needs to sign and send. */
@@ -149,6 +178,15 @@ export interface WebhookStore {
   /** The newest deliveries of a webhook, newest first, at most `limit` (whole; below 1 gives none). */
   deliveries(webhookId: string, limit: number): Promise<Delivery[]>;
   deliveryById(id: number): Promise<Delivery | null>;
+  /** Every delivery of these events to a webhook (any cause), in id order. */
+  deliveriesOfEvents(webhookId: string, eventIds: string[]): Promise<Delivery[]>;
+  /** The stored payload of an event (kept while a delivery needs it), or null. */
+  payloadById(id: string): Promise<WebhookPayload | null>;
+  /**
+   * Stores each payload (once per id, first stored wins) and a new delivery for each item, even
+   * when the webhook already has one for that event (resend, recover). Returns them in order.
+   */
+  redeliver(items: Redelivery[], at: string, options?: { claimedUntil?: string }): Promise<Delivery[]>;
 
   /** Stores bulk members, ignoring ones already stored. */
   addBulkMembers(members: BulkMember[]): Promise<void>;
@@ -161,5 +199,7 @@ export interface WebhookStore {
 
   /** Deletes deliveries created before `before`, then payloads and bulk members no delivery needs. */
   purge(before: string): Promise<number>;
+  /** Operators' figures (GET /metrics), as of `now`. */
+  deliveryStats(now: string): Promise<DeliveryStats>;
   close(): Promise<void>;
 }

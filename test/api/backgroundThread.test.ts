@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { csrTool } from '../support/cli.js';
 import { spawnServer, type ServerProcess } from '../support/process.js';
 import { client } from '../support/service.js';
+import { until } from '../support/until.js';
 
 /** The default layout of one process: the API on the main thread, the projector and the dispatcher each in a worker thread. */
 
@@ -26,7 +27,9 @@ afterAll(async () => {
 });
 
 describe('one process, three threads', () => {
-  it('runs the projector and the dispatcher each in a thread of the API process, started before the API', () => {
+  it('runs the projector and the dispatcher each in a thread of the API process, started before the API', async () => {
+    // The threads' log lines pass through their pipes to the process's stdout: they may follow its start line.
+    await until(() => server.started().length >= 3, 5_000, 'three "roles started" lines');
     const services = server.started();
     expect(services.map((service) => service.roles.join()).slice(0, 2).sort()).toEqual(['dispatcher', 'projector']);
     expect(services[2]!.roles).toEqual(['api']);

@@ -209,9 +209,12 @@ describe('csr help and version (exit 0, on stdout)', () => {
 });
 
 describe('csr usage errors (exit 2, one line on stderr saying what to do, nothing on stdout)', () => {
+  /** The commands, in the order `csr --help` lists them. */
+  const COMMANDS = 'workspaces, keys, users, webhooks, records, objects, fields, openapi, history, get, audit, projections, backup, restore';
+
   it.each([
-    ['unknown command', ['spaceships', 'launch'], 'csr: unknown command "spaceships". Commands: workspaces, keys, users, webhooks, records, objects, fields, openapi, history, get, audit (see csr --help)'],
-    ['a mistyped command', ['webhoks', 'list'], 'csr: unknown command "webhoks". Did you mean "webhooks"? Commands: workspaces, keys, users, webhooks, records, objects, fields, openapi, history, get, audit (see csr --help)'],
+    ['unknown command', ['spaceships', 'launch'], `csr: unknown command "spaceships". Commands: ${COMMANDS} (see csr --help)`],
+    ['a mistyped command', ['webhoks', 'list'], `csr: unknown command "webhoks". Did you mean "webhooks"? Commands: ${COMMANDS} (see csr --help)`],
     ['a mistyped subcommand', ['keys', 'lst'], 'csr: unknown command "keys lst". Did you mean "keys list"? keys commands: create, list, revoke, rename (see csr help keys)'],
     ['unknown subcommand', ['keys', 'rotate'], 'csr: unknown command "keys rotate". keys commands: create, list, revoke, rename (see csr help keys)'],
     ['missing command', ['keys', '--json'], 'csr: missing keys command before --json (see csr help keys)'],

@@ -75,7 +75,7 @@ describe('csr webhooks', () => {
   it('test sends webhook.test at once and prints its delivery; deliveries lists it', async () => {
     const created = await csr.json<Created>('webhooks', 'create', '--workspace', slug, '--name', 'Tested', '--url', `${receiver.origin}/tested`);
     const delivery = await csr.json<Record<string, unknown>>('webhooks', 'test', created.id);
-    expect(Object.keys(delivery)).toEqual(['id', 'eventId', 'event', 'status', 'responseCode', 'attempts', 'error', 'createdAt', 'lastAttemptAt', 'nextAttemptAt']);
+    expect(Object.keys(delivery)).toEqual(['id', 'eventId', 'event', 'status', 'responseCode', 'attempts', 'error', 'createdAt', 'lastAttemptAt', 'nextAttemptAt', 'cause', 'originalId']);
     expect(delivery).toMatchObject({ event: 'webhook.test', status: 'delivered', responseCode: 204, attempts: 1, error: null, nextAttemptAt: null });
     expect(receiver.received('/tested')[0]!.body).toMatchObject({ event: 'webhook.test', object: null, source: 'app', data: { webhook: { id: created.id, name: 'Tested' } } });
     expect(await csr.json('webhooks', 'deliveries', created.id)).toEqual([delivery]);

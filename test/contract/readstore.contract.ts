@@ -480,5 +480,92 @@ export function readStoreContract(name: string, open: () => Promise<ReadStore> |
         expect(await store.find(query(ws, { filters: [{ field: 'tier', value: 'smb' }] }))).toEqual({ documents: [a], total: 1 });
       });
     });
+
+    describe('generations (blue/green rebuilds)', () => {
+      const owner = `test:${process.pid}`;
+      const dead = () => false;
+
+      it('builds a generation beside the live one, invisible to reads until promoted, then drops the old one', async () => {
+        const ws = workspace();
+        const p = projection();
+        const before = await store.generations();
+        const kept = doc(ws, 1, { fields: { tier: 'SMB' } });
+        await store.transaction(async (tx) => {
+          await tx.put(kept);
+          await tx.setCheckpoint(p, formatPosition(10n));
+        });
+        const building = await store.beginGeneration({ version: 'v2', owner, restart: false, ownerAlive: dead });
+        expect(building.resumed).toBe(false);
+        expect(building.generation).toBeGreaterThan(before.live);
+        expect(building.position).toBeNull();
+
+        const rebuilt = doc(ws, 2, { fields: { tier: 'Enterprise' } });
+        await store.transaction(
+          async (tx) => {
+            expect(await tx.checkpoint(p)).toBeNull();
+            await tx.put(rebuilt);
+            await tx.setCheckpoint(p, formatPosition(7n));
+          },
+          { generation: building.generation },
+        );
+        // Reads and the live checkpoint still come from the live generation.
+        expect(await store.get(ws, 'clients', rebuilt.id)).toBeNull();
+        expect(await store.get(ws, 'clients', kept.id)).toEqual(kept);
+        expect(await store.checkpoint(p)).toBe(formatPosition(10n));
+        expect((await store.generations()).building).toMatchObject({ generation: building.generation, version: 'v2', position: formatPosition(7n), owner });
+
+        const calls: [string | null, string][] = [];
+        await store.promoteGeneration(building.generation, p, async (tx, from, to) => {
+          calls.push([from, to]);
+          await tx.put({ ...rebuilt, fields: { tier: 'SMB' }, revision: 1 });
+          await tx.setCheckpoint(p, to);
+        });
+        expect(calls).toEqual([[formatPosition(7n), formatPosition(10n)]]);
+        const after = await store.generations();
+        expect(after).toEqual({ live: building.generation, liveVersion: 'v2', building: null });
+        expect(await store.get(ws, 'clients', kept.id)).toBeNull();
+        expect(await store.get(ws, 'clients', rebuilt.id)).toMatchObject({ fields: { tier: 'SMB' }, revision: 1 });
+        expect(await store.find(query(ws, { filters: [{ field: 'tier', value: 'smb' }] }))).toMatchObject({ total: 1 });
+        expect(await store.getMany(ws, 'clients', [kept.id, rebuilt.id])).toHaveLength(1);
+        expect(await store.checkpoint(p)).toBe(formatPosition(10n));
+        // The live projector writes to the new generation from now on.
+        await store.transaction((tx) => tx.put(kept));
+        expect(await store.get(ws, 'clients', kept.id)).toEqual(kept);
+
+        expect(await store.dropUnusedGenerations()).toBeGreaterThanOrEqual(1);
+        expect(await store.dropUnusedGenerations()).toBe(0);
+        expect(await store.get(ws, 'clients', kept.id)).toEqual(kept);
+      });
+
+      it('resumes the generation being built, restarts it on request, and refuses a second live builder', async () => {
+        const p = projection();
+        const first = await store.beginGeneration({ version: 'v3', owner, restart: false, ownerAlive: dead });
+        await store.transaction((tx) => tx.setCheckpoint(p, formatPosition(5n)), { generation: first.generation });
+        const resumed = await store.beginGeneration({ version: 'v3', owner: 'other:1', restart: false, ownerAlive: dead });
+        expect(resumed).toMatchObject({ generation: first.generation, position: formatPosition(5n), resumed: true, owner: 'other:1' });
+        await expect(store.beginGeneration({ version: 'v3', owner, restart: false, ownerAlive: () => true })).rejects.toThrow(/already running/);
+        const restarted = await store.beginGeneration({ version: 'v3', owner, restart: true, ownerAlive: dead });
+        expect(restarted.generation).not.toBe(first.generation);
+        expect(restarted).toMatchObject({ position: null, resumed: false });
+        // The superseded generation takes no more writes.
+        await expect(store.transaction((tx) => tx.setCheckpoint(p, formatPosition(6n)), { generation: first.generation })).rejects.toThrow(
+          /stopped or restarted/,
+        );
+        await store.promoteGeneration(restarted.generation, p, async () => {});
+        expect((await store.generations()).liveVersion).toBe('v3');
+        await store.setLiveVersion('v4');
+        expect((await store.generations()).liveVersion).toBe('v4');
+        await store.dropUnusedGenerations();
+      });
+    });
+
+    it('keeps the last status of each projection runner', async () => {
+      const name = projection();
+      const status = { name, eventsPerSecond: 12.5, lastError: null, lastErrorAt: null, failing: false, updatedAt: at(1) };
+      await store.saveRunnerStatus(status);
+      await store.saveRunnerStatus({ ...status, lastError: 'boom', lastErrorAt: at(2), failing: true, updatedAt: at(2) });
+      const found = (await store.runnerStatuses()).filter((s) => s.name === name);
+      expect(found).toEqual([{ ...status, lastError: 'boom', lastErrorAt: at(2), failing: true, updatedAt: at(2) }]);
+    });
   });
 }

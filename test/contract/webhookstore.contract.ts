@@ -107,6 +107,56 @@ export function webhookStoreContract(name: string, open: () => Promise<WebhookSt
       expect(await store.deliveries(a.id, 50)).toHaveLength(1);
     });
 
+    it('redelivers an event as a new delivery with its cause, however often, while the fan-out still makes one per pair', async () => {
+      const hook = await webhook();
+      const event = samplePayload(hook.workspaceId);
+      const [original] = await store.enqueue([{ payload: event, webhookIds: [hook.id] }], at(1));
+      expect(original).toMatchObject({ cause: null, originalId: null });
+      expect(await store.payloadById(event.id)).toEqual(event);
+      expect(await store.payloadById(randomUUID())).toBeNull();
+      const [first] = await store.redeliver([{ payload: event, webhookId: hook.id, cause: 'resend', originalId: original!.id }], at(2), { claimedUntil: at(60) });
+      const [second] = await store.redeliver([{ payload: event, webhookId: hook.id, cause: 'resend', originalId: original!.id }], at(3));
+      expect(first).toMatchObject({ webhookId: hook.id, eventId: event.id, event: event.event, status: 'waiting', cause: 'resend', originalId: original!.id, createdAt: at(2) });
+      expect(new Set([original!.id, first!.id, second!.id]).size).toBe(3);
+      expect(await store.deliveryById(second!.id)).toEqual(second);
+      // The fan-out still ignores a repeat of its pair.
+      expect(await store.enqueue([{ payload: event, webhookIds: [hook.id] }], at(4))).toEqual([]);
+      // Only the unclaimed resend is due; it comes with the stored payload.
+      const claimed = await claim(at(5), [hook.id]);
+      expect(claimed.map((item) => item.delivery.id).sort()).toEqual([original!.id, second!.id].sort());
+      expect(claimed.every((item) => JSON.stringify(item.payload) === JSON.stringify(event))).toBe(true);
+      // A recovered event (never fanned out, e.g. while off) brings its payload along.
+      const missed = samplePayload(hook.workspaceId);
+      const [recovered] = await store.redeliver([{ payload: missed, webhookId: hook.id, cause: 'recover', originalId: null }], at(6));
+      expect(recovered).toMatchObject({ cause: 'recover', originalId: null, eventId: missed.id });
+      expect(await store.payloadById(missed.id)).toEqual(missed);
+      expect((await store.deliveries(hook.id, 50)).map((d) => d.cause)).toEqual(['recover', 'resend', 'resend', null]);
+      const ofEvents = await store.deliveriesOfEvents(hook.id, [event.id, randomUUID()]);
+      expect(ofEvents.map((d) => d.id)).toEqual([original!.id, first!.id, second!.id]);
+      expect(await store.deliveriesOfEvents(hook.id, [])).toEqual([]);
+      expect(await store.deliveriesOfEvents(randomUUID(), [event.id])).toEqual([]);
+    });
+
+    it('counts deliveries by status, in flight and retrying, and knows the oldest pending one', async () => {
+      const hooks = [await webhook()];
+      hooks.push(await webhook({ workspaceId: hooks[0]!.workspaceId }), await webhook({ workspaceId: hooks[0]!.workspaceId }));
+      const ids = hooks.map((hook) => hook.id);
+      const before = await store.deliveryStats(at(2));
+      await store.enqueue([{ payload: samplePayload(hooks[0]!.workspaceId), webhookIds: ids }], at(1));
+      const queued = await store.deliveryStats(at(2));
+      expect(queued.byStatus.waiting - before.byStatus.waiting).toBe(3);
+      expect(queued.oldestPendingAt !== null && queued.oldestPendingAt <= at(1)).toBe(true);
+      const [claimed] = await claim(at(1), [ids[0]!]);
+      const sending = await store.deliveryStats(at(2));
+      expect(sending.inFlight - before.inFlight).toBe(1);
+      await store.settle([outcome(claimed!.delivery.id, ids[0]!)]);
+      const settled = await store.deliveryStats(at(2));
+      expect(settled.inFlight - before.inFlight).toBe(0);
+      expect(settled.retrying - before.retrying).toBe(1);
+      expect(settled.byStatus.retrying - before.byStatus.retrying).toBe(1);
+      expect(settled.byStatus.waiting - before.byStatus.waiting).toBe(2);
+    });
+
     it('claims due deliveries once, with their webhook and payload, until the lease ends', async () => {
       const hook = await webhook();
       const event = samplePayload(hook.workspaceId);

@@ -42,8 +42,8 @@ export async function spawnServer(env: Record<string, string>, command: string[]
     lines.on('line', (line) => {
       try {
         const entry = JSON.parse(line);
-        // The server's one start line, once every role runs.
-        if (typeof entry.msg === 'string' && entry.msg.startsWith('started: ') && entry.url) {
+        // The first API to listen (with API_PROCESSES, the primary may still be starting the others).
+        if (entry.msg === 'roles started' && entry.url) {
           clearTimeout(timer);
           resolve(entry.url);
         }

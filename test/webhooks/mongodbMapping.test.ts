@@ -11,6 +11,7 @@ import {
   markMembersFilter,
   memberToDoc,
   newDeliveryDoc,
+  redeliveryDoc,
   payloadFromDoc,
   payloadToDoc,
   planEnqueue,
@@ -138,6 +139,9 @@ describe('webhook store mapping: deliveries', () => {
       lastAttemptAt: null,
       nextAttemptAt: '2026-01-01T00:00:02.000Z',
       claimedUntil: '2026-01-01T00:01:02.000Z',
+      cause: null,
+      originalId: null,
+      redeliveryKey: null,
     });
     expect(deliveryFromDoc(doc)).toEqual({
       id: 7,
@@ -151,7 +155,23 @@ describe('webhook store mapping: deliveries', () => {
       createdAt: '2026-01-01T00:00:02.000Z',
       lastAttemptAt: null,
       nextAttemptAt: '2026-01-01T00:00:02.000Z',
+      cause: null,
+      originalId: null,
     });
+  });
+
+  it('a resend is keyed by its own id, so the unique index holds only fan-out deliveries to one per (webhook, event)', () => {
+    const doc = redeliveryDoc(9, { payload, webhookId: 'w1', cause: 'resend', originalId: 7 }, '2026-01-01T00:00:03.000Z', null);
+    expect(doc).toMatchObject({ _id: 9, eventId: 'e1', status: 'waiting', cause: 'resend', originalId: 7, redeliveryKey: 9, claimedUntil: null });
+    expect(deliveryFromDoc(doc)).toMatchObject({ id: 9, cause: 'resend', originalId: 7 });
+    expect(deliveryFromDoc(redeliveryDoc(10, { payload, webhookId: 'w1', cause: 'recover', originalId: null }, 'T', null))).toMatchObject({ cause: 'recover', originalId: null });
+    const unique = WEBHOOK_INDEXES.deliveries.find((index) => index.unique)!;
+    expect(unique.key).toEqual({ webhookId: 1, eventId: 1, redeliveryKey: 1 });
+  });
+
+  it('documents stored before resends (no cause fields) read as fan-out deliveries', () => {
+    const { cause: _c, originalId: _o, redeliveryKey: _r, ...old } = newDeliveryDoc(7, 'w1', payload, 'T', null);
+    expect(deliveryFromDoc(old as never)).toMatchObject({ cause: null, originalId: null });
   });
 
   it('due means waiting or retrying, next attempt reached, and no live claim; a claim repeats it for one delivery', () => {
@@ -288,7 +308,8 @@ describe('webhook store mapping: indexes', () => {
 
   it('deliveries: unique per webhook and event; the due ones per webhook in claim order, partial on active', () => {
     const indexes = byName(WEBHOOK_INDEXES.deliveries);
-    expect(indexes.get('unique_webhook_event')).toMatchObject({ key: { webhookId: 1, eventId: 1 }, unique: true });
+    expect(indexes.get('unique_fan_out')).toMatchObject({ key: { webhookId: 1, eventId: 1, redeliveryKey: 1 }, unique: true });
+    expect(indexes.has('unique_webhook_event')).toBe(false);
     expect(indexes.get('claim_due')).toMatchObject({
       key: { webhookId: 1, status: 1, nextAttemptAt: 1, _id: 1 },
       partialFilterExpression: { status: { $in: ['waiting', 'retrying'] } },

@@ -1,11 +1,21 @@
 import { MongoClient, type ClientSession, type Collection, type Db, type TransactionOptions } from 'mongodb';
 import { hasReached, type Position } from '../../eventstore/position.js';
-import type { FieldFilter, FindQuery, FindResult, ReadStore, ReadTransaction, RecordDocument } from '../port.js';
+import type { BeginGeneration, FieldFilter, FindQuery, FindResult, ReadStore, ReadTransaction, RecordDocument, RunnerStatus } from '../port.js';
+import {
+  fromPointer,
+  nextGeneration,
+  POINTER_ID,
+  promoted,
+  READ_MODEL,
+  recordsCollection,
+  RUNNER_STATUS,
+  unusedCollections,
+  type MongoPointer,
+} from './generations.js';
 import {
   CHECKPOINTS,
   LINK_EDGES,
   LINK_EDGE_INDEXES,
-  RECORDS,
   RECORD_INDEXES,
   RECORD_SORT,
   fromMongoRecord,
@@ -53,15 +63,24 @@ export async function mongoDatabase(options: MongoStoreOptions): Promise<{ clien
 
 export async function openMongoReadStore(options: MongoStoreOptions): Promise<ReadStore> {
   const { client, db, owned } = await mongoDatabase(options);
-  const records = db.collection<MongoRecord>(RECORDS);
   const checkpoints = db.collection<MongoCheckpoint>(CHECKPOINTS);
   const linkEdges = db.collection<MongoLinkEdge>(LINK_EDGES);
   await linkEdges.createIndexes(LINK_EDGE_INDEXES);
-  await records.createIndexes(RECORD_INDEXES);
+  const pointers = db.collection<MongoPointer>(READ_MODEL);
+  const runners = db.collection<RunnerStatus & { _id: string }>(RUNNER_STATUS);
+  const recordsOf = (generation: number) => db.collection<MongoRecord>(recordsCollection(generation));
+  await recordsOf(1).createIndexes(RECORD_INDEXES);
   const watcher = new CheckpointWatcher(checkpoints);
   let closed = false;
 
+  /** Read first by every read and transaction: a promotion switches every node at its commit. */
+  async function pointer(session?: ClientSession): Promise<MongoPointer | null> {
+    return pointers.findOne({ _id: POINTER_ID }, session ? { session } : {});
+  }
+  const live = async (session?: ClientSession) => recordsOf(fromPointer(await pointer(session)).live);
+
   async function get(workspaceId: string, object: string, id: string, session?: ClientSession): Promise<RecordDocument | null> {
+    const records = await live(session);
     const stored = await records.findOne({ _id: recordKey(workspaceId, object, id) }, session ? { session } : {});
     return stored === null ? null : fromMongoRecord(stored);
   }
@@ -71,9 +90,18 @@ export async function openMongoReadStore(options: MongoStoreOptions): Promise<Re
     return stored?.position ?? null;
   }
 
-  function transactionApi(session: ClientSession): ReadTransaction {
+  /** `generation`: the one being built (its checkpoint lives in the pointer); else the live one. */
+  async function transactionApi(session: ClientSession, generation?: number): Promise<ReadTransaction> {
+    const state = fromPointer(await pointer(session));
+    if (generation !== undefined && state.building?.generation !== generation) {
+      throw new Error('this rebuild was stopped or restarted by another one; the live read model is untouched');
+    }
+    const records = recordsOf(generation ?? state.live);
     return {
-      get: (workspaceId, object, id) => get(workspaceId, object, id, session),
+      async get(workspaceId, object, id) {
+        const stored = await records.findOne({ _id: recordKey(workspaceId, object, id) }, { session });
+        return stored === null ? null : fromMongoRecord(stored);
+      },
       async findAll(workspaceId: string, object: string, filters: FieldFilter[]) {
         const found = await records
           .find(toMongoFilter({ workspaceId, object, filters }), { session, sort: RECORD_SORT })
@@ -97,8 +125,15 @@ export async function openMongoReadStore(options: MongoStoreOptions): Promise<Re
       async delete(workspaceId, object, id) {
         await records.deleteOne({ _id: recordKey(workspaceId, object, id) }, { session });
       },
-      checkpoint: (projection) => checkpoint(projection, session),
+      async checkpoint(projection) {
+        if (generation === undefined) return checkpoint(projection, session);
+        return fromPointer(await pointer(session)).building?.position ?? null;
+      },
       async setCheckpoint(projection, position) {
+        if (generation !== undefined) {
+          await pointers.updateOne({ _id: POINTER_ID }, { $set: { buildingPosition: position } }, { session });
+          return;
+        }
         // $max: a checkpoint never moves backwards, even when a projector that has just lost its
         // lease commits a late batch (positions are fixed-width, so text order is log order).
         await checkpoints.updateOne({ _id: projection }, { $max: { position } }, { upsert: true, session });
@@ -106,8 +141,23 @@ export async function openMongoReadStore(options: MongoStoreOptions): Promise<Re
     };
   }
 
+  async function inTransaction<T>(fn: (session: ClientSession) => Promise<T>): Promise<T> {
+    if (closed) throw new Error('the read store is closed');
+    const session = client.startSession();
+    try {
+      return await session.withTransaction(() => fn(session), TRANSACTION_OPTIONS);
+    } catch (error) {
+      throw explainTransactionError(error);
+    } finally {
+      await session.endSession();
+    }
+  }
+
+  const collectionNames = async () => (await db.listCollections({}, { nameOnly: true }).toArray()).map((c) => c.name);
+
   return {
     async find(query: FindQuery): Promise<FindResult> {
+      const records = await live();
       const filter = toMongoFilter(query);
       const paging = toPaging(query);
       const [documents, total] = await Promise.all([
@@ -124,7 +174,7 @@ export async function openMongoReadStore(options: MongoStoreOptions): Promise<Re
     async getMany(workspaceId, object, ids) {
       if (ids.length === 0) return [];
       const keys = [...new Set(ids)].map((id) => recordKey(workspaceId, object, id));
-      const found = await records.find({ _id: { $in: keys } }).toArray();
+      const found = await (await live()).find({ _id: { $in: keys } }).toArray();
       return found.map(fromMongoRecord);
     },
 
@@ -140,16 +190,77 @@ export async function openMongoReadStore(options: MongoStoreOptions): Promise<Re
       return watcher.wait(projection, position, timeoutMs);
     },
 
-    async transaction<T>(fn: (tx: ReadTransaction) => Promise<T>): Promise<T> {
-      if (closed) throw new Error('the read store is closed');
-      const session = client.startSession();
-      try {
-        return await session.withTransaction(() => fn(transactionApi(session)), TRANSACTION_OPTIONS);
-      } catch (error) {
-        throw explainTransactionError(error);
-      } finally {
-        await session.endSession();
+    transaction<T>(fn: (tx: ReadTransaction) => Promise<T>, options?: { generation?: number }): Promise<T> {
+      return inTransaction(async (session) => fn(await transactionApi(session, options?.generation)));
+    },
+
+    async generations() {
+      return fromPointer(await pointer());
+    },
+
+    async beginGeneration(begin: BeginGeneration) {
+      await pointers.updateOne(
+        { _id: POINTER_ID },
+        { $setOnInsert: { live: 1, liveVersion: null, building: null, buildingVersion: null, buildingPosition: null, buildingOwner: null, buildingStartedAt: null } },
+        { upsert: true },
+      );
+      const current = await pointer();
+      const state = fromPointer(current);
+      const building = state.building;
+      if (building && building.owner !== begin.owner && begin.ownerAlive(building.owner)) {
+        throw new Error(`a rebuild of the read model is already running (${building.owner}); wait for it, or stop it first`);
       }
+      if (building && !begin.restart && building.version === begin.version) {
+        await pointers.updateOne({ _id: POINTER_ID, building: building.generation }, { $set: { buildingOwner: begin.owner } });
+        return { ...building, owner: begin.owner, resumed: true };
+      }
+      if (building) await recordsOf(building.generation).drop().catch(() => undefined);
+      const generation = nextGeneration(state, await collectionNames());
+      // Collections and indexes are made outside any transaction, before the pointer names them.
+      await recordsOf(generation).createIndexes(RECORD_INDEXES);
+      const startedAt = new Date().toISOString();
+      const claimed = await pointers.updateOne(
+        { _id: POINTER_ID, building: current?.building ?? null },
+        { $set: { building: generation, buildingVersion: begin.version, buildingPosition: null, buildingOwner: begin.owner, buildingStartedAt: startedAt } },
+      );
+      if (claimed.modifiedCount !== 1) throw new Error('another rebuild of the read model started at the same moment; try again');
+      return { generation, version: begin.version, position: null, owner: begin.owner, startedAt, resumed: false };
+    },
+
+    async promoteGeneration(generation, projection, catchUp) {
+      await inTransaction(async (session) => {
+        const tx = await transactionApi(session, generation);
+        const liveCheckpoint = await checkpoint(projection, session);
+        const built = await tx.checkpoint(projection);
+        if (liveCheckpoint !== null && (built === null || built < liveCheckpoint)) await catchUp(tx, built, liveCheckpoint);
+        const final = await tx.checkpoint(projection);
+        const current = await pointer(session);
+        await pointers.replaceOne({ _id: POINTER_ID }, promoted(current!), { session });
+        if (final !== null) await checkpoints.updateOne({ _id: projection }, { $max: { position: final } }, { upsert: true, session });
+      });
+    },
+
+    async dropUnusedGenerations() {
+      const unused = unusedCollections(fromPointer(await pointer()), await collectionNames());
+      for (const name of unused) await db.collection(name).drop();
+      return unused.length;
+    },
+
+    async saveRunnerStatus(status) {
+      await runners.replaceOne({ _id: status.name }, { ...status }, { upsert: true });
+    },
+
+    async runnerStatuses() {
+      const found = await runners.find({}, { sort: { _id: 1 } }).toArray();
+      return found.map(({ _id, ...status }) => status);
+    },
+
+    async setLiveVersion(version) {
+      await pointers.updateOne(
+        { _id: POINTER_ID },
+        { $set: { liveVersion: version }, $setOnInsert: { live: 1, building: null, buildingVersion: null, buildingPosition: null, buildingOwner: null, buildingStartedAt: null } },
+        { upsert: true },
+      );
     },
 
     async reset(projection) {
@@ -157,7 +268,7 @@ export async function openMongoReadStore(options: MongoStoreOptions): Promise<Re
       // interrupted reset leaves a projection that rebuilds from the start of the log, where every
       // document is written again (upsert) or deleted by the events that deleted it.
       await checkpoints.deleteOne({ _id: projection });
-      await records.deleteMany({});
+      await (await live()).deleteMany({});
       await linkEdges.deleteMany({});
     },
 

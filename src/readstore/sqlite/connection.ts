@@ -6,8 +6,68 @@ import { openSqliteFile } from '../../sqlite/file.js';
 
 /** The read store's tables, its connections, and how a document row becomes a RecordDocument. */
 
+/** The tables of one generation of the read model (blue/green rebuilds build a new one beside the live one). */
+export interface Tables {
+  generation: number;
+  collections: string;
+  documents: string;
+  filters: string;
+  filterCounts: string;
+}
+
+/** Generation 1 keeps the original names, so stores made before generations existed open as they are. */
+export function tablesOf(generation: number): Tables {
+  const suffix = generation === 1 ? '' : `_g${generation}`;
+  return {
+    generation,
+    collections: `collections${suffix}`,
+    documents: `documents${suffix}`,
+    filters: `filters${suffix}`,
+    filterCounts: `filter_counts${suffix}`,
+  };
+}
+
+/**
+ * What every generation shares: the live checkpoints, the pointer to the live generation, and the
+ * link edges (only ever added, idempotently, so a generation being built re-adds the same ones).
+ */
 export const SCHEMA = `
-CREATE TABLE IF NOT EXISTS collections (
+CREATE TABLE IF NOT EXISTS link_edges (
+  workspace_id TEXT NOT NULL,
+  target TEXT NOT NULL,
+  object TEXT NOT NULL,
+  field TEXT NOT NULL,
+  id TEXT NOT NULL,
+  PRIMARY KEY (workspace_id, target, object, field, id)
+) WITHOUT ROWID;
+
+CREATE TABLE IF NOT EXISTS checkpoints (
+  projection TEXT PRIMARY KEY,
+  position TEXT NOT NULL
+) WITHOUT ROWID;
+
+CREATE TABLE IF NOT EXISTS runner_status (
+  name TEXT PRIMARY KEY,
+  status TEXT NOT NULL
+) WITHOUT ROWID;
+
+CREATE TABLE IF NOT EXISTS read_model (
+  id INTEGER PRIMARY KEY CHECK (id = 1),
+  live INTEGER NOT NULL,
+  live_version TEXT,
+  building INTEGER,
+  building_version TEXT,
+  building_position TEXT,
+  building_owner TEXT,
+  building_started_at TEXT
+);
+`;
+
+/** The tables of one generation. */
+export function generationSchema(t: Tables): string {
+  const g = t.generation === 1 ? '' : `_g${t.generation}`;
+  return `
+CREATE TABLE IF NOT EXISTS ${t.collections} (
   coll INTEGER PRIMARY KEY,
   workspace_id TEXT NOT NULL,
   object TEXT NOT NULL,
@@ -15,7 +75,7 @@ CREATE TABLE IF NOT EXISTS collections (
   UNIQUE (workspace_id, object)
 );
 
-CREATE TABLE IF NOT EXISTS documents (
+CREATE TABLE IF NOT EXISTS ${t.documents} (
   doc_id INTEGER PRIMARY KEY,
   coll INTEGER NOT NULL,
   id TEXT NOT NULL,
@@ -30,11 +90,11 @@ CREATE TABLE IF NOT EXISTS documents (
   revision INTEGER NOT NULL,
   UNIQUE (coll, id)
 );
-CREATE INDEX IF NOT EXISTS documents_by_creation ON documents (coll, created_position);
-CREATE INDEX IF NOT EXISTS documents_by_update ON documents (coll, updated_ms);
-CREATE INDEX IF NOT EXISTS documents_by_name ON documents (coll, name_key, created_position);
+CREATE INDEX IF NOT EXISTS documents_by_creation${g} ON ${t.documents} (coll, created_position);
+CREATE INDEX IF NOT EXISTS documents_by_update${g} ON ${t.documents} (coll, updated_ms);
+CREATE INDEX IF NOT EXISTS documents_by_name${g} ON ${t.documents} (coll, name_key, created_position);
 
-CREATE TABLE IF NOT EXISTS filters (
+CREATE TABLE IF NOT EXISTS ${t.filters} (
   coll INTEGER NOT NULL,
   field TEXT NOT NULL,
   key TEXT NOT NULL,
@@ -43,28 +103,15 @@ CREATE TABLE IF NOT EXISTS filters (
   PRIMARY KEY (coll, field, key, created_position, doc_id)
 ) WITHOUT ROWID;
 
-CREATE TABLE IF NOT EXISTS filter_counts (
+CREATE TABLE IF NOT EXISTS ${t.filterCounts} (
   coll INTEGER NOT NULL,
   field TEXT NOT NULL,
   key TEXT NOT NULL,
   n INTEGER NOT NULL,
   PRIMARY KEY (coll, field, key)
 ) WITHOUT ROWID;
-
-CREATE TABLE IF NOT EXISTS link_edges (
-  workspace_id TEXT NOT NULL,
-  target TEXT NOT NULL,
-  object TEXT NOT NULL,
-  field TEXT NOT NULL,
-  id TEXT NOT NULL,
-  PRIMARY KEY (workspace_id, target, object, field, id)
-) WITHOUT ROWID;
-
-CREATE TABLE IF NOT EXISTS checkpoints (
-  projection TEXT PRIMARY KEY,
-  position TEXT NOT NULL
-) WITHOUT ROWID;
 `;
+}
 
 /**
  * A document row as an array in DOCUMENT_COLUMNS order: its statements run in raw mode, which
@@ -139,18 +186,25 @@ export class StatementCache {
 
 // These take the connection's cache: a transaction reads through `write` (its own uncommitted
 // writes), the API through `read`.
-const collSql = 'SELECT coll FROM collections WHERE workspace_id = ? AND object = ?';
-const getSql = `SELECT ${DOCUMENT_COLUMNS} FROM documents d WHERE d.coll = ? AND d.id = ?`;
+const collSql = (t: Tables) => `SELECT coll FROM ${t.collections} WHERE workspace_id = ? AND object = ?`;
+const getSql = (t: Tables) => `SELECT ${DOCUMENT_COLUMNS} FROM ${t.documents} d WHERE d.coll = ? AND d.id = ?`;
 const checkpointSql = 'SELECT position FROM checkpoints WHERE projection = ?';
 
-export function collOn(cache: StatementCache, workspaceId: string, object: string): number | null {
-  const row = cache.get(collSql).get(workspaceId, object) as { coll: number } | undefined;
+export function collOn(cache: StatementCache, t: Tables, workspaceId: string, object: string): number | null {
+  const row = cache.get(collSql(t)).get(workspaceId, object) as { coll: number } | undefined;
   return row ? row.coll : null;
 }
 
-export function getOn(cache: StatementCache, coll: number | null, workspaceId: string, object: string, id: string): RecordDocument | null {
+export function getOn(
+  cache: StatementCache,
+  t: Tables,
+  coll: number | null,
+  workspaceId: string,
+  object: string,
+  id: string,
+): RecordDocument | null {
   if (coll === null) return null;
-  const row = cache.documents(getSql).get(coll, id) as DocumentRow | undefined;
+  const row = cache.documents(getSql(t)).get(coll, id) as DocumentRow | undefined;
   return row ? toDocument(workspaceId, object, row) : null;
 }
 

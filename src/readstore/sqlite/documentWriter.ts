@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 import { filterKey, filterKeys } from '../filterKey.js';
 import type { RecordDocument, Values } from '../port.js';
-import { collOn, epochMs, type StatementCache, type StoredRow } from './connection.js';
+import { collOn, epochMs, type StatementCache, type StoredRow, type Tables } from './connection.js';
 
 /** "field\0key" for every filter key of a document's fields and calculated values. */
 function keysOf(fields: Values, calculated: Values): Set<string> {
@@ -24,6 +24,7 @@ function splitKey(fieldKey: string): [string, string] {
  * both. The caller runs it between BEGIN and COMMIT, and tells it how the transaction ended.
  */
 export class DocumentWriter {
+  private readonly t: Tables;
   private readonly insertCollection;
   private readonly countDocuments;
   private readonly storedRow;
@@ -54,27 +55,30 @@ export class DocumentWriter {
   constructor(
     write: Database.Database,
     private readonly cache: StatementCache,
+    tables: Tables,
   ) {
-    this.insertCollection = write.prepare('INSERT INTO collections (workspace_id, object) VALUES (?, ?) ON CONFLICT DO NOTHING');
-    this.countDocuments = write.prepare('UPDATE collections SET documents = documents + ? WHERE coll = ?');
-    this.storedRow = write.prepare('SELECT doc_id, fields, calculated, created_position FROM documents WHERE coll = ? AND id = ?');
+    this.t = tables;
+    const t = tables;
+    this.insertCollection = write.prepare(`INSERT INTO ${t.collections} (workspace_id, object) VALUES (?, ?) ON CONFLICT DO NOTHING`);
+    this.countDocuments = write.prepare(`UPDATE ${t.collections} SET documents = documents + ? WHERE coll = ?`);
+    this.storedRow = write.prepare(`SELECT doc_id, fields, calculated, created_position FROM ${t.documents} WHERE coll = ? AND id = ?`);
     this.insertDocument = write.prepare(`
-    INSERT INTO documents (coll, id, name, name_key, fields, calculated, created_at, updated_at, updated_ms, created_position, revision)
+    INSERT INTO ${t.documents} (coll, id, name, name_key, fields, calculated, created_at, updated_at, updated_ms, created_position, revision)
     VALUES (@coll, @id, @name, @nameKey, @fields, @calculated, @createdAt, @updatedAt, @updatedMs, @createdPosition, @revision)`);
     this.updateDocument = write.prepare(`
-    UPDATE documents SET name = @name, name_key = @nameKey, fields = @fields, calculated = @calculated, created_at = @createdAt,
+    UPDATE ${t.documents} SET name = @name, name_key = @nameKey, fields = @fields, calculated = @calculated, created_at = @createdAt,
       updated_at = @updatedAt, updated_ms = @updatedMs, created_position = @createdPosition, revision = @revision
     WHERE doc_id = @docId`);
-    this.deleteDocument = write.prepare('DELETE FROM documents WHERE doc_id = ?');
-    this.insertFilter = write.prepare('INSERT INTO filters (coll, field, key, created_position, doc_id) VALUES (?, ?, ?, ?, ?)');
+    this.deleteDocument = write.prepare(`DELETE FROM ${t.documents} WHERE doc_id = ?`);
+    this.insertFilter = write.prepare(`INSERT INTO ${t.filters} (coll, field, key, created_position, doc_id) VALUES (?, ?, ?, ?, ?)`);
     this.deleteFilter = write.prepare(
-      'DELETE FROM filters WHERE coll = ? AND field = ? AND key = ? AND created_position = ? AND doc_id = ?',
+      `DELETE FROM ${t.filters} WHERE coll = ? AND field = ? AND key = ? AND created_position = ? AND doc_id = ?`,
     );
     this.countUp = write.prepare(
-      'INSERT INTO filter_counts (coll, field, key, n) VALUES (?, ?, ?, ?) ON CONFLICT DO UPDATE SET n = n + excluded.n',
+      `INSERT INTO ${t.filterCounts} (coll, field, key, n) VALUES (?, ?, ?, ?) ON CONFLICT DO UPDATE SET n = n + excluded.n`,
     );
-    this.dropEmptyCount = write.prepare('DELETE FROM filter_counts WHERE coll = ? AND field = ? AND key = ? AND n <= ?');
-    this.countDown = write.prepare('UPDATE filter_counts SET n = n - ? WHERE coll = ? AND field = ? AND key = ?');
+    this.dropEmptyCount = write.prepare(`DELETE FROM ${t.filterCounts} WHERE coll = ? AND field = ? AND key = ? AND n <= ?`);
+    this.countDown = write.prepare(`UPDATE ${t.filterCounts} SET n = n - ? WHERE coll = ? AND field = ? AND key = ?`);
   }
 
   coll(workspaceId: string, object: string, create: boolean): number | null {
@@ -82,7 +86,7 @@ export class DocumentWriter {
     const known = this.writeColls.get(name) ?? this.collsOfTransaction.get(name);
     if (known !== undefined) return known;
     if (create) this.insertCollection.run(workspaceId, object);
-    const coll = collOn(this.cache, workspaceId, object);
+    const coll = collOn(this.cache, this.t, workspaceId, object);
     if (coll === null) return null;
     this.collsOfTransaction.set(name, coll);
     return coll;

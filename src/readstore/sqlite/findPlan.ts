@@ -1,17 +1,17 @@
 import { filterKey } from '../filterKey.js';
 import type { FieldFilter } from '../port.js';
 import { BOUND_COUNT, BOUND_VALUE } from '../../sqlite/file.js';
-import { DOCUMENT_COLUMNS, epochMs, toDocument, type DocumentRow, type StatementCache } from './connection.js';
+import { DOCUMENT_COLUMNS, epochMs, toDocument, type DocumentRow, type StatementCache, type Tables } from './connection.js';
 
 /** Find queries over one collection, planned on `filters` and `filter_counts` (see the layout in ../sqlite.ts). */
 
-export function filterCount(db: StatementCache, coll: number, field: string, key: string): number {
-  const row = db.get('SELECT n FROM filter_counts WHERE coll = ? AND field = ? AND key = ?').get(coll, field, key) as { n: number } | undefined;
+export function filterCount(db: StatementCache, t: Tables, coll: number, field: string, key: string): number {
+  const row = db.get(`SELECT n FROM ${t.filterCounts} WHERE coll = ? AND field = ? AND key = ?`).get(coll, field, key) as { n: number } | undefined;
   return row ? row.n : 0;
 }
 
-const PROBE = (alias: string) =>
-  `EXISTS (SELECT 1 FROM filters f WHERE f.coll = ${BOUND_VALUE} AND f.field = ${BOUND_VALUE} AND f.key = ${BOUND_VALUE} AND f.created_position = ${alias}.created_position AND f.doc_id = ${alias}.doc_id)`;
+const PROBE = (t: Tables, alias: string) =>
+  `EXISTS (SELECT 1 FROM ${t.filters} f WHERE f.coll = ${BOUND_VALUE} AND f.field = ${BOUND_VALUE} AND f.key = ${BOUND_VALUE} AND f.created_position = ${alias}.created_position AND f.doc_id = ${alias}.doc_id)`;
 
 export interface Criteria {
   filters: FieldFilter[];
@@ -33,7 +33,7 @@ export interface FindPlan {
  * rows (already in creation order), else the collection's creation order. Every other filter is
  * a primary-key probe into `filters`.
  */
-function planFind(db: StatementCache, coll: number, criteria: Criteria): FindPlan {
+function planFind(db: StatementCache, t: Tables, coll: number, criteria: Criteria): FindPlan {
   const params: unknown[] = [];
   const conditions: string[] = [];
   const filters = criteria.filters.map((filter) => ({ field: filter.field, key: filterKey(filter.value) }));
@@ -44,18 +44,18 @@ function planFind(db: StatementCache, coll: number, criteria: Criteria): FindPla
   if (criteria.name === undefined && filters.length > 0) {
     let driver = 0;
     if (filters.length > 1) {
-      const sizes = filters.map((filter) => filterCount(db, coll, filter.field, filter.key));
+      const sizes = filters.map((filter) => filterCount(db, t, coll, filter.field, filter.key));
       driver = sizes.indexOf(Math.min(...sizes));
     }
     const first = filters[driver]!;
     probes = filters.filter((_, index) => index !== driver);
     alias = 'f0';
-    from = onDocument ? 'filters f0 JOIN documents d ON d.doc_id = f0.doc_id' : 'filters f0';
+    from = onDocument ? `${t.filters} f0 JOIN ${t.documents} d ON d.doc_id = f0.doc_id` : `${t.filters} f0`;
     conditions.push(`f0.coll = ${BOUND_VALUE} AND f0.field = ${BOUND_VALUE} AND f0.key = ${BOUND_VALUE}`);
     params.push(coll, first.field, first.key);
   } else {
     alias = 'd';
-    from = 'documents d';
+    from = `${t.documents} d`;
     conditions.push(`d.coll = ${BOUND_VALUE}`);
     params.push(coll);
     if (criteria.name !== undefined) {
@@ -64,7 +64,7 @@ function planFind(db: StatementCache, coll: number, criteria: Criteria): FindPla
     }
   }
   for (const probe of probes) {
-    conditions.push(PROBE(alias));
+    conditions.push(PROBE(t, alias));
     params.push(coll, probe.field, probe.key);
   }
   if (criteria.updatedSince !== undefined) {
@@ -75,17 +75,26 @@ function planFind(db: StatementCache, coll: number, criteria: Criteria): FindPla
 }
 
 /** The page: ids first (from the driving index alone), then only those documents are read. */
-function pageSql(plan: FindPlan): string {
+function pageSql(t: Tables, plan: FindPlan): string {
   const order = `${plan.alias}.created_position, ${plan.alias}.doc_id`;
   return (
     `SELECT ${DOCUMENT_COLUMNS} FROM (SELECT ${plan.alias}.doc_id AS doc_id, ${plan.alias}.created_position AS created_position ` +
     `FROM ${plan.from} WHERE ${plan.where} ORDER BY ${order} LIMIT ${BOUND_COUNT} OFFSET ${BOUND_COUNT}) p ` +
-    'JOIN documents d ON d.doc_id = p.doc_id ORDER BY p.created_position, p.doc_id'
+    `JOIN ${t.documents} d ON d.doc_id = p.doc_id ORDER BY p.created_position, p.doc_id`
   );
 }
 
-export function findPage(db: StatementCache, coll: number, workspaceId: string, object: string, criteria: Criteria, limit: number, offset: number) {
-  const plan = planFind(db, coll, criteria);
-  const rows = db.documents(pageSql(plan)).all(...plan.params, limit, offset) as DocumentRow[];
+export function findPage(
+  db: StatementCache,
+  t: Tables,
+  coll: number,
+  workspaceId: string,
+  object: string,
+  criteria: Criteria,
+  limit: number,
+  offset: number,
+) {
+  const plan = planFind(db, t, coll, criteria);
+  const rows = db.documents(pageSql(t, plan)).all(...plan.params, limit, offset) as DocumentRow[];
   return { plan, documents: rows.map((row) => toDocument(workspaceId, object, row)) };
 }

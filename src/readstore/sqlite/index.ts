@@ -1,20 +1,24 @@
 import { filterKey } from '../filterKey.js';
-import type { FindQuery, FindResult, ReadStore, ReadTransaction } from '../port.js';
+import type { BeginGeneration, FindQuery, FindResult, ReadStore, ReadTransaction, RunnerStatus } from '../port.js';
 import type { Position } from '../../eventstore/position.js';
 import { CheckpointWaiters } from './checkpointWaiters.js';
 import {
   checkpointOn,
   collOn,
   DOCUMENT_COLUMNS,
+  generationSchema,
   getOn,
   openConnection,
   SCHEMA,
   StatementCache,
+  tablesOf,
   toDocument,
   type DocumentRow,
+  type Tables,
 } from './connection.js';
 import { DocumentWriter } from './documentWriter.js';
 import { filterCount, findPage, type Criteria, type FindPlan } from './findPlan.js';
+import { dropTables, ensureReadModelRow, generationsOn, generationsWithTables, isDroppedTable, liveOn } from './generations.js';
 
 /**
  * The embedded read store (better-sqlite3). Read models are rebuildable from the log, so
@@ -35,52 +39,74 @@ import { filterCount, findPage, type Criteria, type FindPlan } from './findPlan.
  *
  * The parts live in `sqlite/`: the tables and connections (`connection`), query planning over
  * `filters` (`findPlan`), the documents and filter rows writer (`documentWriter`) and the
- * checkpoint waiters (`checkpointWaiters`).
+ * checkpoint waiters (`checkpointWaiters`), and the pointer to the live generation (`generations`).
+ *
+ * Generations (blue/green rebuilds): each has its own four tables (generation 1 the unsuffixed
+ * ones); `read_model` says which is live. Every read looks the live one up in its own snapshot; a
+ * read that raced a promotion and the drop of the old tables after it is answered again.
  */
 
 export function openSqliteReadStore(options: { path: string }): ReadStore {
   const write = openConnection(options.path, false);
   write.exec(SCHEMA);
+  ensureReadModelRow(write);
   const read = openConnection(options.path, true);
   const writeCache = new StatementCache(write);
   const readCache = new StatementCache(read);
 
-  const getMany = read
-    .prepare(`SELECT ${DOCUMENT_COLUMNS} FROM documents d WHERE d.coll = ? AND d.id IN (SELECT value FROM json_each(?))`)
-    .raw(true);
-  const collectionCount = read.prepare('SELECT documents FROM collections WHERE coll = ?');
   const linkSources = read.prepare('SELECT id FROM link_edges WHERE workspace_id = ? AND target = ? AND object = ? AND field = ?').pluck();
   const addLink = write.prepare('INSERT OR IGNORE INTO link_edges (workspace_id, target, object, field, id) VALUES (?, ?, ?, ?, ?)');
-
-  const writer = new DocumentWriter(write, writeCache);
+  const writers = new Map<number, DocumentWriter>();
+  function writerFor(generation: number): DocumentWriter {
+    let writer = writers.get(generation);
+    if (!writer) {
+      writer = new DocumentWriter(write, writeCache, tablesOf(generation));
+      writers.set(generation, writer);
+    }
+    return writer;
+  }
   const upsertCheckpoint = write.prepare(
     'INSERT INTO checkpoints (projection, position) VALUES (?, ?) ON CONFLICT (projection) DO UPDATE SET position = excluded.position',
   );
   const deleteCheckpoint = write.prepare('DELETE FROM checkpoints WHERE projection = ?');
+  const setBuildingPosition = write.prepare('UPDATE read_model SET building_position = ? WHERE id = 1');
   const resetDocuments = write.transaction((projection: string) => {
-    write.exec('DELETE FROM filters; DELETE FROM filter_counts; DELETE FROM documents; DELETE FROM link_edges; UPDATE collections SET documents = 0;');
+    const t = tablesOf(liveOn(write));
+    write.exec(`DELETE FROM ${t.filters}; DELETE FROM ${t.filterCounts}; DELETE FROM ${t.documents}; DELETE FROM link_edges; UPDATE ${t.collections} SET documents = 0;`);
     deleteCheckpoint.run(projection);
   });
 
   /**
-   * Collection ids of the read side. Collections are never deleted, so an id seen committed
-   * stays valid for good (also when another process writes the file).
+   * Collection ids of the read side, per generation. Collections are never deleted, so an id
+   * seen committed stays valid for good (also when another process writes the file).
    */
   const readColls = new Map<string, number>();
-  function readColl(workspaceId: string, object: string): number | null {
-    const name = `${workspaceId}\u0000${object}`;
+  function readColl(t: Tables, workspaceId: string, object: string): number | null {
+    const name = `${t.generation}\u0000${workspaceId}\u0000${object}`;
     const known = readColls.get(name);
     if (known !== undefined) return known;
-    const coll = collOn(readCache, workspaceId, object);
+    const coll = collOn(readCache, t, workspaceId, object);
     if (coll !== null) readColls.set(name, coll);
     return coll;
   }
 
+  /** A read of the live generation; asked again once if a promotion dropped its tables meanwhile. */
+  function onLive<T>(readFn: (t: Tables) => T): T {
+    try {
+      return readFn(tablesOf(liveOn(readCache)));
+    } catch (error) {
+      if (!isDroppedTable(error)) throw error;
+      return readFn(tablesOf(liveOn(readCache)));
+    }
+  }
+
   /** Kept counts where they answer the query alone, else a COUNT over the plan's driving range. */
-  function total(coll: number, query: FindQuery, plan: FindPlan): number {
+  function total(t: Tables, coll: number, query: FindQuery, plan: FindPlan): number {
     if (query.name === undefined && query.updatedSince === undefined) {
-      if (query.filters.length === 0) return (collectionCount.get(coll) as { documents: number }).documents;
-      if (query.filters.length === 1) return filterCount(readCache, coll, query.filters[0]!.field, filterKey(query.filters[0]!.value));
+      if (query.filters.length === 0) {
+        return (readCache.get(`SELECT documents FROM ${t.collections} WHERE coll = ?`).get(coll) as { documents: number }).documents;
+      }
+      if (query.filters.length === 1) return filterCount(readCache, t, coll, query.filters[0]!.field, filterKey(query.filters[0]!.value));
     }
     const count = readCache.get(`SELECT COUNT(*) AS total FROM ${plan.from} WHERE ${plan.where}`);
     return (count.get(...plan.params) as { total: number }).total;
@@ -109,8 +135,23 @@ export function openSqliteReadStore(options: { path: string }): ReadStore {
     return result;
   }
 
-  async function runTransaction<T>(fn: (tx: ReadTransaction) => Promise<T>): Promise<T> {
+  /** `generation`: the one being built (its checkpoint is `building_position`); else the live one. */
+  async function runTransaction<T>(fn: (tx: ReadTransaction) => Promise<T>, generation?: number): Promise<T> {
     const checkpoints = new Map<string, Position>();
+    write.exec('BEGIN IMMEDIATE');
+    let writer: DocumentWriter;
+    let t: Tables;
+    try {
+      const state = generationsOn(writeCache);
+      if (generation !== undefined && state.building?.generation !== generation) {
+        throw new Error('this rebuild was stopped or restarted by another one; the live read model is untouched');
+      }
+      t = tablesOf(generation ?? state.live);
+      writer = writerFor(t.generation);
+    } catch (error) {
+      write.exec('ROLLBACK');
+      throw error;
+    }
     let open = true;
     const live = () => {
       if (!open) throw new Error('this read transaction has already ended');
@@ -118,14 +159,14 @@ export function openSqliteReadStore(options: { path: string }): ReadStore {
     const tx: ReadTransaction = {
       get: async (workspaceId, object, id) => {
         live();
-        return getOn(writeCache, writer.coll(workspaceId, object, false), workspaceId, object, id);
+        return getOn(writeCache, t, writer.coll(workspaceId, object, false), workspaceId, object, id);
       },
       findAll: async (workspaceId, object, filters) => {
         live();
         const coll = writer.coll(workspaceId, object, false);
         if (coll === null) return [];
         writer.writeCounts();
-        return findPage(writeCache, coll, workspaceId, object, { filters }, -1, 0).documents;
+        return findPage(writeCache, t, coll, workspaceId, object, { filters }, -1, 0).documents;
       },
       put: async (document) => {
         live();
@@ -141,15 +182,19 @@ export function openSqliteReadStore(options: { path: string }): ReadStore {
       },
       checkpoint: async (projection) => {
         live();
+        if (generation !== undefined) return generationsOn(writeCache).building?.position ?? null;
         return checkpointOn(writeCache, projection);
       },
       setCheckpoint: async (projection, position) => {
         live();
+        if (generation !== undefined) {
+          setBuildingPosition.run(position);
+          return;
+        }
         upsertCheckpoint.run(projection, position);
         checkpoints.set(projection, position);
       },
     };
-    write.exec('BEGIN IMMEDIATE');
     let result: T;
     try {
       result = await fn(tx);
@@ -168,28 +213,42 @@ export function openSqliteReadStore(options: { path: string }): ReadStore {
   }
 
   /** One read transaction: the page and the total come from the same snapshot. Made once: a transaction function costs about 10 µs to make. */
-  const findInSnapshot = read.transaction((coll: number, query: FindQuery): FindResult => {
+  const findInSnapshot = read.transaction((query: FindQuery): FindResult => {
+    const t = tablesOf(liveOn(readCache));
+    const coll = readColl(t, query.workspaceId, query.object);
+    if (coll === null) return { documents: [], total: 0 };
     const criteria: Criteria = { filters: query.filters, name: query.name, updatedSince: query.updatedSince };
-    const { plan, documents } = findPage(readCache, coll, query.workspaceId, query.object, criteria, query.limit, query.offset);
-    return { documents, total: pageTells(query, documents.length) ?? total(coll, query, plan) };
+    const { plan, documents } = findPage(readCache, t, coll, query.workspaceId, query.object, criteria, query.limit, query.offset);
+    return { documents, total: pageTells(query, documents.length) ?? total(t, coll, query, plan) };
   });
+
+  function inTransaction<T>(work: () => T): Promise<T> {
+    return enqueue(async () => write.transaction(work).immediate());
+  }
 
   return {
     async find(query: FindQuery): Promise<FindResult> {
-      const coll = readColl(query.workspaceId, query.object);
-      if (coll === null) return { documents: [], total: 0 };
-      return findInSnapshot(coll, query);
+      try {
+        return findInSnapshot(query);
+      } catch (error) {
+        if (!isDroppedTable(error)) throw error;
+        return findInSnapshot(query);
+      }
     },
 
     async get(workspaceId, object, id) {
-      return getOn(readCache, readColl(workspaceId, object), workspaceId, object, id);
+      return onLive((t) => getOn(readCache, t, readColl(t, workspaceId, object), workspaceId, object, id));
     },
 
     async getMany(workspaceId, object, ids) {
-      const coll = readColl(workspaceId, object);
-      if (coll === null || ids.length === 0) return [];
-      const rows = getMany.all(coll, JSON.stringify(ids)) as DocumentRow[];
-      return rows.map((row) => toDocument(workspaceId, object, row));
+      if (ids.length === 0) return [];
+      return onLive((t) => {
+        const coll = readColl(t, workspaceId, object);
+        if (coll === null) return [];
+        const sql = `SELECT ${DOCUMENT_COLUMNS} FROM ${t.documents} d WHERE d.coll = ? AND d.id IN (SELECT value FROM json_each(?))`;
+        const rows = readCache.documents(sql).all(coll, JSON.stringify(ids)) as DocumentRow[];
+        return rows.map((row) => toDocument(workspaceId, object, row));
+      });
     },
 
     async linkSources(workspaceId, object, field, target) {
@@ -205,8 +264,90 @@ export function openSqliteReadStore(options: { path: string }): ReadStore {
       return waiters.waitFor(projection, position, timeoutMs);
     },
 
-    transaction(fn) {
-      return enqueue(() => runTransaction(fn));
+    transaction(fn, options) {
+      return enqueue(() => runTransaction(fn, options?.generation));
+    },
+
+    async generations() {
+      return generationsOn(readCache);
+    },
+
+    beginGeneration(begin: BeginGeneration) {
+      return inTransaction(() => {
+        const state = generationsOn(writeCache);
+        const building = state.building;
+        if (building && !begin.restart && building.version === begin.version) {
+          if (building.owner !== begin.owner && begin.ownerAlive(building.owner)) {
+            throw new Error(`a rebuild of the read model is already running (${building.owner}); wait for it, or stop it first`);
+          }
+          write.prepare('UPDATE read_model SET building_owner = ? WHERE id = 1').run(begin.owner);
+          return { ...building, owner: begin.owner, resumed: true };
+        }
+        if (building) {
+          if (building.owner !== begin.owner && begin.ownerAlive(building.owner)) {
+            throw new Error(`a rebuild of the read model is already running (${building.owner}); wait for it, or stop it first`);
+          }
+          dropTables(write, tablesOf(building.generation));
+          writers.delete(building.generation);
+        }
+        const generation = Math.max(state.live, building?.generation ?? 0, ...generationsWithTables(write)) + 1;
+        write.exec(generationSchema(tablesOf(generation)));
+        const startedAt = new Date().toISOString();
+        write
+          .prepare(
+            'UPDATE read_model SET building = ?, building_version = ?, building_position = NULL, building_owner = ?, building_started_at = ? WHERE id = 1',
+          )
+          .run(generation, begin.version, begin.owner, startedAt);
+        return { generation, version: begin.version, position: null, owner: begin.owner, startedAt, resumed: false };
+      });
+    },
+
+    promoteGeneration(generation, projection, catchUp) {
+      return enqueue(() =>
+        runTransaction(async (tx) => {
+          const live = checkpointOn(writeCache, projection);
+          const built = await tx.checkpoint(projection);
+          if (live !== null && (built === null || built < live)) await catchUp(tx, built, live);
+          const final = await tx.checkpoint(projection);
+          write
+            .prepare(
+              'UPDATE read_model SET live = building, live_version = building_version, building = NULL, building_version = NULL, building_position = NULL, building_owner = NULL, building_started_at = NULL WHERE id = 1',
+            )
+            .run();
+          if (final !== null) upsertCheckpoint.run(projection, final);
+        }, generation),
+      );
+    },
+
+    dropUnusedGenerations() {
+      return inTransaction(() => {
+        const state = generationsOn(writeCache);
+        let dropped = 0;
+        for (const generation of generationsWithTables(write)) {
+          if (generation === state.live || generation === state.building?.generation) continue;
+          dropTables(write, tablesOf(generation));
+          writers.delete(generation);
+          dropped++;
+        }
+        return dropped;
+      });
+    },
+
+    async saveRunnerStatus(status) {
+      await inTransaction(() =>
+        write
+          .prepare('INSERT INTO runner_status (name, status) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET status = excluded.status')
+          .run(status.name, JSON.stringify(status)),
+      );
+    },
+
+    async runnerStatuses() {
+      const rows = readCache.get('SELECT status FROM runner_status ORDER BY name').all() as { status: string }[];
+      return rows.map((row) => JSON.parse(row.status) as RunnerStatus);
+    },
+
+    async setLiveVersion(version) {
+      await inTransaction(() => write.prepare('UPDATE read_model SET live_version = ? WHERE id = 1').run(version));
     },
 
     reset(projection) {

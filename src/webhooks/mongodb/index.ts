@@ -19,6 +19,8 @@ import {
   markMembersFilter,
   memberToDoc,
   newDeliveryDoc,
+  OLD_UNIQUE_INDEX,
+  redeliveryDoc,
   payloadFromDoc,
   planEnqueue,
   planSettle,
@@ -37,7 +39,8 @@ import {
   type PayloadDoc,
   type WebhookDoc,
 } from './mapping.js';
-import type { ClaimedDelivery, Delivery, Webhook, WebhookStore } from '../port.js';
+import type { ClaimedDelivery, Delivery, DeliveryStatus, Webhook, WebhookStore } from '../port.js';
+import { toDeliveryStats } from './stats.js';
 
 /**
  * The webhook store on MongoDB. Collections `webhooks`, `webhookPayloads`, `deliveries`,
@@ -83,6 +86,8 @@ export async function openMongoWebhookStore(options: { client: MongoClient; dbNa
   const deliveries: Collection<DeliveryDoc> = db.collection<DeliveryDoc>(COLLECTIONS.deliveries);
   const members: Collection<BulkMemberDoc> = db.collection<BulkMemberDoc>(COLLECTIONS.bulkMembers);
   const counters: Collection<CounterDoc> = db.collection<CounterDoc>(COLLECTIONS.counters);
+  // The old index made every delivery unique per (webhook, event), resends too.
+  if (await deliveries.indexExists(OLD_UNIQUE_INDEX).catch(() => false)) await deliveries.dropIndex(OLD_UNIQUE_INDEX);
   await Promise.all([
     webhooks.createIndexes(WEBHOOK_INDEXES.webhooks),
     deliveries.createIndexes(WEBHOOK_INDEXES.deliveries),
@@ -253,6 +258,29 @@ export async function openMongoWebhookStore(options: { client: MongoClient; dbNa
       return doc ? deliveryFromDoc(doc) : null;
     },
 
+    async deliveriesOfEvents(webhookId, eventIds) {
+      if (eventIds.length === 0) return [];
+      return (await deliveries.find({ webhookId, eventId: { $in: eventIds } }, { sort: { _id: 1 } }).toArray()).map(deliveryFromDoc);
+    },
+
+    async payloadById(id) {
+      const doc = await payloads.findOne({ _id: id });
+      return doc ? payloadFromDoc(doc) : null;
+    },
+
+    async redeliver(items, at, options) {
+      if (items.length === 0) return [];
+      const plan = planEnqueue(items.map(({ payload, webhookId }) => ({ payload, webhookIds: [webhookId] })));
+      await payloads.bulkWrite(
+        plan.payloads.map(({ _id, ...fields }) => ({ updateOne: { filter: { _id }, update: { $setOnInsert: fields }, upsert: true } })),
+        { ordered: true },
+      );
+      const firstId = await reserveIds(items.length);
+      const docs = items.map((item, index) => redeliveryDoc(firstId + index, item, at, options?.claimedUntil ?? null));
+      await deliveries.insertMany(docs, { ordered: true });
+      return docs.map(deliveryFromDoc);
+    },
+
     async addBulkMembers(list) {
       if (list.length === 0) return;
       try {
@@ -295,6 +323,16 @@ export async function openMongoWebhookStore(options: { client: MongoClient; dbNa
         if (error instanceof AlreadySent) return false;
         throw error;
       }
+    },
+
+    async deliveryStats(now) {
+      const pending = { status: { $in: ['waiting', 'retrying'] as DeliveryStatus[] } };
+      const [groups, inFlight, oldest] = await Promise.all([
+        deliveries.aggregate<{ _id: string; n: number }>([{ $group: { _id: '$status', n: { $sum: 1 } } }]).toArray(),
+        deliveries.countDocuments({ ...pending, claimedUntil: { $gt: now } }),
+        deliveries.find(pending, { sort: { createdAt: 1 }, limit: 1, projection: { createdAt: 1 } }).toArray(),
+      ]);
+      return toDeliveryStats(groups, inFlight, oldest[0]?.createdAt ?? null);
     },
 
     async purge(before) {

@@ -1,5 +1,5 @@
 import type { Filter, IndexDescription, UpdateFilter } from 'mongodb';
-import type { AttemptOutcome, BulkGroup, BulkMember, Delivery, DeliveryStatus, Webhook, WebhookPayload } from '../port.js';
+import type { AttemptOutcome, BulkGroup, BulkMember, Delivery, DeliveryStatus, Redelivery, Webhook, WebhookPayload } from '../port.js';
 
 /**
  * The pure half of the MongoDB webhook store (src/webhooks/mongodb.ts): documents <-> domain
@@ -39,6 +39,12 @@ export interface PayloadDoc extends Omit<WebhookPayload, 'id' | 'data'> {
 
 export interface DeliveryDoc extends Omit<Delivery, 'id'> {
   _id: number;
+  /**
+   * Null (or absent in older documents) for the fan-out's deliveries, the document's own id for
+   * a resend or recover: the unique (webhookId, eventId, redeliveryKey) index then holds the
+   * fan-out to one delivery per (webhook, event) and lets redeliveries repeat it.
+   */
+  redeliveryKey?: number | null;
   /** A dispatcher (or csr sending a test event) holds the delivery until then; null: nobody. */
   claimedUntil: string | null;
 }
@@ -64,7 +70,7 @@ export interface CounterDoc {
 export const WEBHOOK_INDEXES: Record<'webhooks' | 'deliveries' | 'bulkMembers', IndexDescription[]> = {
   webhooks: [{ name: 'by_workspace', key: { workspaceId: 1, createdAt: 1 } }],
   deliveries: [
-    { name: 'unique_webhook_event', key: { webhookId: 1, eventId: 1 }, unique: true },
+    { name: 'unique_fan_out', key: { webhookId: 1, eventId: 1, redeliveryKey: 1 }, unique: true },
     {
       name: 'claim_due',
       key: { webhookId: 1, status: 1, nextAttemptAt: 1, _id: 1 },
@@ -191,8 +197,19 @@ export function newDeliveryDoc(id: number, webhookId: string, payload: WebhookPa
     lastAttemptAt: null,
     nextAttemptAt: at,
     claimedUntil,
+    cause: null,
+    originalId: null,
+    redeliveryKey: null,
   };
 }
+
+/** A resend or recover: a new document every time (its redeliveryKey is its own id). */
+export function redeliveryDoc(id: number, item: Redelivery, at: string, claimedUntil: string | null): DeliveryDoc {
+  return { ...newDeliveryDoc(id, item.webhookId, item.payload, at, claimedUntil), cause: item.cause, originalId: item.originalId, redeliveryKey: id };
+}
+
+/** The index deliveries had before redeliveries; dropped when the store opens. */
+export const OLD_UNIQUE_INDEX = 'unique_webhook_event';
 
 export function deliveryFromDoc(doc: DeliveryDoc): Delivery {
   return {
@@ -207,6 +224,8 @@ export function deliveryFromDoc(doc: DeliveryDoc): Delivery {
     createdAt: doc.createdAt,
     lastAttemptAt: doc.lastAttemptAt ?? null,
     nextAttemptAt: doc.nextAttemptAt ?? null,
+    cause: doc.cause ?? null,
+    originalId: doc.originalId ?? null,
   };
 }
 

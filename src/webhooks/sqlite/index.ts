@@ -5,7 +5,10 @@ import type {
   BulkGroup,
   ClaimedDelivery,
   Delivery,
+  DeliveryCause,
+  DeliveryStats,
   DeliveryStatus,
+  Redelivery,
   EventKind,
   Webhook,
   WebhookPayload,
@@ -58,8 +61,10 @@ CREATE TABLE IF NOT EXISTS deliveries (
   last_attempt_at TEXT,
   next_attempt_at TEXT,
   claimed_until TEXT,
-  UNIQUE (webhook_id, event_id)
+  cause TEXT,
+  original_id INTEGER
 );
+CREATE UNIQUE INDEX IF NOT EXISTS deliveries_fan_out_unique ON deliveries (webhook_id, event_id) WHERE cause IS NULL;
 CREATE INDEX IF NOT EXISTS deliveries_due ON deliveries (webhook_id, next_attempt_at) WHERE status IN ('waiting', 'retrying');
 CREATE INDEX IF NOT EXISTS deliveries_by_webhook ON deliveries (webhook_id, id);
 CREATE INDEX IF NOT EXISTS deliveries_by_age ON deliveries (created_at);
@@ -109,6 +114,8 @@ interface DeliveryRow {
   created_at: string;
   last_attempt_at: string | null;
   next_attempt_at: string | null;
+  cause: DeliveryCause | null;
+  original_id: number | null;
 }
 
 interface PayloadRow {
@@ -167,6 +174,8 @@ function toDelivery(row: DeliveryRow): Delivery {
     createdAt: row.created_at,
     lastAttemptAt: row.last_attempt_at,
     nextAttemptAt: row.next_attempt_at,
+    cause: row.cause ?? null,
+    originalId: row.original_id ?? null,
   };
 }
 
@@ -184,6 +193,7 @@ function toPayload(row: PayloadRow): WebhookPayload {
 
 export function openSqliteWebhookStore(options: { path: string }): WebhookStore {
   const db = openSqliteFile(options.path, { synchronous: 'FULL' });
+  migrateDeliveries(db);
   db.exec(SCHEMA);
   const s = prepare(db);
 
@@ -204,6 +214,12 @@ export function openSqliteWebhookStore(options: { path: string }): WebhookStore 
     }
     return created;
   };
+
+  const redeliver = (items: Redelivery[], at: string, claimedUntil: string | null): Delivery[] =>
+    items.map(({ payload, webhookId, cause, originalId }) => {
+      s.insertPayload.run({ ...payload, data: JSON.stringify(payload.data) });
+      return toDelivery(s.insertRedelivery.get({ webhookId, eventId: payload.id, event: payload.event, at, claimedUntil, cause, originalId }) as DeliveryRow);
+    });
 
   const claim = db.transaction((now: string, leaseUntil: string, limit: number, quota: (webhookId: string) => number) => {
     const claimed: ClaimedDelivery[] = [];
@@ -265,6 +281,19 @@ export function openSqliteWebhookStore(options: { path: string }): WebhookStore 
     return deleted;
   });
 
+  /** One snapshot: the counts and the oldest pending agree. */
+  const stats = db.transaction((now: string): DeliveryStats => {
+    const byStatus: Record<DeliveryStatus, number> = { waiting: 0, retrying: 0, delivered: 0, failed: 0, skipped: 0 };
+    for (const row of db.prepare('SELECT status, COUNT(*) AS n FROM deliveries GROUP BY status').all() as { status: DeliveryStatus; n: number }[]) {
+      byStatus[row.status] = row.n;
+    }
+    const inFlight = db
+      .prepare("SELECT COUNT(*) AS n FROM deliveries WHERE status IN ('waiting', 'retrying') AND claimed_until > ?")
+      .get(now) as { n: number };
+    const oldest = db.prepare("SELECT MIN(created_at) AS at FROM deliveries WHERE status IN ('waiting', 'retrying')").get() as { at: string | null };
+    return { byStatus, inFlight: inFlight.n, retrying: byStatus.retrying, oldestPendingAt: oldest.at };
+  });
+
   return {
     async createWebhook(webhook) {
       s.insertWebhook.run({
@@ -308,6 +337,17 @@ export function openSqliteWebhookStore(options: { path: string }): WebhookStore 
       const row = s.deliveryById.get(id) as DeliveryRow | undefined;
       return row ? toDelivery(row) : null;
     },
+    async deliveriesOfEvents(webhookId, eventIds) {
+      if (eventIds.length === 0) return [];
+      return (s.deliveriesOfEvents.all(webhookId, JSON.stringify(eventIds)) as DeliveryRow[]).map(toDelivery);
+    },
+    async payloadById(id) {
+      const row = s.payloadById.get(id) as PayloadRow | undefined;
+      return row ? toPayload(row) : null;
+    },
+    async redeliver(items, at, options) {
+      return db.transaction(redeliver).immediate(items, at, options?.claimedUntil ?? null);
+    },
     async addBulkMembers(members) {
       db.transaction(() => {
         for (const member of members) s.insertMember.run(member);
@@ -328,10 +368,34 @@ export function openSqliteWebhookStore(options: { path: string }): WebhookStore 
     async purge(before) {
       return purge.immediate(before);
     },
+    async deliveryStats(now) {
+      return stats.immediate(now);
+    },
     async close() {
       db.close();
     },
   };
+}
+
+/**
+ * Stores made before resends had deliveries unique per (webhook, event) for every row; SQLite
+ * cannot drop a table constraint, so such a table is copied once into the current shape (ids and
+ * the id sequence kept, so X-SVC-Delivery values are never reused).
+ */
+function migrateDeliveries(db: Database.Database): void {
+  const columns = db.prepare("SELECT name FROM pragma_table_info('deliveries')").all() as { name: string }[];
+  if (columns.length === 0 || columns.some((column) => column.name === 'cause')) return;
+  db.transaction(() => {
+    db.exec('ALTER TABLE deliveries RENAME TO deliveries_before_causes');
+    db.exec(SCHEMA);
+    db.exec(
+      `INSERT INTO deliveries (id, webhook_id, event_id, event, status, response_code, attempts, error, created_at, last_attempt_at, next_attempt_at, claimed_until)
+       SELECT id, webhook_id, event_id, event, status, response_code, attempts, error, created_at, last_attempt_at, next_attempt_at, claimed_until FROM deliveries_before_causes`,
+    );
+    const old = db.prepare("SELECT seq FROM sqlite_sequence WHERE name = 'deliveries_before_causes'").get() as { seq: number } | undefined;
+    if (old) db.prepare("UPDATE sqlite_sequence SET seq = max(seq, ?) WHERE name = 'deliveries'").run(old.seq);
+    db.exec('DROP TABLE deliveries_before_causes');
+  }).immediate();
 }
 
 /** Rows in (action, object, kind, position) order -> one group per (action, object, kind). */
@@ -384,7 +448,11 @@ function prepare(db: Database.Database) {
     payloadById: db.prepare('SELECT * FROM payloads WHERE id = ?'),
     insertDelivery: db.prepare(
       `INSERT INTO deliveries (webhook_id, event_id, event, status, created_at, next_attempt_at, claimed_until)
-       VALUES (@webhookId, @eventId, @event, 'waiting', @at, @at, @claimedUntil) ON CONFLICT (webhook_id, event_id) DO NOTHING RETURNING *`,
+       VALUES (@webhookId, @eventId, @event, 'waiting', @at, @at, @claimedUntil) ON CONFLICT (webhook_id, event_id) WHERE cause IS NULL DO NOTHING RETURNING *`,
+    ),
+    insertRedelivery: db.prepare(
+      `INSERT INTO deliveries (webhook_id, event_id, event, status, created_at, next_attempt_at, claimed_until, cause, original_id)
+       VALUES (@webhookId, @eventId, @event, 'waiting', @at, @at, @claimedUntil, @cause, @originalId) RETURNING *`,
     ),
     dueOf: db.prepare(
       `SELECT * FROM deliveries WHERE webhook_id = ${BOUND_VALUE} AND status IN ('waiting', 'retrying') AND next_attempt_at <= ${BOUND_VALUE}
@@ -398,6 +466,7 @@ function prepare(db: Database.Database) {
     ),
     deliveriesOf: db.prepare(`SELECT * FROM deliveries WHERE webhook_id = ${BOUND_VALUE} ORDER BY id DESC LIMIT ${BOUND_COUNT}`),
     deliveryById: db.prepare('SELECT * FROM deliveries WHERE id = ?'),
+    deliveriesOfEvents: db.prepare(`SELECT * FROM deliveries WHERE webhook_id = ${BOUND_VALUE} AND event_id IN (SELECT value FROM json_each(?)) ORDER BY id`),
 
     insertMember: db.prepare(
       `INSERT INTO bulk_members (event_id, workspace_id, action_id, object, kind, record_id, source, occurred_at, position, action_count)

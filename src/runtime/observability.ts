@@ -1,0 +1,57 @@
+import type { ServerType } from '@hono/node-server';
+import { Hono } from 'hono';
+import { projectionLagCheck, projectionLagGauges } from '../../projections/health.js';
+import { registeredProjections } from '../../projections/registry.js';
+import type { Backends } from '../backends.js';
+import type { Config } from '../config.js';
+import { createMetrics, type Metrics } from '../core/metrics.js';
+import type { ReadinessCheck } from '../core/readiness.js';
+import type { EventStore } from '../eventstore/port.js';
+import type { Catalogues } from '../schema/catalogues.js';
+import { instrumentAppends } from '../eventstore/instrumented.js';
+import { metricsRoute } from '../http/metrics.js';
+import type { AppEnv } from '../http/types.js';
+import { webhookGauges } from '../webhooks/metrics.js';
+import { listen } from './httpServer.js';
+import { diskCheck, storesCheck } from './readiness.js';
+
+/**
+ * What the api role gives operators: the metrics registry (appends timed, projection lag gauges),
+ * the readiness checks of /health/ready, and, with METRICS_PORT, a /metrics listener on
+ * 127.0.0.1 apart from the API.
+ */
+export interface ApiObservability {
+  metrics: Metrics;
+  /** The event store with its appends measured: what the commands get. */
+  events: EventStore;
+  readiness: ReadinessCheck[];
+  stop(): Promise<void>;
+}
+
+export async function observeApi(config: Config, backends: Backends, catalogues: Catalogues, extraChecks: ReadinessCheck[] = []): Promise<ApiObservability> {
+  const metrics = createMetrics();
+  const projections = registeredProjections({ catalogues });
+  projectionLagGauges(metrics, backends, projections);
+  webhookGauges(metrics, backends.webhooks);
+  const embedded = config.eventStoreUrl === null;
+  const readiness = [
+    storesCheck(backends),
+    projectionLagCheck(backends, projections, config.readyMaxLagMs),
+    ...(embedded ? [diskCheck(config.dataDir)] : []),
+    ...extraChecks,
+  ];
+  let server: ServerType | null = null;
+  if (config.metricsPort !== null) {
+    const app = new Hono<AppEnv>();
+    metricsRoute(app, metrics);
+    server = await listen(app.fetch, { port: config.metricsPort, host: '127.0.0.1' });
+  }
+  return {
+    metrics,
+    events: instrumentAppends(backends.events, metrics),
+    readiness,
+    async stop() {
+      if (server) await new Promise((resolve) => server!.close(resolve));
+    },
+  };
+}

@@ -1,0 +1,34 @@
+import { statfs } from 'node:fs/promises';
+import type { Backends } from '../backends.js';
+import type { ReadinessCheck } from '../core/readiness.js';
+import { RECORDS_PROJECTION } from '../readstore/port.js';
+
+/** The stores answer, and DATA_DIR's disk has room (the embedded store). */
+
+/** Below this much free space the embedded store is about to answer 507: not ready. */
+export const MIN_FREE_BYTES = 64 * 1024 * 1024;
+
+export function storesCheck(backends: Backends): ReadinessCheck {
+  return {
+    name: 'stores',
+    async check() {
+      try {
+        await Promise.all([backends.events.headPosition(), backends.readStore.checkpoint(RECORDS_PROJECTION), backends.setup.workspaceById('00000000-0000-4000-8000-000000000000')]);
+        return null;
+      } catch (error) {
+        return `a store does not answer: ${error instanceof Error ? error.message : String(error)}`;
+      }
+    },
+  };
+}
+
+export function diskCheck(dataDir: string, minFreeBytes = MIN_FREE_BYTES): ReadinessCheck {
+  return {
+    name: 'disk',
+    async check() {
+      const stats = await statfs(dataDir);
+      const free = stats.bavail * stats.bsize;
+      return free >= minFreeBytes ? null : `only ${Math.round(free / 1024 / 1024)} MiB free for the data directory`;
+    },
+  };
+}

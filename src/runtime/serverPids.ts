@@ -1,0 +1,45 @@
+import { mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+/**
+ * Which servers run on an embedded DATA_DIR: each server process writes `servers/<pid>` at start
+ * and removes it when it stops. A file left by a killed server names a pid that is gone, so it
+ * does not count. `csr restore` refuses while any listed server runs.
+ */
+
+const DIR = 'servers';
+
+export function announceServer(dataDir: string): { withdraw(): void } {
+  const dir = join(dataDir, DIR);
+  mkdirSync(dir, { recursive: true });
+  const file = join(dir, String(process.pid));
+  writeFileSync(file, `${process.pid}\n`);
+  return { withdraw: () => rmSync(file, { force: true }) };
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** The pids of the servers running on `dataDir` (stale files of killed servers are removed). */
+export function runningServers(dataDir: string): number[] {
+  const dir = join(dataDir, DIR);
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return [];
+  }
+  const running: number[] = [];
+  for (const name of names) {
+    const pid = Number(name);
+    if (Number.isSafeInteger(pid) && pid > 0 && pid !== process.pid && alive(pid)) running.push(pid);
+    else if (Number.isSafeInteger(pid)) rmSync(join(dir, name), { force: true });
+  }
+  return running;
+}

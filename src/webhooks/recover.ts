@@ -1,0 +1,114 @@
+import { comparePositions } from '../eventstore/position.js';
+import { workspaceStream } from '../setup/audit.js';
+import { renderData, singlePayload, type Change, type RenderDeps } from './fanOut.js';
+import { isBulk, recordChange } from './policy.js';
+import type { Delivery, Webhook } from './port.js';
+import { redeliverNow, type SendNowDeps } from './sendNow.js';
+import { timelineOf } from './timeline.js';
+
+/**
+ * `csr webhooks recover` (issue 29): sends a webhook, again and in log order, the record events of
+ * a time window that its filters match, also those made while it was off (the operator's
+ * explicit choice). The rule:
+ * - filters: those of the webhook's creation event in the log (a webhook's events and objects are
+ *   set at creation and never change, so they are the filters at the time of every event);
+ * - events: record events of its workspace committed in [since, until) and after its creation;
+ *   saves that only recalculate derived fields are left out, as the fan-out leaves them out;
+ * - with failedOnly: only events whose deliveries to this webhook include a failed one and none
+ *   that was delivered or is still waiting or retrying;
+ * - bulk members (> 20 records of an object in one action) are counted as skipped: their
+ *   `.bulk` events are not rebuilt;
+ * - `data` is rendered as the fan-out renders it (the record as it is now; as last saved if deleted).
+ * Each event becomes a new delivery with cause 'recover', sent now by the one sender and signer.
+ */
+
+export interface RecoverWindow {
+  since: Date;
+  until: Date;
+  failedOnly: boolean;
+}
+
+export interface RecoverSummary {
+  /** New deliveries made and attempted. */
+  resent: number;
+  /** Of those, not delivered at once (retried on the usual schedule while the webhook is on). */
+  notDelivered: number;
+  /** Matching events not sent: bulk members, and records that can no longer be rendered. */
+  skipped: number;
+}
+
+export type RecoverDeps = RenderDeps & SendNowDeps;
+
+/** Events rendered and sent together (each is sent one after the other, in log order). */
+const BATCH = 20;
+
+export async function recoverWebhook(deps: RecoverDeps, webhook: Webhook, window: RecoverWindow, progress: (summary: RecoverSummary) => void = () => {}): Promise<RecoverSummary> {
+  const summary: RecoverSummary = { resent: 0, notDelivered: 0, skipped: 0 };
+  const head = await deps.events.headPosition();
+  if (!head) return summary;
+  const created = timelineOf(await deps.events.readStream(workspaceStream(webhook.workspaceId))).find(
+    (entry) => entry.webhookId === webhook.id && entry.type === 'WebhookCreated',
+  );
+  const filters = { events: created?.events ?? webhook.events, objects: created?.objects ?? webhook.objects };
+  const since = window.since.getTime();
+  const until = window.until.getTime();
+
+  let batch: Change[] = [];
+  const flush = async () => {
+    const sent = await sendBatch(deps, webhook, batch, window.failedOnly, summary);
+    batch = [];
+    if (sent) progress(summary);
+  };
+  // Read to the head as it was at the start (unfiltered, so the head event is always seen).
+  const subscription = deps.events.subscribeToAll({ from: created?.position ?? 'start' });
+  try {
+    for await (const event of subscription) {
+      const time = event.created.getTime();
+      const change = time >= since && time < until ? recordChange(event) : null;
+      if (change && change.workspaceId === webhook.workspaceId && matches(filters, change.object, change.kind)) {
+        if (isBulk(change)) summary.skipped += 1;
+        else batch.push({ event, change });
+        if (batch.length >= BATCH) await flush();
+      }
+      if (comparePositions(event.position, head) >= 0) break;
+    }
+  } finally {
+    await subscription.close();
+  }
+  await flush();
+  return summary;
+}
+
+function matches(filters: Pick<Webhook, 'events' | 'objects'>, object: string, kind: string): boolean {
+  return (filters.objects === 'all' || filters.objects.includes(object)) && (filters.events === 'all' || (filters.events as string[]).includes(kind));
+}
+
+/** A failed event: some delivery failed for good and none was delivered or is still under way. */
+function failedEvents(deliveries: Delivery[]): Set<string> {
+  const failed = new Set(deliveries.filter((d) => d.status === 'failed').map((d) => d.eventId));
+  for (const d of deliveries) if (d.status === 'delivered' || d.status === 'waiting' || d.status === 'retrying') failed.delete(d.eventId);
+  return failed;
+}
+
+async function sendBatch(deps: RecoverDeps, webhook: Webhook, batch: Change[], failedOnly: boolean, summary: RecoverSummary): Promise<boolean> {
+  if (batch.length === 0) return false;
+  let wanted = batch;
+  if (failedOnly) {
+    const failed = failedEvents(await deps.webhooks.deliveriesOfEvents(webhook.id, batch.map(({ event }) => event.id)));
+    wanted = batch.filter(({ event }) => failed.has(event.id));
+  }
+  if (wanted.length === 0) return false;
+  const data = await renderData(deps, wanted);
+  const items = wanted.flatMap(({ event, change }) => {
+    const record = data.get(event.id);
+    if (record === undefined) {
+      summary.skipped += 1;
+      return [];
+    }
+    return [{ payload: singlePayload(event, change, record), webhookId: webhook.id, cause: 'recover' as const, originalId: null }];
+  });
+  const sent = await redeliverNow(deps, webhook, items);
+  summary.resent += sent.length;
+  summary.notDelivered += sent.filter((delivery) => delivery.status !== 'delivered').length;
+  return true;
+}

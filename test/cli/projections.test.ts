@@ -1,0 +1,182 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { csrTool } from '../support/cli.js';
+import { createKey, dump, seed } from '../support/ops.js';
+import { repoRoot, spawnServer, type ServerProcess } from '../support/process.js';
+import { client } from '../support/service.js';
+
+/** `csr projections status|rebuild` against a real server process and store (issue 24, items 1 and 2). */
+
+const dirs: string[] = [];
+const servers: ServerProcess[] = [];
+afterEach(async () => {
+  for (const server of servers.splice(0)) await server.kill();
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+function dataDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'csr-projections-'));
+  dirs.push(dir);
+  return dir;
+}
+
+async function server(dir: string, env: Record<string, string> = {}): Promise<ServerProcess> {
+  const started = await spawnServer({ DATA_DIR: dir, ...env });
+  servers.push(started);
+  return started;
+}
+
+/** A rebuild that must succeed: its result document (progress lines go to stderr). */
+async function rebuilt(csr: ReturnType<typeof csrTool>, ...args: string[]): Promise<any> {
+  const run = await csr.run('projections', 'rebuild', ...args, '--json');
+  expect(run.code, run.stderr).toBe(0);
+  return JSON.parse(run.stdout);
+}
+
+type Row = { name: string; state: string; generation: number; version: number; checkpoint: string | null; head: string; lagEvents: number; lagMs: number; eventsPerSecond: number; lastError: string | null };
+
+describe('csr projections status', () => {
+  it('shows a live projection, then one lagging behind writes no projector has applied, then live again', async () => {
+    const dir = dataDir();
+    const key = await createKey(dir);
+    const csr = csrTool(dir);
+    let running = await server(dir);
+    await seed(client(running.url, key), 20);
+    const live = await csr.json<{ head: string; projections: Row[] }>('projections', 'status');
+    const records = live.projections.find((row) => row.name === 'records')!;
+    expect(records).toMatchObject({ state: 'live', generation: 1, version: 1, lagEvents: 0, lagMs: 0, lastError: null, head: live.head });
+    expect(records.checkpoint! <= live.head).toBe(true);
+    await running.kill('SIGTERM');
+
+    // An API without a projector: the write is in the log, its answer a 503 after the visibility wait.
+    running = await server(dir, { ROLES: 'api' });
+    const lagging = await client(running.url, key).post('/api/v1/clients', Array.from({ length: 30 }, (_, i) => ({ name: `late ${i}` })));
+    expect(lagging.status).toBe(503);
+    const behind = (await csr.json<{ projections: Row[] }>('projections', 'status')).projections.find((row) => row.name === 'records')!;
+    expect(behind).toMatchObject({ state: 'catching-up', lagEvents: 30, checkpoint: records.checkpoint });
+    expect(behind.lagMs).toBeGreaterThan(5_000);
+    const table = await csr.run('projections', 'status');
+    expect(table.code).toBe(0);
+    expect(table.stdout).toMatch(/^NAME\s+VERSION\s+GEN\s+STATE/);
+    expect(table.stdout).toMatch(/records\s+1\s+1\s+catching-up/);
+    await running.kill('SIGTERM');
+
+    running = await server(dir);
+    const deadline = Date.now() + 10_000;
+    let caughtUp: Row;
+    do {
+      caughtUp = (await csr.json<{ projections: Row[] }>('projections', 'status')).projections.find((row) => row.name === 'records')!;
+    } while (caughtUp.lagEvents > 0 && Date.now() < deadline);
+    expect(caughtUp).toMatchObject({ state: 'live', lagEvents: 0 });
+  }, 60_000);
+});
+
+describe('csr projections rebuild', () => {
+  it('rebuilds under a write and read load with zero failed requests, read-your-writes, and the same read model', async () => {
+    const dir = dataDir();
+    const key = await createKey(dir);
+    const running = await server(dir);
+    const api = client(running.url, key);
+    await seed(api, 600);
+    const csr = csrTool(dir);
+
+    let stop = false;
+    const failures: string[] = [];
+    let requests = 0;
+    const writer = async (worker: number) => {
+      for (let i = 0; !stop; i++) {
+        const created = await api.post('/api/v1/clients', { name: `load ${worker}-${i}`, tier: 'SMB' });
+        requests++;
+        if (created.status !== 201) failures.push(`POST ${created.status}`);
+        else {
+          const id = created.body.ids[0];
+          const patched = await api.patch(`/api/v1/clients/${id}`, { tier: 'Enterprise' });
+          const read = await api.get(`/api/v1/clients/${id}`);
+          requests += 2;
+          if (patched.status !== 200) failures.push(`PATCH ${patched.status}`);
+          if (read.status !== 200 || read.body.data.tier !== 'Enterprise') failures.push(`GET after PATCH ${read.status} ${read.body?.data?.tier}`);
+        }
+      }
+    };
+    const reader = async () => {
+      while (!stop) {
+        const page = await api.get('/api/v1/billing?limit=50');
+        requests++;
+        if (page.status !== 200 || page.body.total < 590) failures.push(`list ${page.status} ${page.body?.total}`);
+      }
+    };
+    const load = [writer(1), writer(2), reader()];
+    const rebuild = await csr.run('projections', 'rebuild', 'records', '--json');
+    stop = true;
+    await Promise.all(load);
+    expect(rebuild.code, rebuild.stderr).toBe(0);
+    const result = JSON.parse(rebuild.stdout);
+    expect(result).toMatchObject({ projection: 'records', version: 1, generation: 2, resumed: false });
+    expect(result.events).toBeGreaterThan(2_000);
+    // One progress document per line on stderr.
+    for (const line of rebuild.stderr.trim().split('\n')) expect(JSON.parse(line)).toMatchObject({ projection: 'records', generation: 2 });
+    expect(rebuild.stderr).toContain('"phase":"done"');
+    expect(failures).toEqual([]);
+    expect(requests).toBeGreaterThan(20);
+
+    const status = await csr.json<{ projections: Row[] }>('projections', 'status');
+    expect(status.projections.filter((row) => row.name === 'records')).toMatchObject([{ generation: 2, state: 'live' }]);
+
+    // Record for record: what the rebuilt generation (that also followed the load) answers is what
+    // a second rebuild from the log alone answers.
+    const after = await dump(api);
+    expect(after['clients']!.length).toBeGreaterThan(600);
+    const again = await rebuilt(csr, '--all');
+    expect(again).toMatchObject([{ projection: 'records', generation: 3 }]);
+    expect(await dump(api)).toEqual(after);
+  }, 120_000);
+
+  it('kill -9 of the CLI mid-rebuild leaves the live generation serving; rebuild again resumes, --restart starts over', async () => {
+    const dir = dataDir();
+    const key = await createKey(dir);
+    const running = await server(dir);
+    const api = client(running.url, key);
+    await seed(api, 3_000);
+    const before = await dump(api);
+
+    const child = spawn(process.execPath, [join(repoRoot, 'bin', 'csr'), 'projections', 'rebuild', 'records', '--json'], {
+      cwd: repoRoot,
+      env: { ...process.env, DATA_DIR: dir },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    while (!stderr.includes('\n')) await new Promise((resolve) => setTimeout(resolve, 5));
+    child.kill('SIGKILL');
+    await exited;
+    const progress = JSON.parse(stderr.split('\n')[0]!);
+    expect(progress.fraction).toBeLessThan(1);
+
+    const csr = csrTool(dir);
+    const status = await csr.json<{ projections: Row[] }>('projections', 'status');
+    const [live, building] = status.projections;
+    expect(live).toMatchObject({ name: 'records', generation: 1, state: 'live' });
+    expect(building).toMatchObject({ name: 'records', generation: 2, state: 'rebuilding' });
+    expect(building!.lagEvents).toBeGreaterThan(0);
+    expect(await dump(api)).toEqual(before);
+
+    const resumed = await rebuilt(csr, 'records');
+    expect(resumed).toMatchObject({ resumed: true, generation: 2 });
+    expect(resumed.events).toBeLessThan(progress.events + (building!.lagEvents ?? 0));
+    expect(await dump(api)).toEqual(before);
+
+    const restarted = await rebuilt(csr, 'records', '--restart');
+    expect(restarted).toMatchObject({ resumed: false, generation: 3 });
+    expect(await dump(api)).toEqual(before);
+  }, 180_000);
+
+  it('names what is wrong with the arguments', async () => {
+    const csr = csrTool(dataDir());
+    expect(await csr.fails(2, 'projections', 'rebuild')).toContain('name one projection, or give --all');
+    expect(await csr.fails(2, 'projections', 'rebuild', 'nope')).toContain('no projection "nope" (there are: records)');
+  });
+});

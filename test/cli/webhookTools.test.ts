@@ -1,0 +1,172 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { verifyWebhook } from '../../src/webhooks/signature.js';
+import { csrTool } from '../support/cli.js';
+import { spawnServer, type ServerProcess } from '../support/process.js';
+import { startReceiver, RECEIVER_CA_FILE, type Receiver } from '../support/receiver.js';
+import { client } from '../support/service.js';
+
+/**
+ * The webhook consumers' tools of issue 29 (`csr webhooks resend`, `recover`), run as an operator
+ * runs them against the data directory of a running server, with a real HTTPS receiver that
+ * verifies every request with the package's own helper.
+ */
+
+const ENV = { WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true', WEBHOOK_CA_FILE: RECEIVER_CA_FILE, WEBHOOK_RETRY_DELAYS: '200ms,200ms,200ms,200ms,200ms' };
+const dataDir = mkdtempSync(join(tmpdir(), 'csr-cli-webhook-tools-'));
+const csr = csrTool(dataDir, ENV);
+let receiver: Receiver;
+let server: ServerProcess;
+let slug: string;
+let api: ReturnType<typeof client>;
+
+interface Created {
+  id: string;
+  secret: string;
+}
+
+interface Shown {
+  id: number;
+  eventId: string;
+  event: string;
+  status: string;
+  attempts: number;
+  cause: string | null;
+  originalId: number | null;
+}
+
+beforeAll(async () => {
+  receiver = await startReceiver();
+  server = await spawnServer({ DATA_DIR: dataDir, LOG_LEVEL: 'info', ...ENV });
+  slug = `tools-${Date.now()}`;
+  await csr.json('workspaces', 'create', slug);
+  const { key } = await csr.json<{ key: string }>('keys', 'create', '--workspace', slug, '--name', 'Tools');
+  api = client(server.url, key);
+});
+
+afterAll(async () => {
+  await server?.kill();
+  await receiver?.close();
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+describe('csr webhooks resend', () => {
+  it('sends the same event and payload again under a new delivery id, signed with the current secret, listed with its cause', async () => {
+    const created = await csr.json<Created>('webhooks', 'create', '--workspace', slug, '--name', 'Resent', '--url', `${receiver.origin}/resent`, '--objects', 'clients');
+    expect((await api.post('/api/v1/clients', { name: 'Resend Ltd' })).status).toBe(201);
+    const [first] = await receiver.waitFor('/resent', (requests) => requests.length === 1);
+    const [original] = await csr.json<Shown[]>('webhooks', 'deliveries', created.id);
+    expect(original).toMatchObject({ status: 'delivered', cause: null, originalId: null });
+    const rotated = await csr.json<{ secret: string }>('webhooks', 'rotate-secret', created.id);
+
+    const resent = await csr.json<Shown>('webhooks', 'resend', String(original!.id));
+    expect(resent).toMatchObject({ eventId: original!.eventId, event: 'clients.created', status: 'delivered', attempts: 1, cause: 'resend', originalId: original!.id });
+    expect(resent.id).not.toBe(original!.id);
+
+    const [, again] = receiver.received('/resent');
+    expect(again!.headers['x-svc-delivery']).toBe(String(resent.id));
+    expect(first!.headers['x-svc-delivery']).toBe(String(original!.id));
+    const event = verifyWebhook({ payload: again!.rawBody, headers: again!.headers, secret: rotated.secret });
+    expect(() => verifyWebhook({ payload: again!.rawBody, headers: again!.headers, secret: created.secret })).toThrow(/signature/i);
+    const { sentAt: sentFirst, ...sameFirst } = first!.body;
+    const { sentAt: sentAgain, ...sameAgain } = event as unknown as Record<string, unknown>;
+    expect(sameAgain).toEqual(sameFirst);
+    expect(Date.parse(String(sentAgain))).toBeGreaterThan(Date.parse(sentFirst));
+
+    const listed = await csr.json<Shown[]>('webhooks', 'deliveries', created.id);
+    expect(listed.map((delivery) => [delivery.id, delivery.cause])).toEqual([
+      [resent.id, 'resend'],
+      [original!.id, null],
+    ]);
+  });
+
+  it('exits 1 and still prints the delivery when the receiver refuses the resend', async () => {
+    const created = await csr.json<Created>('webhooks', 'create', '--workspace', slug, '--name', 'Refuses', '--url', `${receiver.origin}/refuses`, '--objects', 'tasks');
+    await api.post('/api/v1/tasks', { subject: 'Refused later', status: 'Done' });
+    await receiver.waitFor('/refuses', (requests) => requests.length === 1);
+    const [original] = await csr.json<Shown[]>('webhooks', 'deliveries', created.id);
+    receiver.on('/refuses', 500);
+    const result = await csr.run('webhooks', 'resend', String(original!.id), '--json');
+    expect(result.code).toBe(1);
+    expect(JSON.parse(result.stdout)).toMatchObject({ status: 'retrying', responseCode: 500, cause: 'resend', originalId: original!.id });
+  });
+
+  it('an unknown or malformed delivery id fails with exit 1 and a clear message', async () => {
+    expect(await csr.fails(1, 'webhooks', 'resend', '987654321')).toBe('csr: delivery 987654321 not found\n');
+    expect(await csr.fails(1, 'webhooks', 'resend', 'abc')).toBe('csr: delivery abc not found\n');
+    expect(await csr.fails(2, 'webhooks', 'resend')).toMatch(/deliveryId/);
+  });
+});
+
+describe('csr webhooks recover', () => {
+  const until = async (check: () => Promise<boolean>, timeoutMs = 20_000) => {
+    const end = Date.now() + timeoutMs;
+    while (!(await check())) {
+      if (Date.now() > end) throw new Error('timed out');
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  };
+
+  it('sends again, in log order and once each, the window’s matching events: those made while off and those that failed', async () => {
+    const created = await csr.json<Created>('webhooks', 'create', '--workspace', slug, '--name', 'Recovered', '--url', `${receiver.origin}/recovered`, '--objects', 'contacts');
+    let down = false;
+    receiver.on('/recovered', () => (down ? 500 : 204));
+    const contact = (lastName: string) => api.post('/api/v1/contacts', { firstName: 'Rec', lastName });
+    const deliveredCount = (n: number) => receiver.waitFor('/recovered', (requests) => requests.filter((r) => r.body?.data).length >= n);
+
+    await contact('Before');
+    await deliveredCount(1);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const since = new Date().toISOString();
+    await contact('A');
+    await deliveredCount(2);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const afterA = new Date().toISOString();
+    await csr.json('webhooks', 'off', created.id);
+    await contact('B (while off)');
+    await csr.json('webhooks', 'on', created.id);
+    down = true;
+    await contact('C (failed)');
+    await until(async () => (await csr.json<Shown[]>('webhooks', 'deliveries', created.id)).some((d) => d.status === 'failed'));
+    down = false;
+    await contact('D');
+    await until(async () => (await csr.json<Shown[]>('webhooks', 'deliveries', created.id)).filter((d) => d.status === 'delivered').length === 3);
+    // Another object in the window is not the webhook's.
+    await api.post('/api/v1/clients', { name: 'Not a contact' });
+
+    const names = (from: number) =>
+      receiver
+        .received('/recovered')
+        .slice(from)
+        .map((request) => request.body.data.lastName);
+
+    let mark = receiver.received('/recovered').length;
+    expect(await csr.json('webhooks', 'recover', created.id, '--since', since, '--failed-only')).toEqual({ resent: 1, notDelivered: 0, skipped: 0 });
+    expect(names(mark)).toEqual(['C (failed)']);
+
+    mark = receiver.received('/recovered').length;
+    expect(await csr.json('webhooks', 'recover', created.id, '--since', since, '--until', afterA)).toEqual({ resent: 1, notDelivered: 0, skipped: 0 });
+    expect(names(mark)).toEqual(['A']);
+
+    mark = receiver.received('/recovered').length;
+    expect(await csr.json('webhooks', 'recover', created.id, '--since', since)).toEqual({ resent: 4, notDelivered: 0, skipped: 0 });
+    const recovered = receiver.received('/recovered').slice(mark);
+    expect(recovered.map((request) => request.body.data.lastName)).toEqual(['A', 'B (while off)', 'C (failed)', 'D']);
+    for (const request of recovered) expect(verifyWebhook({ payload: request.rawBody, headers: request.headers, secret: created.secret }).event).toBe('contacts.created');
+    expect(new Set(recovered.map((request) => request.body.id)).size).toBe(4);
+
+    const listed = await csr.json<Shown[]>('webhooks', 'deliveries', created.id);
+    expect(listed.filter((d) => d.cause === 'recover')).toHaveLength(6);
+    expect(listed.slice(0, 4).map((d) => [d.cause, d.status])).toEqual(Array(4).fill(['recover', 'delivered']));
+  });
+
+  it('bad input fails with exit 1: a window the wrong way round, a time that is not one, an unknown webhook', async () => {
+    const created = await csr.json<Created>('webhooks', 'create', '--workspace', slug, '--name', 'Bad input', '--url', `${receiver.origin}/bad`, '--objects', 'goals');
+    expect(await csr.fails(1, 'webhooks', 'recover', created.id, '--since', '2026-02-01T00:00:00Z', '--until', '2026-01-01T00:00:00Z')).toMatch(/wrong way/);
+    expect(await csr.fails(1, 'webhooks', 'recover', created.id, '--since', 'yesterday')).toMatch(/--since must be a time/);
+    expect(await csr.fails(1, 'webhooks', 'recover', '00000000-0000-4000-8000-000000000000', '--since', '2026-01-01T00:00:00Z')).toMatch(/webhook 00000000-0000-4000-8000-000000000000 not found/);
+    expect(await csr.fails(2, 'webhooks', 'recover', created.id)).toMatch(/--since/);
+  });
+});

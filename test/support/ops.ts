@@ -1,0 +1,60 @@
+import { randomUUID } from 'node:crypto';
+import { join } from 'node:path';
+import { fingerprint, generateApiKey } from '../../src/setup/apiKeys.js';
+import { openSqliteSetupStore } from '../../src/setup/sqlite/index.js';
+import type { client } from './service.js';
+
+/** Helpers of the operators' tests: a key on a DATA_DIR, a mixed data set, a full dump through the API. */
+
+export async function createKey(dataDir: string): Promise<string> {
+  const setup = openSqliteSetupStore({ path: join(dataDir, 'setup.db') });
+  const workspaceId = randomUUID();
+  await setup.createWorkspace({ id: workspaceId, slug: `ops-${workspaceId.slice(0, 8)}`, name: 'Ops', createdAt: new Date().toISOString() });
+  const key = generateApiKey();
+  await setup.createKey({
+    id: randomUUID(), workspaceId, name: 'ops', fingerprint: fingerprint(key), access: 'read-write', objects: 'all',
+    createdAt: new Date().toISOString(), lastUsedAt: null, revokedAt: null,
+  });
+  await setup.close();
+  return key;
+}
+
+type Api = ReturnType<typeof client>;
+
+/** Clients with invoices and invoice lines (roll-ups), some updated and some deleted: `n` clients. */
+export async function seed(api: Api, n: number, tag = 'seed'): Promise<void> {
+  for (let start = 0; start < n; start += 200) {
+    const count = Math.min(200, n - start);
+    const clients = await api.post('/api/v1/clients', Array.from({ length: count }, (_, i) => ({ name: `${tag} client ${start + i}`, tier: i % 2 ? 'SMB' : 'Enterprise' })));
+    if (clients.status !== 201 && clients.status !== 200) throw new Error(`seed clients: ${clients.status} ${JSON.stringify(clients.body)}`);
+    const ids: string[] = clients.body.ids;
+    const invoices = await api.post('/api/v1/billing', ids.map((client) => ({ client, status: 'Sent', taxRate: 10 })));
+    if (invoices.status >= 300) throw new Error(`seed billing: ${invoices.status} ${JSON.stringify(invoices.body)}`);
+    const lines = await api.post(
+      '/api/v1/invoiceLines',
+      invoices.body.ids.flatMap((invoice: string, i: number) => [
+        { invoice, description: 'seats', quantity: 3, unitPrice: 33.33 },
+        { invoice, description: 'support', quantity: 1, unitPrice: i },
+      ]),
+    );
+    if (lines.status >= 300) throw new Error(`seed lines: ${lines.status} ${JSON.stringify(lines.body)}`);
+    for (const id of ids.slice(0, 5)) await api.patch(`/api/v1/clients/${id}`, { tier: 'Mid-Market' });
+    await api.delete(`/api/v1/clients/${ids[ids.length - 1]}`);
+  }
+}
+
+/** Every record of the objects the seed writes, sorted by id, as the API answers them. */
+export async function dump(api: Api): Promise<Record<string, unknown[]>> {
+  const result: Record<string, unknown[]> = {};
+  for (const object of ['clients', 'billing', 'invoiceLines']) {
+    const records: any[] = [];
+    for (let offset = 0; ; offset += 1000) {
+      const page = await api.get(`/api/v1/${object}?limit=1000&offset=${offset}`);
+      if (page.status !== 200) throw new Error(`dump ${object}: ${page.status}`);
+      records.push(...page.body.data);
+      if (page.body.data.length < 1000) break;
+    }
+    result[object] = records.sort((a, b) => (a.id < b.id ? -1 : 1));
+  }
+  return result;
+}
