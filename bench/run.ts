@@ -11,6 +11,7 @@ import { startService } from '../src/service.js';
 import { Sqlite } from '../src/sqlite/driver.js';
 import { auditBench } from './audit.js';
 import { csr, httpBenchmarks, WEBHOOK_ENV } from './http.js';
+import { faultsBench } from './faults.js';
 import { rebuildBench } from './rebuild.js';
 import { CONNECTIONS, percentile, type TextRow } from './measure.js';
 import { root, spawnServer, stop } from './servers.js';
@@ -145,6 +146,7 @@ if (runs('http')) {
 }
 if (runs('lag')) await projectionLag();
 if (runs('webhooks')) await webhookBench();
+if (runs('faults')) rows.push(...(await faultsBench()));
 if (runs('audit')) rows.push(...(await auditBench(root)));
 if (runs('rebuild')) rows.push(...(await rebuildBench()));
 

@@ -1,3 +1,5 @@
+import type { Values } from '../src/readstore/port.js';
+import { feedsRollups } from '../src/schema/calculated.js';
 import { NotFound } from '../src/core/errors.js';
 import type { ObjectDef } from '../src/schema/types.js';
 import { metadataFor, type Action } from './action.js';
@@ -6,11 +8,13 @@ import { executeRecordCommand } from './record/repository.js';
 
 /** DELETE /api/v1/{object}/{id}: the deletion event carries the record as last saved (PRODUCT.md). */
 export async function deleteRecord(deps: CommandDeps, action: Action, object: ObjectDef, recordId: string): Promise<void> {
+  let before: Values | undefined;
   const position = await executeRecordCommand(
     deps.events,
     object,
     recordId,
-    async ({ createdAt, updatedAt }) => {
+    async ({ state, createdAt, updatedAt }) => {
+      before = state.status === 'live' ? state.fields : undefined;
       const projected = await deps.readStore.get(action.workspaceId, object.key, recordId);
       if (!projected || !createdAt || !updatedAt) throw new NotFound(`${object.key} record ${recordId} not found`);
       return {
@@ -23,5 +27,5 @@ export async function deleteRecord(deps: CommandDeps, action: Action, object: Ob
     },
     metadataFor(action, { [object.key]: 1 }),
   );
-  if (position) await deps.waitVisible(position);
+  if (position) await deps.waitVisible(position, feedsRollups(object.key, before) ? object.key : undefined);
 }

@@ -10,8 +10,11 @@ export interface CommandDeps {
   readStore: ReadStore;
   autoNumbers: AutoNumbers;
   listUsers(workspaceId: string): Promise<User[]>;
-  /** Resolves once the read models show everything up to `position` (read your writes). */
-  waitVisible(position: Position): Promise<void>;
+  /**
+   * Resolves once the read models show everything up to `position` (read your writes) and, given
+   * the object written, the roll-ups that write moved in other records.
+   */
+  waitVisible(position: Position, object?: string): Promise<void>;
   /** Logs an unexpected failure of one record of an upsert (its client only reads "internal error"). */
   reportInternal?(error: unknown): void;
 }

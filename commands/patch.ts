@@ -1,3 +1,5 @@
+import type { Values } from '../src/readstore/port.js';
+import { feedsRollups } from '../src/schema/calculated.js';
 import { ValidationFailed } from '../src/core/errors.js';
 import type { ObjectDef } from '../src/schema/types.js';
 import { validateRecord } from '../src/schema/validate.js';
@@ -17,13 +19,17 @@ export async function patchRecord(deps: CommandDeps, action: Action, object: Obj
   const resolved = await new ReferenceResolver(deps.readStore, action.workspaceId, deps.listUsers).resolve(validated.fields);
   if (!resolved.ok) throw new ValidationFailed(resolved.message);
 
+  let before: Values | undefined;
   const position = await executeRecordCommand(
     deps.events,
     object,
     recordId,
     // decide checks the record's rules on the merged record, on every retry.
-    () => ({ type: 'UpdateRecord', workspaceId: action.workspaceId, object: object.key, recordId, fields: resolved.values }),
+    ({ state }) => {
+      before = state.status === 'live' ? state.fields : undefined;
+      return { type: 'UpdateRecord', workspaceId: action.workspaceId, object: object.key, recordId, fields: resolved.values };
+    },
     metadataFor(action, { [object.key]: 1 }),
   );
-  if (position) await deps.waitVisible(position);
+  if (position) await deps.waitVisible(position, feedsRollups(object.key, before, resolved.values) ? object.key : undefined);
 }

@@ -1,9 +1,10 @@
-import { AppError, ValidationFailed } from '../src/core/errors.js';
+import { AppError, InsufficientStorage, ValidationFailed } from '../src/core/errors.js';
 import type { EventMetadata } from '../src/eventstore/port.js';
 import type { Position } from '../src/eventstore/position.js';
 import { newId } from '../src/core/ids.js';
 import { filterKey } from '../src/readstore/filterKey.js';
 import type { FieldFilter, Values } from '../src/readstore/port.js';
+import { feedsRollups } from '../src/schema/calculated.js';
 import { recordName, uniqueFields } from '../src/schema/catalogue.js';
 import type { ObjectDef } from '../src/schema/types.js';
 import { checkRecordRules, validateRecord } from '../src/schema/validate.js';
@@ -19,6 +20,8 @@ import { ReferenceResolver } from './references.js';
 /** POST /api/v1/{object}: create or update up to 1000 records (spec 4.2, PRODUCT.md section 3). */
 
 export const MAX_RECORDS_PER_REQUEST = 1000;
+/** Records planned between two turns of the event loop. */
+const PLAN_SLICE = 50;
 
 export interface SaveResult {
   created: number;
@@ -56,6 +59,9 @@ export async function upsertRecords(
   const createdInRequest = new Map<string, Plan>();
 
   for (const [index, input] of inputs.entries()) {
+    // Planning resolves through promises that are often settled already: without a turn of the
+    // event loop now and then, a 1,000-record body would hold every other request up meanwhile.
+    if (index % PLAN_SLICE === PLAN_SLICE - 1) await new Promise((resolve) => setImmediate(resolve));
     const planned = await planRecord(deps, action, object, matchFields, resolver, createdInRequest, index, input);
     if ('message' in planned) {
       errors.push({ index, message: planned.message });
@@ -74,12 +80,18 @@ export async function upsertRecords(
 
   const positions: Position[] = [];
   const failedPlans = new Map<Plan, string>();
+  let storageFull: InsufficientStorage | null = null;
   plans.forEach((plan, i) => {
     const outcome = outcomes[i]!;
-    if (outcome.status === 'rejected') failedPlans.set(plan, errorMessage(deps, outcome.reason));
-    else if (outcome.value) positions.push(outcome.value);
+    if (outcome.status === 'rejected') {
+      failedPlans.set(plan, errorMessage(deps, outcome.reason));
+      if (outcome.reason instanceof InsufficientStorage) storageFull = outcome.reason;
+    } else if (outcome.value) positions.push(outcome.value);
   });
-  if (positions.length > 0) await deps.waitVisible(positions.reduce((a, b) => (a > b ? a : b)));
+  if (positions.length > 0) {
+    const feeds = plans.some((plan) => feedsRollups(object.key, plan.values, plan.loaded?.state.status === 'live' ? plan.loaded.state.fields : undefined));
+    await deps.waitVisible(positions.reduce((a, b) => (a > b ? a : b)), feeds ? object.key : undefined);
+  }
 
   const result: SaveResult = { created: 0, updated: 0, errors, ids: [] };
   targets.forEach((plan, index) => {
@@ -94,6 +106,9 @@ export async function upsertRecords(
     else result.updated++;
   });
   errors.sort((a, b) => a.index - b.index);
+  // Nothing saved for want of space is the store's failure, not the records': 507, not 422.
+  // When some records were saved the answer must say which (207), full disk or not.
+  if (storageFull && result.ids.length === 0) throw storageFull;
   return result;
 }
 

@@ -28,7 +28,7 @@ export async function backfillLinkEdges(deps: { events: EventStore; readStore: R
     for (const event of page) {
       if (event.position > until) break;
       const recordEvent = upcast(event);
-      if (!recordEvent || recordEvent.type === 'RecordDeleted') continue;
+      if (!recordEvent || recordEvent.type === 'RecordDeleted' || recordEvent.type === 'RecordRollupsChanged') continue;
       const { workspaceId, object, recordId } = recordEvent.data;
       const values: Values =
         recordEvent.type === 'RecordCreated'

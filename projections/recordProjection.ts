@@ -1,5 +1,4 @@
 import type { RecordedEvent } from '../src/eventstore/port.js';
-import { filterKey } from '../src/readstore/filterKey.js';
 import { RECORDS_PROJECTION, type LinkEdge, type ReadTransaction, type RecordDocument, type Values } from '../src/readstore/port.js';
 import { recordName } from '../src/schema/catalogue.js';
 import type { Catalogues } from '../src/schema/catalogues.js';
@@ -9,17 +8,11 @@ import type { Projection } from './projection.js';
 
 /**
  * The records read model: one document per live record, with its calculated values. Roll-ups
- * (a parent's values computed from its children, e.g. billing.subtotal from invoice lines) are
- * recomputed once per batch for every parent whose children changed, and cascade upwards
- * (invoice line -> invoice -> client's open balance).
+ * (a parent's values computed from its children, e.g. billing.subtotal from invoice lines) come
+ * from the parent's own RecordRollupsChanged events, appended by the roll-up reactor
+ * (rollupReactor.ts): a roll-up change moves the record's updatedAt like any change of it.
  */
 
-
-interface RecordRef {
-  workspaceId: string;
-  object: string;
-  id: string;
-}
 
 /**
  * The catalogues give each record its name fields; a workspace-defined object created after the
@@ -32,13 +25,11 @@ export function recordProjection(catalogues: Catalogues): Projection {
     kind: 'read-model',
     filter: { streamPrefixes: [RECORD_STREAM_PREFIX] },
     async apply(tx, events) {
-      const dirty = new Map<string, RecordRef>();
       const edges: LinkEdge[] = [];
       for (const event of events) {
         const recordEvent = upcast(event);
-        if (recordEvent) await applyEvent(tx, event, recordEvent, dirty, catalogues, edges);
+        if (recordEvent) await applyEvent(tx, event, recordEvent, catalogues, edges);
       }
-      await recomputeRollups(tx, dirty);
       if (edges.length > 0) await tx.addLinks(edges);
     },
   };
@@ -55,7 +46,6 @@ async function applyEvent(
   tx: ReadTransaction,
   event: RecordedEvent,
   recordEvent: RecordEvent,
-  dirty: Map<string, RecordRef>,
   catalogues: Catalogues,
   edges: LinkEdge[],
 ): Promise<void> {
@@ -65,6 +55,7 @@ async function applyEvent(
   const at = event.created.toISOString();
 
   let next: RecordDocument | null;
+  let rolledUp = existing?.calculated ?? {};
   switch (recordEvent.type) {
     case 'RecordCreated':
       next = {
@@ -90,6 +81,11 @@ async function applyEvent(
       next = { ...existing, fields, updatedAt: at, revision: event.revision };
       break;
     }
+    case 'RecordRollupsChanged':
+      if (!existing) return;
+      next = { ...existing, updatedAt: at, revision: event.revision };
+      rolledUp = recordEvent.data.rollups;
+      break;
     case 'RecordDeleted':
       next = null;
       await tx.delete(workspaceId, object, recordId);
@@ -98,11 +94,10 @@ async function applyEvent(
 
   if (next) {
     next.name = await nameOf(next, catalogues);
-    next.calculated = calculate(object, next.fields, existing?.calculated ?? {});
+    next.calculated = calculate(object, next.fields, rolledUp);
     await tx.put(next);
     linkEdges(edges, next);
   }
-  markParents(dirty, workspaceId, object, existing?.fields, next?.fields);
 }
 
 /** The links roll-ups follow, remembered for reads as of a past moment (queries/asOf.ts). */
@@ -134,42 +129,11 @@ async function nameOf(document: RecordDocument, catalogues: Catalogues): Promise
   return def ? recordName(def, document.fields) : null;
 }
 
-/** Own formulas over the fields and the roll-ups the document already holds. */
+/** Own formulas over the fields and the roll-ups known (the document's, or those of a RecordRollupsChanged). */
 function calculate(object: string, fields: Values, previous: Values): Values {
   const rolledUp: Values = {};
   for (const rollup of rollups) {
     if (rollup.object === object) rolledUp[rollup.field] = previous[rollup.field] ?? null;
   }
   return { ...rolledUp, ...ownCalculations(object, { ...fields, ...rolledUp }) };
-}
-
-/** Parents (old and new link targets) whose roll-ups depend on this record. */
-function markParents(dirty: Map<string, RecordRef>, workspaceId: string, object: string, ...versions: (Values | undefined)[]): void {
-  for (const rollup of rollups) {
-    if (rollup.source !== object) continue;
-    for (const fields of versions) {
-      const parentId = fields?.[rollup.via];
-      if (typeof parentId === 'string') dirty.set(`${workspaceId}/${rollup.object}/${parentId}`, { workspaceId, object: rollup.object, id: parentId });
-    }
-  }
-}
-
-async function recomputeRollups(tx: ReadTransaction, dirty: Map<string, RecordRef>): Promise<void> {
-  while (dirty.size > 0) {
-    const [key, ref] = dirty.entries().next().value as [string, RecordRef];
-    dirty.delete(key);
-    const document = await tx.get(ref.workspaceId, ref.object, ref.id);
-    if (!document) continue;
-    const rolledUp: Values = {};
-    for (const rollup of rollups) {
-      if (rollup.object !== ref.object) continue;
-      const children = await tx.findAll(ref.workspaceId, rollup.source, [{ field: rollup.via, value: filterKey(ref.id) }]);
-      rolledUp[rollup.field] = rollup.compute(children.map((child) => ({ ...child.fields, ...child.calculated })));
-    }
-    const calculated = { ...rolledUp, ...ownCalculations(ref.object, { ...document.fields, ...rolledUp }) };
-    if (JSON.stringify(calculated) === JSON.stringify(document.calculated)) continue;
-    // A roll-up is not a change of the record itself: updatedAt and revision stay.
-    await tx.put({ ...document, calculated });
-    markParents(dirty, ref.workspaceId, ref.object, document.fields);
-  }
 }

@@ -41,7 +41,7 @@ export interface ExportLine {
 }
 
 const PAGE = 2000;
-const KINDS = { RecordCreated: 'created', RecordUpdated: 'updated', RecordDeleted: 'deleted' } as const;
+const KINDS = { RecordCreated: 'created', RecordUpdated: 'updated', RecordDeleted: 'deleted', RecordRollupsChanged: 'updated' } as const;
 
 /** Pages of matching lines; `progress` hears the position reached after each page of the log. */
 export async function* exportEvents(events: EventStore, filter: ExportFilter, progress?: (scanned: number, position: Position) => void): AsyncGenerator<ExportLine[]> {

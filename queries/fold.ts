@@ -54,6 +54,10 @@ export class RecordFold {
         }
         this.updatedAt = at;
         break;
+      case 'RecordRollupsChanged':
+        // A roll-up change is a change of the record (its values are computed by the reader).
+        if (this.fields) this.updatedAt = at;
+        break;
       case 'RecordDeleted':
         this.fields = null;
         break;

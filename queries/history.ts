@@ -35,7 +35,7 @@ export interface HistoryContext {
   canAccess(object: string): boolean;
 }
 
-const KINDS = { RecordCreated: 'created', RecordUpdated: 'updated', RecordDeleted: 'deleted' } as const;
+const KINDS = { RecordCreated: 'created', RecordUpdated: 'updated', RecordDeleted: 'deleted', RecordRollupsChanged: 'updated' } as const;
 
 /** The record's events, or NotFound (as GET says it) when it never was a record of this workspace and object. */
 export async function recordEvents(ctx: Pick<HistoryContext, 'events' | 'workspaceId'>, object: ObjectDef, recordId: string): Promise<{ recorded: RecordedEvent; event: RecordEvent }[]> {

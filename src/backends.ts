@@ -5,6 +5,8 @@ import { join, resolve } from 'node:path';
 import type { Logger } from 'pino';
 import type { Config } from './config.js';
 import type { EventStore } from './eventstore/port.js';
+import type { IdempotencyStore } from './idempotency/port.js';
+import { openSqliteIdempotencyStore } from './idempotency/sqlite/index.js';
 import { openSqliteEventStore } from './eventstore/sqlite/index.js';
 import type { ReadStore } from './readstore/port.js';
 import { openSqliteReadStore } from './readstore/sqlite/index.js';
@@ -24,6 +26,7 @@ export interface Backends {
   readStore: ReadStore;
   setup: SetupStore;
   webhooks: WebhookStore;
+  idempotency: IdempotencyStore;
   /**
    * Runs `start` only while this process may be the one active projector, and `stop` when it
    * may no longer be (production: a lease in MongoDB). The embedded store runs it at once: its
@@ -39,8 +42,14 @@ export function productionUrls(config: Config): { eventStore: string; mongoDb: s
 }
 
 /** The embedded store's files in DATA_DIR, one per port. */
-export function embeddedFiles(dataDir: string): Record<'events' | 'readStore' | 'setup' | 'webhooks', string> {
-  return { events: join(dataDir, 'events.db'), readStore: join(dataDir, 'read.db'), setup: join(dataDir, 'setup.db'), webhooks: join(dataDir, 'webhooks.db') };
+export function embeddedFiles(dataDir: string): Record<'events' | 'readStore' | 'setup' | 'webhooks' | 'idempotency', string> {
+  return {
+    events: join(dataDir, 'events.db'),
+    readStore: join(dataDir, 'read.db'),
+    setup: join(dataDir, 'setup.db'),
+    webhooks: join(dataDir, 'webhooks.db'),
+    idempotency: join(dataDir, 'idempotency.db'),
+  };
 }
 
 export async function openBackends(config: Config, logger?: Logger): Promise<Backends> {
@@ -56,17 +65,19 @@ export async function openBackends(config: Config, logger?: Logger): Promise<Bac
   const readStore = openSqliteReadStore({ path: files.readStore });
   const setup = openSqliteSetupStore({ path: files.setup });
   const webhooks = openSqliteWebhookStore({ path: files.webhooks });
+  const idempotency = openSqliteIdempotencyStore({ path: files.idempotency });
   return {
     events,
     readStore,
     setup,
     webhooks,
+    idempotency,
     whileSoleProjector(start, stop) {
       start();
       return { stop };
     },
     async close() {
-      await Promise.all([events.close(), readStore.close(), setup.close(), webhooks.close()]);
+      await Promise.all([events.close(), readStore.close(), setup.close(), webhooks.close(), idempotency.close()]);
     },
   };
 }
@@ -75,24 +86,27 @@ export async function openBackends(config: Config, logger?: Logger): Promise<Bac
 async function openProductionBackends(eventStoreUrl: string, mongoDbUrl: string, logger?: Logger): Promise<Backends> {
   // Loaded only here: their clients take a noticeable share of a second to load, which every
   // embedded start and every `csr` command would pay (docs/performance.md).
-  const [{ openEventStoreDb }, { mongoDatabase, openMongoReadStore }, { keepLease }, { openMongoSetupStore }, { openMongoWebhookStore }] =
+  const [{ openEventStoreDb }, { mongoDatabase, openMongoReadStore }, { keepLease }, { openMongoSetupStore }, { openMongoWebhookStore }, { openMongoIdempotencyStore }] =
     await Promise.all([
       import('./eventstore/eventstoredb/index.js'),
       import('./readstore/mongodb/index.js'),
       import('./readstore/mongodb/lease.js'),
       import('./setup/mongodb/index.js'),
       import('./webhooks/mongodb/index.js'),
+      import('./idempotency/mongodb/index.js'),
     ]);
   const events = openEventStoreDb({ connectionString: eventStoreUrl, ...(logger ? { logger } : {}) });
   const { client, db } = await mongoDatabase({ url: mongoDbUrl });
   const readStore = await openMongoReadStore({ client });
   const setup = await openMongoSetupStore({ client });
   const webhooks = await openMongoWebhookStore({ client });
+  const idempotency = await openMongoIdempotencyStore({ client });
   return {
     events,
     readStore,
     setup,
     webhooks,
+    idempotency,
     whileSoleProjector(start, stop) {
       // Taken over within seconds (the lease's ttl) when the holder dies.
       const keeper = keepLease(db, {
@@ -104,7 +118,7 @@ async function openProductionBackends(eventStoreUrl: string, mongoDbUrl: string,
       return { stop: () => keeper.stop() };
     },
     async close() {
-      await Promise.all([events.close(), readStore.close(), setup.close(), webhooks.close()]);
+      await Promise.all([events.close(), readStore.close(), setup.close(), webhooks.close(), idempotency.close()]);
       await client.close();
     },
   };

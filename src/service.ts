@@ -12,13 +12,17 @@ import { startReactors } from '../projections/reactors.js';
 import { createWebhookSender, openBackends, type Backends } from './backends.js';
 import type { Config } from './config.js';
 import { Unavailable } from './core/errors.js';
+import { setRollups } from '../commands/rollups.js';
+import { appendedCheckpoint, startReactor } from '../projections/reactor.js';
+import { rollupReactor, ROLLUPS_REACTOR } from '../projections/rollupReactor.js';
+import { rollupDepthFrom } from './schema/calculated.js';
 import { createLogger } from './core/logger.js';
-import type { Position } from './eventstore/position.js';
+import { comparePositions, type Position } from './eventstore/position.js';
 import type { Hono } from 'hono';
 import { createApp } from './http/app.js';
 import { Catalogues } from './schema/catalogues.js';
 import type { AppEnv } from './http/types.js';
-import { RECORDS_PROJECTION, type ReadStore } from './readstore/port.js';
+import { RECORDS_PROJECTION } from './readstore/port.js';
 import { startBackgroundRole } from './runtime/backgroundRole.js';
 import { observeApi, type ApiObservability } from './runtime/observability.js';
 import { closeGracefully, listen, SHUTDOWN_DEADLINE_MS } from './runtime/httpServer.js';
@@ -61,18 +65,19 @@ export async function startService(
   let observability: ApiObservability | null = null;
 
   if (config.roles.includes('projector')) {
-    let running: RunningProjection | null = null;
-    let reactors: RunningProjection | null = null;
+    let running: RunningProjection[] = [];
     projections.push(
       backends.whileSoleProjector(
         () => {
           logger.info('this process runs the projections');
-          running = startProjector({ events: backends.events, readStore: backends.readStore, logger, catalogues });
+          const deps = { events: backends.events, readStore: backends.readStore, logger };
+          const rollups = rollupReactor({ readStore: backends.readStore, setRollups: (target, values, initial, metadata) => setRollups(backends.events, target, values, initial, metadata) });
+          running = [startProjector({ ...deps, catalogues }), startReactor(deps, rollups)];
           // Alongside, not before: the projection writes the edges after the checkpoint it starts from.
-          backfillLinkEdges({ events: backends.events, readStore: backends.readStore, logger }).catch((error: unknown) =>
+          backfillLinkEdges(deps).catch((error: unknown) =>
             logger.error({ err: error }, 'adding the link edges of older records failed; reads as of a past moment may miss children until the next start'),
           );
-          reactors = startReactors({
+          running.push(startReactors({
             events: backends.events,
             readStore: backends.readStore,
             fire: (firing) => firePlaybook(backends, firing),
@@ -81,13 +86,12 @@ export async function startService(
             clock,
             dailyCheckMs: config.reactorDailyCheckMs,
             listWorkspaceIds: async () => (await backends.setup.listWorkspaces()).map((workspace) => workspace.id),
-          });
+            }),
+          );
         },
         async () => {
-          await reactors?.stop();
-          await running?.stop();
-          running = null;
-          reactors = null;
+          await Promise.all(running.map((role) => role.stop()));
+          running = [];
         },
       ),
     );
@@ -117,13 +121,14 @@ export async function startService(
       readStore: backends.readStore,
       autoNumbers: new AutoNumbers(observability.events),
       listUsers: (workspaceId) => backends.setup.listUsers(workspaceId),
-      waitVisible: (position: Position) => waitVisible(backends.readStore, position),
+      waitVisible: (position: Position, object?: string) => waitVisible(backends, position, object),
       reportInternal: (err) => logger.error({ err }, 'a record of an upsert failed unexpectedly'),
     };
     app = createApp({
       commands,
       readStore: backends.readStore,
       setup: backends.setup,
+      idempotency: backends.idempotency,
       catalogues,
       logger,
       clock,
@@ -153,10 +158,29 @@ export async function startService(
   };
 }
 
-async function waitVisible(readStore: ReadStore, position: Position): Promise<void> {
-  const visible = await readStore.waitForCheckpoint(RECORDS_PROJECTION, position, VISIBILITY_TIMEOUT_MS);
-  if (!visible) {
-    throw new Unavailable('the change is recorded but the read models have not caught up yet (is a projector running?); read it again shortly');
+/**
+ * Read your writes, roll-ups included: the records projection has passed the write; and when the
+ * written object feeds roll-ups, the roll-up reactor has reacted to it and the records projection
+ * shows what it appended, level by level (invoice line -> invoice -> client), up to the deepest
+ * cascade. Once the reactor has passed the write, what it appended for it is at or before the
+ * last position it appended (its `.appended` checkpoint): the projection is waited for up to there.
+ */
+async function waitVisible(backends: Backends, position: Position, object?: string): Promise<void> {
+  const deadline = Date.now() + VISIBILITY_TIMEOUT_MS;
+  const waitFor = async (name: string, at: Position) => {
+    if (!(await backends.readStore.waitForCheckpoint(name, at, Math.max(1, deadline - Date.now())))) {
+      throw new Unavailable('the change is recorded but the read models have not caught up yet (is a projector running?); read it again shortly');
+    }
+  };
+  await waitFor(RECORDS_PROJECTION, position);
+  if (object === undefined) return;
+  let at = position;
+  for (let level = 0; level < rollupDepthFrom(object); level++) {
+    await waitFor(ROLLUPS_REACTOR, at);
+    const appended = await backends.readStore.checkpoint(appendedCheckpoint(ROLLUPS_REACTOR));
+    if (appended === null || comparePositions(appended, at) <= 0) return;
+    at = appended;
+    await waitFor(RECORDS_PROJECTION, at);
   }
 }
 

@@ -15,7 +15,7 @@ import type { FieldChange, RecordEvent } from '../../src/events/records.js';
 
 export type RecordState =
   | { status: 'absent' }
-  | { status: 'live'; workspaceId: string; object: string; fields: Values }
+  | { status: 'live'; workspaceId: string; object: string; fields: Values; rollups?: Values }
   | { status: 'deleted'; workspaceId: string; object: string };
 
 export const initialState: RecordState = { status: 'absent' };
@@ -29,7 +29,9 @@ export interface RecordAddress {
 export type RecordCommand =
   | ({ type: 'CreateRecord'; fields: Values } & RecordAddress)
   | ({ type: 'UpdateRecord'; fields: Values } & RecordAddress)
-  | ({ type: 'DeleteRecord'; lastSaved: { calculated: Values; createdAt: string; updatedAt: string } } & RecordAddress);
+  | ({ type: 'DeleteRecord'; lastSaved: { calculated: Values; createdAt: string; updatedAt: string } } & RecordAddress)
+  /** `rollups`: every roll-up of the object as now computed; `initial`: their values over no children. */
+  | ({ type: 'SetRollups'; rollups: Values; initial: Values } & RecordAddress);
 
 export function evolve(state: RecordState, event: RecordEvent): RecordState {
   const { workspaceId, object } = event.data;
@@ -44,6 +46,8 @@ export function evolve(state: RecordState, event: RecordEvent): RecordState {
     }
     case 'RecordDeleted':
       return { status: 'deleted', workspaceId, object };
+    case 'RecordRollupsChanged':
+      return state.status === 'live' ? { ...state, rollups: { ...event.data.rollups } } : state;
   }
 }
 
@@ -69,6 +73,13 @@ export function decide(command: RecordCommand, state: RecordState): RecordEvent[
     case 'DeleteRecord': {
       if (!isLiveAt(state, command)) throw new NotFound(`${command.object} record ${command.recordId} not found`);
       return [{ type: 'RecordDeleted', data: { ...base, fields: state.fields, ...command.lastSaved } }];
+    }
+    case 'SetRollups': {
+      // A roll-up of a deleted record, or of one not created yet, is nobody's change.
+      if (!isLiveAt(state, command)) return [];
+      const known = state.rollups ?? command.initial;
+      const same = Object.keys(command.rollups).every((key) => sameValue(known[key] ?? null, command.rollups[key] ?? null));
+      return same ? [] : [{ type: 'RecordRollupsChanged', data: { ...base, rollups: { ...command.rollups } } }];
     }
   }
 }

@@ -4,6 +4,7 @@ import type { EventMetadata, EventStore, ExpectedRevision, StreamAppend } from '
 import type { Position } from '../../src/eventstore/position.js';
 import { decide, evolve, initialState, type RecordCommand, type RecordState } from './decider.js';
 import { recordStream, upcast, type RecordEvent } from '../../src/events/records.js';
+import { stateCacheOf } from './stateCache.js';
 import { KeyedLock } from './keyedLock.js';
 import type { ObjectDef } from '../../src/schema/types.js';
 import { PENDING, reservationChanges } from '../reservations/changes.js';
@@ -17,20 +18,23 @@ export interface LoadedRecord {
   updatedAt: Date | null;
 }
 
+/** Folds only what the stream holds after the cached state of the record (see stateCache.ts). */
 export async function loadRecord(events: EventStore, recordId: string): Promise<LoadedRecord> {
-  const recorded = await events.readStream(recordStream(recordId));
-  let state: RecordState = initialState;
+  const cache = stateCacheOf(events);
+  const cached = cache.get(recordId);
+  const recorded = await events.readStream(recordStream(recordId), cached ? { fromRevision: cached.revision + 1 } : {});
+  let state: RecordState = cached?.state ?? initialState;
   for (const event of recorded) {
     const recordEvent = upcast(event);
     if (recordEvent) state = evolve(state, recordEvent);
   }
   const last = recorded.at(-1);
-  return {
-    state,
-    expectedRevision: last ? last.revision : 'no_stream',
-    createdAt: recorded[0]?.created ?? null,
-    updatedAt: last?.created ?? null,
-  };
+  const createdAt = cached?.createdAt ?? recorded[0]?.created ?? null;
+  const updatedAt = last?.created ?? cached?.updatedAt ?? null;
+  const revision = last?.revision ?? cached?.revision;
+  if (revision === undefined || !createdAt || !updatedAt) return { state, expectedRevision: 'no_stream', createdAt: null, updatedAt: null };
+  if (last) cache.set(recordId, { state, revision, createdAt, updatedAt });
+  return { state, expectedRevision: revision, createdAt, updatedAt };
 }
 
 /** The append that records decided events on the record's own stream. */

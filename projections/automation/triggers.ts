@@ -78,6 +78,8 @@ export function triggersFor(event: RecordEvent, revision: number, templates: Tem
       if (date) fired.push(date);
       continue;
     }
+    // Roll-up values (open balance, counts) are calculated: no template triggers on them.
+    if (event.type !== 'RecordUpdated') continue;
     const field = template.triggerField;
     if (field === null || !(field in event.data.changes)) continue;
     const to = event.data.changes[field]!.to;

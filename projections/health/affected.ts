@@ -22,6 +22,8 @@ function ids(...values: (StoredValue | undefined)[]): string[] {
 
 export function affectedBy(event: RecordEvent, current: RecordDocument | null): Affected {
   const { object, recordId } = event.data;
+  // Roll-ups (totals, counts, open balance) are no input of the score.
+  if (event.type === 'RecordRollupsChanged') return { clients: [], via: [] };
   const before = event.type === 'RecordUpdated' ? event.data.changes : {};
   const fields = event.type === 'RecordUpdated' ? (current?.fields ?? {}) : event.data.fields;
   const from = (key: string) => before[key]?.from;

@@ -34,6 +34,30 @@ export class Unavailable extends AppError {
   readonly status = 503;
 }
 
+/** Too much asked at once: the client should try again after `retryAfterSeconds`. */
+export class Overloaded extends AppError {
+  readonly status = 503;
+  constructor(
+    message: string,
+    readonly retryAfterSeconds: number,
+  ) {
+    super(message);
+  }
+}
+
+/** The disk of a store is full: nothing was written; the same write succeeds once space is freed. */
+export class InsufficientStorage extends AppError {
+  readonly status = 507;
+  constructor(message = 'the service has no storage space left; nothing was saved. Retry once the operator has freed space') {
+    super(message);
+  }
+}
+
+/** The same request (same Idempotency-Key) is being run right now by another call. */
+export class RequestInProgress extends AppError {
+  readonly status = 409;
+}
+
 /** What a client reads when a conflict outlasts the service's own retries (PRODUCT.md). */
 export const CONFLICT_MESSAGE = 'the record changed while saving; retry';
 

@@ -41,14 +41,26 @@ export interface RecordDeletedData extends RecordEventBase {
   updatedAt: string;
 }
 
+/**
+ * New values of the record's stored roll-ups (values computed from other records, e.g. an
+ * invoice's subtotal from its lines), appended by the roll-up reactor when they change: a change
+ * of the record like any other (its updatedAt moves, webhooks say `updated`), carrying the source
+ * and correlation of the change that caused it.
+ */
+export interface RecordRollupsChangedData extends RecordEventBase {
+  /** Every roll-up of the object, as now computed. */
+  rollups: Values;
+}
+
 export type RecordEvent =
   | { type: 'RecordCreated'; data: RecordCreatedData }
   | { type: 'RecordUpdated'; data: RecordUpdatedData }
-  | { type: 'RecordDeleted'; data: RecordDeletedData };
+  | { type: 'RecordDeleted'; data: RecordDeletedData }
+  | { type: 'RecordRollupsChanged'; data: RecordRollupsChangedData };
 
 export type RecordEventType = RecordEvent['type'];
 
-const RECORD_EVENT_TYPES: ReadonlySet<string> = new Set<RecordEventType>(['RecordCreated', 'RecordUpdated', 'RecordDeleted']);
+const RECORD_EVENT_TYPES: ReadonlySet<string> = new Set<RecordEventType>(['RecordCreated', 'RecordUpdated', 'RecordDeleted', 'RecordRollupsChanged']);
 
 /** The current-version record event held by a recorded event, or null for other event types. */
 export function upcast(event: RecordedEvent): RecordEvent | null {

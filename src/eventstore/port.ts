@@ -90,6 +90,11 @@ export interface ChainResult {
 export interface ReadStreamOptions {
   direction?: 'forwards' | 'backwards';
   maxCount?: number;
+  /**
+   * Start at this revision (included): forwards it reads it and the later ones, backwards it and
+   * the earlier ones. Lets a cached state be brought up to date by reading only what came after it.
+   */
+  fromRevision?: number;
 }
 
 export interface EventFilter {

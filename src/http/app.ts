@@ -2,7 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { Hono } from 'hono';
 import { bearerAuth } from './auth.js';
 import { bodySizeLimit } from './body.js';
+import { bodyBudget } from './bodyBudget.js';
 import { errorResponse, handleError } from './errors.js';
+import { idempotency } from './idempotency.js';
 import { healthRoutes } from './health.js';
 import { httpMetrics, metricsRoute } from './metrics.js';
 import { openApiRoute } from './openapiRoute.js';
@@ -42,6 +44,8 @@ export function createApp(deps: ApiDeps): Hono<AppEnv> {
   // Only where a body is read.
   app.on(['POST', 'PUT', 'PATCH'], '/api/*', bodySizeLimit());
   app.use('/api/*', bearerAuth(deps.setup, deps.clock));
+  app.on(['POST', 'PUT', 'PATCH'], '/api/*', bodyBudget());
+  app.on(['POST', 'PATCH', 'DELETE'], '/api/*', idempotency(deps.idempotency, deps.clock));
   openApiRoute(app, deps);
   historyRoutes(app, deps);
   recordRoutes(app, deps);

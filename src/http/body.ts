@@ -42,7 +42,19 @@ export async function readJsonBody(c: Context): Promise<unknown> {
  * Request (an AbortSignal, a web stream wrapping the Node one) cost a POST about a tenth of its
  * time. Elsewhere (app.request) through the Request.
  */
-async function readBodyText(c: Context): Promise<string> {
+export function readBodyText(c: Context): Promise<string> {
+  // Read once per request: the Idempotency-Key check digests the body before the route parses it.
+  let text = bodies.get(c);
+  if (!text) {
+    text = readBodyTextOnce(c);
+    bodies.set(c, text);
+  }
+  return text;
+}
+
+const bodies = new WeakMap<Context, Promise<string>>();
+
+async function readBodyTextOnce(c: Context): Promise<string> {
   const incoming = (c.env as Partial<HttpBindings> | undefined)?.incoming;
   if (!incoming || incoming.readableEnded || incoming.readableDidRead) {
     const text = await c.req.text();
@@ -69,6 +81,11 @@ function readLimited(incoming: IncomingMessage): Promise<string> {
     incoming.on('data', onData);
     incoming.once('end', () => resolve(Buffer.concat(chunks, size).toString('utf8')));
     incoming.once('error', reject);
+    // A client that goes away mid-body: without this the request would wait for ever, and hold
+    // its share of the body budget (bodyBudget.ts) with it.
+    incoming.once('close', () => {
+      if (!incoming.readableEnded) reject(new ValidationFailed('the request body ended before its announced length'));
+    });
   });
 }
 

@@ -1,7 +1,7 @@
 import type { Context } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { Logger } from 'pino';
-import { AppError } from '../core/errors.js';
+import { AppError, Overloaded } from '../core/errors.js';
 import type { RequestLog } from './requestLog.js';
 
 /** The one place where errors become the spec's Error body: { error: { status, message } }. */
@@ -17,6 +17,7 @@ export function errorResponse(c: Context, status: number, message: string): Resp
 export function handleError(error: unknown, c: Context, logger: Logger): Response {
   if (error instanceof AppError) {
     if (error.status === 401) c.header('WWW-Authenticate', 'Bearer');
+    if (error instanceof Overloaded) c.header('Retry-After', String(error.retryAfterSeconds));
     return errorResponse(c, error.status, error.message);
   }
   const log = (c.get('log') as RequestLog | undefined)?.logger ?? logger;

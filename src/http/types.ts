@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { Metrics } from '../core/metrics.js';
 import type { ReadinessCheck } from '../core/readiness.js';
 import type { CommandDeps } from '../../commands/deps.js';
+import type { IdempotencyStore } from '../idempotency/port.js';
 import type { ReadStore } from '../readstore/port.js';
 import type { Catalogues } from '../schema/catalogues.js';
 import type { SetupStore } from '../setup/port.js';
@@ -15,6 +16,7 @@ export interface ApiDeps {
   commands: CommandDeps;
   readStore: ReadStore;
   setup: SetupStore;
+  idempotency: IdempotencyStore;
   /** The workspaces' catalogues (default objects plus their own), kept until a schema event. */
   catalogues: Catalogues;
   logger: Logger;

@@ -67,6 +67,8 @@ export interface Lookup {
   via: string;
   /** The field of the linked record that is shown. */
   take: string;
+  /** The object `via` links to. */
+  target: string;
 }
 
 function num(value: StoredValue | undefined): number | null {
@@ -109,7 +111,7 @@ export const rollups: readonly Rollup[] = [
   { object: 'playbookTemplates', field: 'taskCount', source: 'templateTasks', via: 'template', compute: (tasks) => tasks.length },
 ];
 
-export const lookups: readonly Lookup[] = [{ object: 'contacts', field: 'clientHealth', via: 'client', take: 'health' }];
+export const lookups: readonly Lookup[] = [{ object: 'contacts', field: 'clientHealth', via: 'client', take: 'health', target: 'clients' }];
 
 const PAYMENT_TERM_DAYS: ReadonlyMap<string, number> = new Map([
   ['Due on receipt', 0],
@@ -273,4 +275,29 @@ function dueStatus(status: StoredValue | undefined, dueDate: StoredValue | undef
   if (days < 0) return 'Overdue';
   if (days === 0) return 'Due today';
   return days <= 6 ? 'Due this week' : 'Upcoming';
+}
+
+/** How many levels of roll-ups a change of `object` can move (invoiceLines -> billing -> clients: 2). */
+export function rollupDepthFrom(object: string, seen: ReadonlySet<string> = new Set()): number {
+  let depth = 0;
+  for (const rollup of rollups) {
+    if (rollup.source !== object || seen.has(rollup.object)) continue;
+    depth = Math.max(depth, 1 + rollupDepthFrom(rollup.object, new Set([...seen, object])));
+  }
+  // A looked-up value is one level (nothing rolls up from contacts).
+  if (lookups.some((lookup) => lookup.target === object)) depth = Math.max(depth, 1);
+  return depth;
+}
+
+/**
+ * Whether a write of `object` with these values (sent, or held before) can move a roll-up of
+ * another record: it links a parent that rolls it up, or sets a value others look up.
+ */
+export function feedsRollups(object: string, ...versions: (Values | undefined)[]): boolean {
+  return versions.some(
+    (values) =>
+      values !== undefined &&
+      (rollups.some((rollup) => rollup.source === object && typeof values[rollup.via] === 'string') ||
+        lookups.some((lookup) => lookup.target === object && lookup.take in values)),
+  );
 }

@@ -31,7 +31,7 @@ export interface RecordChange {
   actionCount: number;
 }
 
-const KINDS: Record<string, EventKind> = { RecordCreated: 'created', RecordUpdated: 'updated', RecordDeleted: 'deleted' };
+const KINDS: Record<string, EventKind> = { RecordCreated: 'created', RecordUpdated: 'updated', RecordDeleted: 'deleted', RecordRollupsChanged: 'updated' };
 
 /** Health-score recalculations are not sent (spec 6.2 rule 3); a change to Health itself is. */
 const RECALCULATION_ONLY_FIELDS: ReadonlySet<string> = new Set(['healthScore']);

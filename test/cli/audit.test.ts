@@ -83,19 +83,20 @@ describe('csr audit export', () => {
 
   it('prints every event of the workspace in log order, Setup changes included, never a key value', async () => {
     const all = await lines();
-    expect(all.map((line) => line.type)).toEqual(['WorkspaceCreated', 'ApiKeyCreated', 'RecordCreated', 'RecordCreated', 'RecordCreated', 'RecordUpdated']);
+    // The invoice line moved the invoice's subtotal and the client's open balance: roll-up changes of theirs (issue 22 item 11).
+    expect(all.map((line) => line.type)).toEqual(['WorkspaceCreated', 'ApiKeyCreated', 'RecordCreated', 'RecordCreated', 'RecordCreated', 'RecordRollupsChanged', 'RecordRollupsChanged', 'RecordUpdated']);
     expect(all.map((line) => line.position)).toEqual([...all.map((line) => line.position)].sort());
-    expect(all[5]).toMatchObject({ event: 'updated', object: 'clients', recordId: acme, source: 'api', actor: { type: 'apiKey', name: 'CRM sync' }, via: 'via API · CRM sync' });
+    expect(all[7]).toMatchObject({ event: 'updated', object: 'clients', recordId: acme, source: 'api', actor: { type: 'apiKey', name: 'CRM sync' }, via: 'via API · CRM sync' });
     expect(all[0]).toMatchObject({ event: null, source: 'app', actor: { type: 'user' }, via: 'via app' });
     expect(all.every((line) => typeof line.hash === 'string' && typeof line.occurredAt === 'string')).toBe(true);
     expect(JSON.stringify(all)).not.toContain(key);
   });
 
   it('narrows by object, record and time', async () => {
-    expect((await lines('--object', 'billing')).map((line) => line.recordId)).toEqual([invoice]);
-    expect((await lines('--record', acme)).map((line) => line.type)).toEqual(['RecordCreated', 'RecordUpdated']);
+    expect((await lines('--object', 'billing')).map((line) => line.recordId)).toEqual([invoice, invoice]);
+    expect((await lines('--record', acme)).map((line) => line.type)).toEqual(['RecordCreated', 'RecordRollupsChanged', 'RecordUpdated']);
     expect((await lines('--since', between)).map((line) => line.type)).toEqual(['RecordUpdated']);
-    expect((await lines('--until', between)).map((line) => line.type)).toEqual(['WorkspaceCreated', 'ApiKeyCreated', 'RecordCreated', 'RecordCreated', 'RecordCreated']);
+    expect((await lines('--until', between)).map((line) => line.type)).toEqual(['WorkspaceCreated', 'ApiKeyCreated', 'RecordCreated', 'RecordCreated', 'RecordCreated', 'RecordRollupsChanged', 'RecordRollupsChanged']);
     expect(await csr.fails(2, 'audit', 'export', '--workspace', slug, '--since', 'last week')).toMatch(/--since/);
   });
 });

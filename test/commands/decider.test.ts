@@ -70,6 +70,36 @@ describe('decide', () => {
       then: NotFound,
     },
     {
+      name: 'new roll-up values of a live record are a change',
+      given: [created],
+      when: { type: 'SetRollups', ...address, rollups: { openBalance: 100 }, initial: { openBalance: 0 } },
+      then: [{ type: 'RecordRollupsChanged', data: { ...base, rollups: { openBalance: 100 } } }],
+    },
+    {
+      name: 'roll-ups equal to their values over no children are no change on a record that never had any',
+      given: [created],
+      when: { type: 'SetRollups', ...address, rollups: { openBalance: 0 }, initial: { openBalance: 0 } },
+      then: [],
+    },
+    {
+      name: 'roll-ups equal to the last recorded ones are no change (a replayed reaction)',
+      given: [created, { type: 'RecordRollupsChanged', data: { ...base, rollups: { openBalance: 100 } } }],
+      when: { type: 'SetRollups', ...address, rollups: { openBalance: 100 }, initial: { openBalance: 0 } },
+      then: [],
+    },
+    {
+      name: 'roll-ups back to zero after the last child left are a change',
+      given: [created, { type: 'RecordRollupsChanged', data: { ...base, rollups: { openBalance: 100 } } }],
+      when: { type: 'SetRollups', ...address, rollups: { openBalance: 0 }, initial: { openBalance: 0 } },
+      then: [{ type: 'RecordRollupsChanged', data: { ...base, rollups: { openBalance: 0 } } }],
+    },
+    {
+      name: 'roll-ups of a deleted or absent record are nobody\'s change',
+      given: [created, { type: 'RecordDeleted', data: { ...base, fields: {}, ...lastSaved } }],
+      when: { type: 'SetRollups', ...address, rollups: { openBalance: 100 }, initial: { openBalance: 0 } },
+      then: [],
+    },
+    {
       name: 'create checks the cross-field rules (an NPS score out of its scale)',
       given: [],
       when: { type: 'CreateRecord', ...survey, fields: { type: 'NPS', score: 11, date: '2024-01-01' } },

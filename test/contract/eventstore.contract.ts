@@ -173,6 +173,20 @@ export function eventStoreContract(
         expect(await revisions({ direction: 'backwards', maxCount: 2 })).toEqual([4, 3]);
       });
 
+      it('reads from a revision on: forwards from it, backwards down from it', async () => {
+        const stream = streamName();
+        await store.append(stream, [1, 2, 3, 4, 5].map(() => newEvent()), { expectedRevision: 'no_stream' });
+
+        const revisions = async (opts: Parameters<EventStore['readStream']>[1]) =>
+          (await store.readStream(stream, opts)).map((e) => e.revision);
+        expect(await revisions({ fromRevision: 3 })).toEqual([3, 4]);
+        expect(await revisions({ fromRevision: 0, maxCount: 2 })).toEqual([0, 1]);
+        expect(await revisions({ fromRevision: 5 })).toEqual([]);
+        expect(await revisions({ direction: 'backwards', fromRevision: 2 })).toEqual([2, 1, 0]);
+        expect(await store.readStream(streamName(), { fromRevision: 1 })).toEqual([]);
+        await expect(store.readStream(stream, { fromRevision: -1 })).rejects.toThrow(RangeError);
+      });
+
       it('rejects an empty append with a RangeError and writes nothing', async () => {
         const stream = streamName();
         await expect(store.append(stream, [], { expectedRevision: 'any' })).rejects.toThrow(RangeError);

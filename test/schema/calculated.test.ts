@@ -299,7 +299,7 @@ describe('timeDependentCalculations (today 2024-06-15)', () => {
 
 describe('lookups', () => {
   it('contacts show the linked client health', () => {
-    expect(lookups).toEqual([{ object: 'contacts', field: 'clientHealth', via: 'client', take: 'health' }]);
+    expect(lookups).toEqual([{ object: 'contacts', field: 'clientHealth', via: 'client', take: 'health', target: 'clients' }]);
   });
 });
 

@@ -214,10 +214,12 @@ export function openEventStoreDb(options: EventStoreDbOptions): EventStore {
   async function readStream(stream: string, readOptions: ReadStreamOptions = {}): Promise<RecordedEvent[]> {
     assertOpen();
     if (readOptions.maxCount !== undefined && readOptions.maxCount <= 0) return [];
+    const from = readOptions.fromRevision;
+    if (from !== undefined && (!Number.isSafeInteger(from) || from < 0)) throw new RangeError(`fromRevision must be an integer >= 0, got ${from}`);
     const backwards = readOptions.direction === 'backwards';
     const resolved = await readResolved(stream, {
       direction: backwards ? BACKWARDS : FORWARDS,
-      fromRevision: backwards ? END : START,
+      fromRevision: from !== undefined ? BigInt(from) : backwards ? END : START,
       ...(readOptions.maxCount !== undefined ? { maxCount: readOptions.maxCount } : {}),
     });
     return resolved.map(toRecordedEvent).filter((event): event is RecordedEvent => event !== null);

@@ -104,11 +104,11 @@ export class EventLog {
       "SELECT json_extract(metadata, '$.hash') AS hash FROM events ORDER BY seq DESC LIMIT 1",
     );
     this.headSeqStmt = db.prepare<[], { head: number | null }>('SELECT max(seq) AS head FROM events');
-    this.forwardsStmt = db.prepare<[string, number], EventRow>(
-      `SELECT ${COLUMNS} FROM events WHERE stream = ${BOUND_VALUE} ORDER BY revision ASC LIMIT ${BOUND_COUNT}`,
+    this.forwardsStmt = db.prepare<[string, number, number], EventRow>(
+      `SELECT ${COLUMNS} FROM events WHERE stream = ${BOUND_VALUE} AND revision >= ${BOUND_VALUE} ORDER BY revision ASC LIMIT ${BOUND_COUNT}`,
     );
-    this.backwardsStmt = db.prepare<[string, number], EventRow>(
-      `SELECT ${COLUMNS} FROM events WHERE stream = ${BOUND_VALUE} ORDER BY revision DESC LIMIT ${BOUND_COUNT}`,
+    this.backwardsStmt = db.prepare<[string, number, number], EventRow>(
+      `SELECT ${COLUMNS} FROM events WHERE stream = ${BOUND_VALUE} AND revision <= ${BOUND_VALUE} ORDER BY revision DESC LIMIT ${BOUND_COUNT}`,
     );
   }
 
@@ -153,9 +153,10 @@ export class EventLog {
     return this.headSeqStmt.get()?.head ?? 0;
   }
 
-  readStream(stream: string, backwards: boolean, maxCount: number): RecordedEvent[] {
-    const stmt = backwards ? this.backwardsStmt : this.forwardsStmt;
-    return stmt.all(stream, maxCount).map(toRecordedEvent);
+  /** `fromRevision` included; undefined: from the first (forwards) or the last (backwards). */
+  readStream(stream: string, backwards: boolean, maxCount: number, fromRevision?: number): RecordedEvent[] {
+    if (backwards) return this.backwardsStmt.all(stream, fromRevision ?? Number.MAX_SAFE_INTEGER, maxCount).map(toRecordedEvent);
+    return this.forwardsStmt.all(stream, fromRevision ?? 0, maxCount).map(toRecordedEvent);
   }
 
   /** Events after `cursor` matching `filter`, bounded by the head read first so that an empty

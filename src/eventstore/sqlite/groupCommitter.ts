@@ -1,6 +1,7 @@
 import { Conflict, Unavailable } from '../../core/errors.js';
 import type { AppendResult, ChainResult, ExpectedRevision, StreamAppend } from '../port.js';
 import { formatPosition } from '../position.js';
+import { asStorageError, isDiskFull } from '../../sqlite/errors.js';
 import { BUSY_TIMEOUT_MS, isBusy } from '../../sqlite/file.js';
 import type { Db, EventLog } from './eventLog.js';
 
@@ -53,7 +54,7 @@ export class GroupCommitter {
   private retry: NodeJS.Timeout | null = null;
 
   constructor(
-    db: Db,
+    private readonly db: Db,
     private readonly log: EventLog,
     private readonly onCommitted: (headSeq: number) => void,
   ) {
@@ -126,7 +127,7 @@ export class GroupCommitter {
         return;
       }
       this.busySince = null;
-      const failure = isBusy(error) ? new Unavailable('the event store is busy, try again', { cause: error }) : error;
+      const failure = isBusy(error) ? new Unavailable('the event store is busy, try again', { cause: error }) : asStorageError(error);
       for (const append of batch) append.reject(failure);
       return;
     }
@@ -187,6 +188,10 @@ export class GroupCommitter {
       append.written = true;
       return { append, committed };
     } catch (error) {
+      // A full disk fails the whole commit. SQLite may also have rolled the transaction back
+      // by itself (it does on SQLITE_FULL): the appends after this one would then each commit on
+      // their own, outside the batch, while the batch reports a failure. Never go on without it.
+      if (isDiskFull(error) || !this.db.inTransaction) throw error;
       return { append, error };
     }
   }

@@ -122,7 +122,8 @@ class SqliteEventStore implements EventStore {
     this.assertOpen();
     const maxCount = options.maxCount ?? -1;
     if (options.maxCount !== undefined) validateCount('maxCount', maxCount, 0);
-    return this.log.readStream(stream, options.direction === 'backwards', maxCount);
+    if (options.fromRevision !== undefined) validateCount('fromRevision', options.fromRevision, 0);
+    return this.log.readStream(stream, options.direction === 'backwards', maxCount, options.fromRevision);
   }
 
   async readAll(options: ReadAllOptions): Promise<RecordedEvent[]> {
