@@ -22,8 +22,9 @@ function ids(...values: (StoredValue | undefined)[]): string[] {
 
 export function affectedBy(event: RecordEvent, current: RecordDocument | null): Affected {
   const { object, recordId } = event.data;
-  // Roll-ups (totals, counts, open balance) are no input of the score.
-  if (event.type === 'RecordRollupsChanged') return { clients: [], via: [] };
+  // An invoice's balance is a roll-up of its lines, and its overdue state depends on it: that
+  // roll-up changing is an input. The other roll-ups (counts, open balance) are not.
+  if (event.type === 'RecordRollupsChanged') return { clients: object === 'billing' ? ids(current?.fields['client']) : [], via: [] };
   const before = event.type === 'RecordUpdated' ? event.data.changes : {};
   const fields = event.type === 'RecordUpdated' ? (current?.fields ?? {}) : event.data.fields;
   const from = (key: string) => before[key]?.from;

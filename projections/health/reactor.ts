@@ -38,7 +38,7 @@ export function healthScoreReactor(deps: ReactorDeps): HealthScoreReactor {
       const recordEvent = upcast(event);
       if (!recordEvent) continue;
       const { workspaceId, object, recordId } = recordEvent.data;
-      const current = recordEvent.type === 'RecordUpdated' ? await deps.readStore.get(workspaceId, object, recordId) : null;
+      const current = recordEvent.type === 'RecordUpdated' || recordEvent.type === 'RecordRollupsChanged' ? await deps.readStore.get(workspaceId, object, recordId) : null;
       const affected = affectedBy(recordEvent, current);
       for (const client of affected.clients) mark(workspaceId, client);
       for (const via of affected.via) {

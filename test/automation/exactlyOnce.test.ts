@@ -64,10 +64,15 @@ describe('playbook automation through kill -9', () => {
       total = (await api.get('/api/v1/playbooks?limit=1')).body.total;
       if (total < CLIENTS) await sleep(100);
     }
-    await sleep(1000);
-    const playbooks: { client: { id: string }; triggerKey: string; taskCount: number }[] = [];
-    for (let offset = 0; offset < CLIENTS + 100; offset += 1000) {
-      playbooks.push(...(await api.get(`/api/v1/playbooks?limit=1000&offset=${offset}`)).body.data);
+    // Task counts are roll-ups, appended by their own reactor once the tasks are in: wait for them.
+    let playbooks: { client: { id: string }; triggerKey: string; taskCount: number }[] = [];
+    for (let i = 0; i < 300; i++) {
+      playbooks = [];
+      for (let offset = 0; offset < CLIENTS + 100; offset += 1000) {
+        playbooks.push(...(await api.get(`/api/v1/playbooks?limit=1000&offset=${offset}`)).body.data);
+      }
+      if (playbooks.every((playbook) => playbook.taskCount === 3)) break;
+      await sleep(100);
     }
     expect(playbooks).toHaveLength(CLIENTS);
     expect(new Set(playbooks.map((playbook) => playbook.client.id)).size).toBe(CLIENTS);
