@@ -110,6 +110,16 @@ describe('csr objects and csr fields', () => {
     expect(await csr.json('fields', 'label', '--workspace', slug, 'onboardingProjects', 'stage', '--label', 'Phase')).toMatchObject({ label: 'Phase' });
   });
 
+  it('every schema change is in the audit export, in log order, with its actor', async () => {
+    const exported = await csr.run('audit', 'export', '--workspace', slug);
+    expect(exported.code).toBe(0);
+    const events = exported.stdout.trim().split('\n').map((line) => JSON.parse(line) as { type: string; actor: { type: string; name: string }; data: Record<string, any> });
+    const schema = events.filter((event) => ['ObjectCreated', 'FieldAdded', 'FieldLabelChanged', 'FieldOptionAdded', 'FieldDeactivated', 'FieldReactivated'].includes(event.type));
+    expect(schema[0]).toMatchObject({ type: 'ObjectCreated', data: { key: 'onboardingProjects' } });
+    expect(schema.map((event) => event.type)).toEqual(expect.arrayContaining(['FieldAdded', 'FieldDeactivated', 'FieldReactivated']));
+    for (const event of schema) expect(event.actor).toMatchObject({ type: 'user' });
+  });
+
   it('csr openapi prints the valid description of the whole workspace', async () => {
     const document = await csr.json<Record<string, any>>('openapi', '--workspace', slug);
     expect(document['info'].version).toBe('1.0.0');
