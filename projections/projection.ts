@@ -1,4 +1,5 @@
 import type { EventFilter, RecordedEvent } from '../src/eventstore/port.js';
+import type { Position } from '../src/eventstore/position.js';
 import type { ReadTransaction } from '../src/readstore/port.js';
 
 /** A projection folds log events into read models; the runner commits each batch with its checkpoint. */
@@ -25,5 +26,14 @@ export interface Projection {
    * one holds the read store's write transaction. A crash between the two replays the batch, so
    * every reaction carries a deterministic key that makes a repeat a no-op.
    */
-  react?(events: RecordedEvent[]): Promise<void>;
+  react?(events: RecordedEvent[], stopped: () => boolean): Promise<Position | null | void>;
+}
+
+/**
+ * Beside its checkpoint, a reactor that returns the position of its last append from `react`
+ * keeps that position: a writer that waits for the reactions to its write (read your writes)
+ * waits for the read models to pass it.
+ */
+export function appendedCheckpoint(reactor: string): string {
+  return `${reactor}.appended`;
 }

@@ -4,7 +4,7 @@ import { RECORD_STREAM_PREFIX, upcast, type RecordEvent } from '../src/events/re
 import { filterKey } from '../src/readstore/filterKey.js';
 import { RECORDS_PROJECTION, type ReadStore, type Values } from '../src/readstore/port.js';
 import { lookups, rollups } from '../src/schema/calculated.js';
-import type { Reactor } from './reactor.js';
+import type { Projection } from './projection.js';
 
 /**
  * Roll-ups as changes of their record (PRODUCT.md "Roll-ups"): for every parent whose children
@@ -35,11 +35,16 @@ interface Ref {
 /** How long to wait for the records projection before looking again (children come from it). */
 const PROJECTION_WAIT_MS = 5_000;
 
-export function rollupReactor(deps: RollupReactorDeps): Reactor {
+export function rollupReactor(deps: RollupReactorDeps): Projection {
   return {
     name: ROLLUPS_REACTOR,
+    version: 1,
+    kind: 'reactor',
     filter: { streamPrefixes: [RECORD_STREAM_PREFIX] },
-    async react(events, stopped) {
+    async apply() {
+      // Nothing to project: the roll-up events are appended by `react`, before the checkpoint.
+    },
+    async react(events, stopped): Promise<Position | null> {
       const dirty = new Map<string, { ref: Ref; cause: RecordedEvent }>();
       let appended: Position | null = null;
       const set = async (ref: Ref, values: Values, initial: Values, cause: RecordedEvent) => {

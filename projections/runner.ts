@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { EventStore } from '../src/eventstore/port.js';
 import { readyBatches } from '../src/eventstore/readyBatches.js';
 import type { ReadStore } from '../src/readstore/port.js';
-import type { Projection } from './projection.js';
+import { appendedCheckpoint, type Projection } from './projection.js';
 import { StatusReporter } from './runnerStatus.js';
 
 /**
@@ -34,10 +34,12 @@ export function startProjection(
         logger.info({ from }, 'projection subscribing');
         subscription = deps.events.subscribeToAll({ from, filter: projection.filter });
         for await (const batch of readyBatches(subscription, MAX_BATCH)) {
-          await projection.react?.(batch);
+          const appended = await projection.react?.(batch, () => stopped);
+          if (stopped) break;
           await deps.readStore.transaction(async (tx) => {
             await projection.apply(tx, batch);
             await tx.setCheckpoint(projection.name, batch.at(-1)!.position);
+            if (appended) await tx.setCheckpoint(appendedCheckpoint(projection.name), appended);
           });
           status.applied(batch.length);
         }

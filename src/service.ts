@@ -5,7 +5,7 @@ import { AutoNumbers } from '../commands/autoNumbers.js';
 import type { CommandDeps } from '../commands/deps.js';
 import { backfillLinkEdges } from '../projections/linkBackfill.js';
 import { startProjector } from '../projections/projector.js';
-import type { RunningProjection } from '../projections/runner.js';
+import { startProjection, type RunningProjection } from '../projections/runner.js';
 import { writeHealthScores } from '../commands/healthScore.js';
 import { firePlaybook } from '../commands/playbook/fire.js';
 import { startReactors } from '../projections/reactors.js';
@@ -13,7 +13,7 @@ import { createWebhookSender, openBackends, type Backends } from './backends.js'
 import type { Config } from './config.js';
 import { Unavailable } from './core/errors.js';
 import { setRollups } from '../commands/rollups.js';
-import { appendedCheckpoint, startReactor } from '../projections/reactor.js';
+import { appendedCheckpoint } from '../projections/projection.js';
 import { rollupReactor, ROLLUPS_REACTOR } from '../projections/rollupReactor.js';
 import { rollupDepthFrom } from './schema/calculated.js';
 import { createLogger } from './core/logger.js';
@@ -72,7 +72,7 @@ export async function startService(
           logger.info('this process runs the projections');
           const deps = { events: backends.events, readStore: backends.readStore, logger };
           const rollups = rollupReactor({ readStore: backends.readStore, setRollups: (target, values, initial, metadata) => setRollups(backends.events, target, values, initial, metadata) });
-          running = [startProjector({ ...deps, catalogues }), startReactor(deps, rollups)];
+          running = [startProjector({ ...deps, catalogues }), startProjection(deps, rollups)];
           // Alongside, not before: the projection writes the edges after the checkpoint it starts from.
           backfillLinkEdges(deps).catch((error: unknown) =>
             logger.error({ err: error }, 'adding the link edges of older records failed; reads as of a past moment may miss children until the next start'),
