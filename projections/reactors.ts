@@ -5,6 +5,7 @@ import { lastDailyPass, recordDailyPass } from './dailyPass.js';
 import { HEALTH_SCORE_REACTOR, healthScoreReactor } from './health/reactor.js';
 import type { Projection } from './projection.js';
 import type { ReactorDeps } from './reactorDeps.js';
+import { ROLLUPS_REACTOR } from './rollupReactor.js';
 import { startProjection, type RunningProjection } from './runner.js';
 
 /**
@@ -19,11 +20,10 @@ export interface ReactorRole extends ReactorDeps {
   dailyCheckMs: number;
 }
 
-/** The reactors by name and stream filter (what a status listing needs without starting them). */
-export const REACTORS: readonly Pick<Projection, 'name' | 'filter'>[] = [
-  { name: AUTOMATION_REACTOR, filter: { streamPrefixes: [RECORD_STREAM_PREFIX] } },
-  { name: HEALTH_SCORE_REACTOR, filter: { streamPrefixes: [RECORD_STREAM_PREFIX] } },
-];
+/** The reactors as a status listing needs them, without starting them (their runners keep the rest). */
+export const REACTORS: readonly Pick<Projection, 'name' | 'filter' | 'kind' | 'version'>[] = [ROLLUPS_REACTOR, AUTOMATION_REACTOR, HEALTH_SCORE_REACTOR].map(
+  (name) => ({ name, kind: 'reactor', version: 1, filter: { streamPrefixes: [RECORD_STREAM_PREFIX] } }),
+);
 
 export function reactorProjections(deps: ReactorDeps) {
   return [automationReactor(deps), healthScoreReactor(deps)];

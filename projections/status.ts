@@ -65,9 +65,12 @@ function rateOf(status: RunnerStatus | undefined, now: number): number {
   return status.eventsPerSecond;
 }
 
+/** What status needs to know of a projection or reactor (no handler: status runs none). */
+type Listed = Pick<Projection, 'name' | 'filter' | 'kind' | 'version'>;
+
 async function row(
   deps: { events: EventStore },
-  projection: Projection,
+  projection: Listed,
   generation: number | null,
   checkpoint: Position | null,
   runner: RunnerStatus | undefined,
@@ -100,7 +103,10 @@ async function row(
   };
 }
 
-export async function projectionStatus(deps: { events: EventStore; readStore: ReadStore }, projections: readonly Projection[]): Promise<StatusReport> {
+export async function projectionStatus(
+  deps: { events: EventStore; readStore: ReadStore },
+  projections: readonly Listed[],
+): Promise<StatusReport> {
   const now = Date.now();
   const [head, generations, runners] = await Promise.all([deps.events.headPosition(), deps.readStore.generations(), deps.readStore.runnerStatuses()]);
   const runner = (name: string) => runners.find((status) => status.name === name);

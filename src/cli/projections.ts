@@ -1,3 +1,4 @@
+import { REACTORS } from '../../projections/reactors.js';
 import { registeredProjections } from '../../projections/registry.js';
 import type { Projection } from '../../projections/projection.js';
 import { Catalogues } from '../schema/catalogues.js';
@@ -37,7 +38,7 @@ export const projections: CliResource = {
       usage: '',
       description: 'each projection: version, generation, state, checkpoint, lag, events/s, last error',
       async run(_args, context) {
-        return withProjections(context, (projections) => projectionStatus(context.backends, projections));
+        return withProjections(context, (projections) => projectionStatus(context.backends, [...projections, ...REACTORS]));
       },
       text: (report: StatusReport) => statusTable(report),
     },

@@ -49,6 +49,10 @@ describe('csr projections status', () => {
     const records = live.projections.find((row) => row.name === 'records')!;
     expect(records).toMatchObject({ state: 'live', generation: 1, version: 1, lagEvents: 0, lagMs: 0, lastError: null, head: live.head });
     expect(records.checkpoint! <= live.head).toBe(true);
+    // The reactors (projections that append) are listed with the same fields.
+    for (const reactor of ['rollups', 'automation', 'health score']) {
+      expect(live.projections.find((row) => row.name === reactor)).toMatchObject({ name: reactor, version: 1, lastError: null });
+    }
     await running.kill('SIGTERM');
 
     // An API without a projector: the write is in the log, its answer a 503 after the visibility wait.
