@@ -46,11 +46,12 @@ export function automationReactor(deps: ReactorDeps): AutomationReactor {
     async apply() {
       // Nothing to project: the reactions are appended by `react`, before the checkpoint.
     },
-    react(events) {
+    react(events, stopped) {
       return serial.run(async () => {
         const clientEvents = events.filter((event) => event.data['object'] === 'clients');
         if (clientEvents.length === 0) return;
-        await awaitRecords(deps.readStore, clientEvents.at(-1)!.position);
+        // A stop ends the wait: the records projection may be stopping too (the batch is read again at the next start).
+        await awaitRecords(deps.readStore, clientEvents.at(-1)!.position, stopped);
         const today = todayUtc(deps.clock());
         const templates = new Map<string, Active[]>();
         for (const event of clientEvents) {

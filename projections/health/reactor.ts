@@ -67,9 +67,9 @@ export function healthScoreReactor(deps: ReactorDeps): HealthScoreReactor {
     async apply() {
       // Nothing to project: the reactions are appended by `react`, before the checkpoint.
     },
-    react(events) {
+    react(events, stopped) {
       return serial.run(async () => {
-        await awaitRecords(deps.readStore, events.at(-1)!.position);
+        await awaitRecords(deps.readStore, events.at(-1)!.position, stopped);
         for (const [workspaceId, clients] of await clientsOf(events)) await recompute(workspaceId, clients);
       });
     },
