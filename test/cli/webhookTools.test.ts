@@ -1,12 +1,12 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyWebhook } from '../../src/webhooks/signature.js';
 import { csrTool } from '../support/cli.js';
-import { spawnServer, type ServerProcess } from '../support/process.js';
-import { startReceiver, RECEIVER_CA_FILE, type Receiver } from '../support/receiver.js';
-import { client } from '../support/service.js';
+import { startCliServer, type CliServer } from '../support/cliServer.js';
+import { RECEIVER_CA_FILE, type Receiver } from '../support/receiver.js';
+import type { client } from '../support/service.js';
 
 /**
  * The webhook consumers' tools of issue 29 (`csr webhooks resend`, `recover`), run as an operator
@@ -18,7 +18,6 @@ const ENV = { WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true', WEBHOOK_CA_FILE: RECEIVER_C
 const dataDir = mkdtempSync(join(tmpdir(), 'csr-cli-webhook-tools-'));
 const csr = csrTool(dataDir, ENV);
 let receiver: Receiver;
-let server: ServerProcess;
 let slug: string;
 let api: ReturnType<typeof client>;
 
@@ -37,19 +36,15 @@ interface Shown {
   originalId: number | null;
 }
 
+let harness: CliServer;
+
 beforeAll(async () => {
-  receiver = await startReceiver();
-  server = await spawnServer({ DATA_DIR: dataDir, LOG_LEVEL: 'info', ...ENV });
-  slug = `tools-${Date.now()}`;
-  await csr.json('workspaces', 'create', slug);
-  const { key } = await csr.json<{ key: string }>('keys', 'create', '--workspace', slug, '--name', 'Tools');
-  api = client(server.url, key);
+  harness = await startCliServer(csr, dataDir, ENV, 'Tools');
+  ({ receiver, slug, api } = harness);
 });
 
 afterAll(async () => {
-  await server?.kill();
-  await receiver?.close();
-  rmSync(dataDir, { recursive: true, force: true });
+  await harness?.close();
 });
 
 describe('csr webhooks resend', () => {

@@ -1,11 +1,12 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkWebhook } from '../../src/webhooks/signature.js';
 import { csrTool } from '../support/cli.js';
+import { startCliServer, type CliServer } from '../support/cliServer.js';
 import { spawnServer, type ServerProcess } from '../support/process.js';
-import { startReceiver, RECEIVER_CA_FILE, type Receiver } from '../support/receiver.js';
+import { RECEIVER_CA_FILE, type Receiver } from '../support/receiver.js';
 import { client } from '../support/service.js';
 
 /**
@@ -31,19 +32,16 @@ interface Created {
   secret: string;
 }
 
+let harness: CliServer;
+
 beforeAll(async () => {
-  receiver = await startReceiver();
-  server = await spawnServer({ DATA_DIR: dataDir, LOG_LEVEL: 'info', ...ENV });
-  slug = `acme-${Date.now()}`;
-  await csr.json('workspaces', 'create', slug);
-  const { key } = await csr.json<{ key: string }>('keys', 'create', '--workspace', slug, '--name', 'Zapier');
-  api = client(server.url, key);
+  harness = await startCliServer(csr, dataDir, ENV, 'Zapier');
+  ({ receiver, server, slug, api } = harness);
 });
 
 afterAll(async () => {
-  await server?.kill();
-  await receiver?.close();
-  rmSync(dataDir, { recursive: true, force: true });
+  await server?.kill(); // the one a test restarted, if it did
+  await harness?.close();
 });
 
 describe('csr webhooks', () => {
