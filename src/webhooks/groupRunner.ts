@@ -43,9 +43,13 @@ export function runGroup(options: GroupRunnerOptions): GroupRunner {
 
   const run = async () => {
     for (let attempt = 0; !stopped; ) {
-      const subscription = options.open();
-      current = subscription;
+      let subscription: PersistentSubscription | null = null;
       try {
+        // Inside the try: joining the group can fail too (e.g. a store busy while the server's
+        // threads open it), and must then be tried again like a dropped subscription, not end
+        // the fan-out for good.
+        subscription = options.open();
+        current = subscription;
         for await (const batch of readyBatches(subscription, options.maxBatch)) {
           attempt = 0;
           await options.handle(batch);
@@ -57,7 +61,7 @@ export function runGroup(options: GroupRunnerOptions): GroupRunner {
         options.logger.error({ err: error, attempt }, 'the webhook subscription failed; reconnecting (webhooks are not sent until it is back)');
       } finally {
         current = null;
-        await subscription.close().catch(() => undefined);
+        await subscription?.close().catch(() => undefined);
       }
       await pause(retryDelayMs(attempt++, options.reconnect ?? RECONNECT));
     }

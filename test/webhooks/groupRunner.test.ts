@@ -63,4 +63,26 @@ describe('runGroup', () => {
     await runner.stop();
     expect(runner.ready()).toBe(false);
   });
+
+  it('tries again when joining the group itself fails (a store busy at start), instead of giving up for good', async () => {
+    const errors: string[] = [];
+    const logger = pino({ level: 'error' }, { write: (line: string) => void errors.push(JSON.parse(line).msg) });
+    const handled: string[] = [];
+    let attempts = 0;
+    const runner = runGroup({
+      open: () => {
+        attempts++;
+        if (attempts === 1) throw new Error('SQLITE_BUSY: database is locked');
+        return scripted({ fails: false, events: ['a'] });
+      },
+      handle: async (batch) => void handled.push(...batch.map((item) => item.event.id)),
+      maxBatch: 10,
+      logger,
+      reconnect: { initialMs: 50, maxMs: 500 },
+    });
+    await until(() => handled.includes('a'), 5_000);
+    expect(attempts).toBe(2);
+    expect(errors.filter((message) => /subscription failed; reconnecting/.test(message))).toHaveLength(1);
+    await runner.stop();
+  });
 });
