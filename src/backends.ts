@@ -15,6 +15,8 @@ import { openSqliteSetupStore } from './setup/sqlite/index.js';
 import { createHttpsSender, type WebhookSender } from './webhooks/httpsSender.js';
 import type { WebhookStore } from './webhooks/port.js';
 import { openSqliteWebhookStore } from './webhooks/sqlite/index.js';
+import { withPrivacy } from './privacy/index.js';
+import { openSqliteKeyStore } from './privacy/sqlite/index.js';
 
 /**
  * The one place that chooses adapters: the embedded store (SQLite files in DATA_DIR) by default,
@@ -54,14 +56,18 @@ export function embeddedFiles(dataDir: string): Record<'events' | 'readStore' | 
 
 export async function openBackends(config: Config, logger?: Logger): Promise<Backends> {
   const urls = productionUrls(config);
-  if (urls) return openProductionBackends(urls.eventStore, urls.mongoDb, logger);
+  if (urls) return openProductionBackends(config, urls.eventStore, urls.mongoDb, logger);
   const files = embeddedFiles(config.dataDir);
   try {
     mkdirSync(config.dataDir, { recursive: true });
   } catch (error) {
     throw new Error(`cannot use DATA_DIR=${resolve(config.dataDir)} for the store: ${(error as Error).message} (it must be a folder this user can write)`);
   }
-  const events = openSqliteEventStore({ path: files.events });
+  const stored = openSqliteEventStore({ path: files.events });
+  const events = await withPrivacy(stored, openSqliteKeyStore({ path: files.events }), config).catch(async (error: unknown) => {
+    await stored.close();
+    throw error;
+  });
   const readStore = openSqliteReadStore({ path: files.readStore });
   const setup = openSqliteSetupStore({ path: files.setup });
   const webhooks = openSqliteWebhookStore({ path: files.webhooks });
@@ -83,10 +89,10 @@ export async function openBackends(config: Config, logger?: Logger): Promise<Bac
 }
 
 /** EventStoreDB for the log, MongoDB (a replica set: projections commit in transactions) for the rest. */
-async function openProductionBackends(eventStoreUrl: string, mongoDbUrl: string, logger?: Logger): Promise<Backends> {
+async function openProductionBackends(config: Config, eventStoreUrl: string, mongoDbUrl: string, logger?: Logger): Promise<Backends> {
   // Loaded only here: their clients take a noticeable share of a second to load, which every
   // embedded start and every `csr` command would pay (docs/performance.md).
-  const [{ openEventStoreDb }, { mongoDatabase, openMongoReadStore }, { keepLease }, { openMongoSetupStore }, { openMongoWebhookStore }, { openMongoIdempotencyStore }] =
+  const [{ openEventStoreDb }, { mongoDatabase, openMongoReadStore }, { keepLease }, { openMongoSetupStore }, { openMongoWebhookStore }, { openMongoIdempotencyStore }, { openMongoKeyStore }] =
     await Promise.all([
       import('./eventstore/eventstoredb/index.js'),
       import('./readstore/mongodb/index.js'),
@@ -94,9 +100,10 @@ async function openProductionBackends(eventStoreUrl: string, mongoDbUrl: string,
       import('./setup/mongodb/index.js'),
       import('./webhooks/mongodb/index.js'),
       import('./idempotency/mongodb/index.js'),
+      import('./privacy/mongodb/index.js'),
     ]);
-  const events = openEventStoreDb({ connectionString: eventStoreUrl, ...(logger ? { logger } : {}) });
   const { client, db } = await mongoDatabase({ url: mongoDbUrl });
+  const events = await withPrivacy(openEventStoreDb({ connectionString: eventStoreUrl, ...(logger ? { logger } : {}) }), await openMongoKeyStore({ client }), config);
   const readStore = await openMongoReadStore({ client });
   const setup = await openMongoSetupStore({ client });
   const webhooks = await openMongoWebhookStore({ client });

@@ -1,0 +1,61 @@
+import type Database from 'better-sqlite3';
+import { openSqliteFile } from '../../sqlite/file.js';
+import type { KeyStore } from '../port.js';
+
+/**
+ * Data keys in a table of the embedded log's own file (events.db), so that a backup of the log
+ * carries its keys. Commits are fsynced: a key cannot be rebuilt, and its events are appended
+ * only after it is durable.
+ */
+
+const SCHEMA = `
+  CREATE TABLE IF NOT EXISTS data_keys (id TEXT PRIMARY KEY, wrapped BLOB NOT NULL) WITHOUT ROWID;
+  CREATE TABLE IF NOT EXISTS data_key_meta (name TEXT PRIMARY KEY, value BLOB NOT NULL) WITHOUT ROWID;
+`;
+
+const CHUNK = 500;
+
+export function openSqliteKeyStore(options: { path: string }): KeyStore {
+  const db: Database.Database = openSqliteFile(options.path, { synchronous: 'FULL' });
+  // Deleted keys are overwritten with zeros in the file, not only unlinked from the b-tree.
+  db.pragma('secure_delete = ON');
+  db.exec(SCHEMA);
+  const insert = db.prepare<[string, Buffer]>('INSERT OR IGNORE INTO data_keys (id, wrapped) VALUES (?, ?)');
+  const select = db.prepare<[string], { wrapped: Buffer }>('SELECT wrapped FROM data_keys WHERE id = ?');
+  const remove = db.prepare<[string]>('DELETE FROM data_keys WHERE id = ?');
+  const getMeta = db.prepare<[string], { value: Buffer }>('SELECT value FROM data_key_meta WHERE name = ?');
+  const setMeta = db.prepare<[string, Buffer]>('INSERT OR IGNORE INTO data_key_meta (name, value) VALUES (?, ?)');
+  const create = db.transaction((id: string, wrapped: Buffer) => {
+    insert.run(id, wrapped);
+    return select.get(id)!.wrapped;
+  });
+  const removeAll = db.transaction((ids: readonly string[]) => ids.reduce((count, id) => count + remove.run(id).changes, 0));
+  return {
+    async create(id, wrapped) {
+      return create.immediate(id, wrapped);
+    },
+    async getMany(ids) {
+      const found = new Map<string, Buffer>();
+      for (const id of ids) {
+        const row = select.get(id);
+        if (row) found.set(id, row.wrapped);
+      }
+      return found;
+    },
+    async delete(ids) {
+      let count = 0;
+      for (let i = 0; i < ids.length; i += CHUNK) count += removeAll.immediate(ids.slice(i, i + CHUNK));
+      return count;
+    },
+    async masterCheck() {
+      return getMeta.get('master-check')?.value ?? null;
+    },
+    async setMasterCheck(sealed) {
+      setMeta.run('master-check', sealed);
+      return getMeta.get('master-check')!.value;
+    },
+    async close() {
+      db.close();
+    },
+  };
+}
