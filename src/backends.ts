@@ -17,6 +17,7 @@ import type { WebhookStore } from './webhooks/port.js';
 import { openSqliteWebhookStore } from './webhooks/sqlite/index.js';
 import { withPrivacy } from './privacy/index.js';
 import { openSqliteKeyStore } from './privacy/sqlite/index.js';
+import { truncateWal } from './sqlite/file.js';
 
 /**
  * The one place that chooses adapters: the embedded store (SQLite files in DATA_DIR) by default,
@@ -35,6 +36,8 @@ export interface Backends {
    * projector commits batches and checkpoint together, so a second one only replays no-ops.
    */
   whileSoleProjector(start: () => void, stop: () => Promise<void>): { stop(): Promise<void> };
+  /** After an erasure: leaves no old page of the store files on disk (the embedded store's WALs). */
+  scrub(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -82,6 +85,11 @@ export async function openBackends(config: Config, logger?: Logger): Promise<Bac
       start();
       return { stop };
     },
+    async scrub() {
+      const stuck: string[] = [];
+      for (const path of Object.values(files)) if (!(await truncateWal(path))) stuck.push(path);
+      if (stuck.length > 0) throw new Error(`an erasure could not checkpoint ${stuck.length} store file(s) while other readers held them; run csr privacy erase again`);
+    },
     async close() {
       await Promise.all([events.close(), readStore.close(), setup.close(), webhooks.close(), idempotency.close()]);
     },
@@ -124,6 +132,8 @@ async function openProductionBackends(config: Config, eventStoreUrl: string, mon
       });
       return { stop: () => keeper.stop() };
     },
+    // MongoDB and EventStoreDB keep their own files; what they leave on disk is theirs to manage (docs/privacy.md).
+    async scrub() {},
     async close() {
       await Promise.all([events.close(), readStore.close(), setup.close(), webhooks.close(), idempotency.close()]);
       await client.close();

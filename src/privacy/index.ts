@@ -4,6 +4,9 @@ import { loadMasterKey, masterKeyPath } from './masterKey.js';
 import type { KeyStore } from './port.js';
 import { privateEvents, type PersonalFields, type PrivateEventStore } from './privateEvents.js';
 import { Vault } from './vault.js';
+import { personalOf } from './personal.js';
+
+export { personalOf };
 
 /**
  * Personal data in the log (docs/privacy.md): the event store wrapped so that personal fields are
@@ -31,18 +34,4 @@ export async function withPrivacy(stored: EventStore, keys: KeyStore, options: P
     if (watching) await catalogues.close();
     await keys.close();
   });
-}
-
-const NONE: ReadonlySet<string> = new Set();
-const cache = new WeakMap<object, ReadonlySet<string>>();
-
-/** The keys of an object's personal fields, active or not (an inactive field's old values are personal too). */
-export function personalOf(def: { fields: readonly { key: string; personal?: boolean }[]; inactiveFields?: readonly { key: string; personal?: boolean }[] } | undefined): ReadonlySet<string> {
-  if (!def) return NONE;
-  let found = cache.get(def);
-  if (!found) {
-    found = new Set([...def.fields, ...(def.inactiveFields ?? [])].filter((field) => field.personal).map((field) => field.key));
-    cache.set(def, found);
-  }
-  return found;
 }
