@@ -48,6 +48,8 @@ export interface ErasureResult {
   /** Records already erased (nothing to do for them). */
   alreadyErased: LinkedRecord[];
   erasedAt: string | null;
+  /** How long the erasure took, in milliseconds. */
+  tookMs: number;
 }
 
 interface Target extends LinkedRecord {
@@ -73,6 +75,8 @@ export function inspect(events: RecordedEvent[], personal: ReadonlySet<string> |
 }
 
 export async function eraseContacts(deps: ErasureDeps, request: EraseRequest): Promise<ErasureResult> {
+  const started = performance.now();
+  const took = () => Math.round(performance.now() - started);
   const stored = storedEvents(deps.events);
   const { workspaceId, catalogue } = { workspaceId: request.workspaceId, catalogue: deps.catalogue };
   for (const id of request.contactIds) {
@@ -97,7 +101,7 @@ export async function eraseContacts(deps: ErasureDeps, request: EraseRequest): P
   const keys = await deps.events.vault.existingKeys(targets.map((target) => target.id));
   const due = targets.filter((target) => keys.has(target.id));
   const already = targets.filter((target) => !keys.has(target.id)).map(({ object, id }) => ({ object, id }));
-  if (due.length === 0) return { contacts: request.contactIds, erased: [], alreadyErased: already, erasedAt: null };
+  if (due.length === 0) return { contacts: request.contactIds, erased: [], alreadyErased: already, erasedAt: null, tookMs: took() };
 
   const order = (object: string, fields: Set<string>) => [...personalOf(catalogue.object(object))].filter((key) => fields.has(key));
   const actionId = randomUUID();
@@ -120,6 +124,6 @@ export async function eraseContacts(deps: ErasureDeps, request: EraseRequest): P
   if (last) await deps.waitVisible(last);
   await deps.webhooks.redactPayloads(workspaceId, due.map((target) => target.id), [...new Set(erased.flatMap((record) => record.fields))]);
   await deps.scrub();
-  return { contacts: request.contactIds, erased, alreadyErased: already, erasedAt };
+  return { contacts: request.contactIds, erased, alreadyErased: already, erasedAt, tookMs: took() };
 }
 
