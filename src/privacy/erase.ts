@@ -9,6 +9,8 @@ import { everLinked, linkingObjects, type LinkedRecord } from './linked.js';
 import { personalOf } from './personal.js';
 import { storedEvents, type PrivateEventStore } from './privateEvents.js';
 import { isSealed } from './vault.js';
+import { sealData } from './sealing.js';
+import { hashOf } from '../eventstore/chain.js';
 
 /**
  * `csr privacy erase` (docs/privacy.md): crypto-shredding. The data keys of the contacts and of
@@ -74,6 +76,31 @@ export function inspect(events: RecordedEvent[], personal: ReadonlySet<string> |
   return { sealed, legacy };
 }
 
+/**
+ * Re-encrypts a record's events written before encryption under its data key, so that deleting
+ * the key erases them too. Only events the audit chain does not cover (written before it) can be
+ * rewritten; plaintext in a chained event is refused, as editing it would break the chain.
+ */
+async function rewriteLegacy(deps: ErasureDeps, target: Target, personal: ReadonlySet<string>): Promise<void> {
+  const stored = storedEvents(deps.events);
+  const events = await stored.readStream(recordStream(target.id));
+  const chained = events.filter((event) => hashOf(event.metadata) !== null && inspect([event], personal).legacy.size > 0);
+  if (chained.length > 0) {
+    throw new ValidationFailed(
+      `--rewrite-legacy: ${target.object} ${target.id} holds personal values written before encryption in events the audit chain covers; ` +
+        're-encrypting them would break the chain, so nothing was erased (docs/privacy.md)',
+    );
+  }
+  const key = await deps.events.vault.keyFor(target.id);
+  try {
+    await stored.rewriteUnchained(recordStream(target.id), (event) => (inspect([event], personal).legacy.size > 0 ? sealData(event.type, event.data, personal, key) : null));
+  } catch (error) {
+    if (error instanceof ValidationFailed) throw new ValidationFailed(`--rewrite-legacy refused: ${error.message}; nothing was erased`);
+    throw error;
+  }
+  target.sealed = new Set([...target.sealed, ...target.legacy]);
+}
+
 export async function eraseContacts(deps: ErasureDeps, request: EraseRequest): Promise<ErasureResult> {
   const started = performance.now();
   const took = () => Math.round(performance.now() - started);
@@ -96,7 +123,7 @@ export async function eraseContacts(deps: ErasureDeps, request: EraseRequest): P
         'nothing was erased. Run again with --rewrite-legacy to re-encrypt their old events first (embedded store only)',
     );
   }
-  if (legacy.length > 0) throw new ValidationFailed('--rewrite-legacy: this store cannot rewrite its events (the event log is append-only here); nothing was erased');
+  for (const target of legacy) await rewriteLegacy(deps, target, personalOf(catalogue.object(target.object)));
 
   const keys = await deps.events.vault.existingKeys(targets.map((target) => target.id));
   const due = targets.filter((target) => keys.has(target.id));

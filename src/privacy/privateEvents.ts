@@ -84,6 +84,7 @@ export function privateEvents(stored: EventStore, vault: Vault, personalFields: 
     },
     replayParked: (group) => stored.replayParked(group),
     headPosition: () => stored.headPosition(),
+    rewriteUnchained: (stream, rewrite) => stored.rewriteUnchained(stream, rewrite),
     async close() {
       await onClose?.();
       await stored.close();

@@ -1,4 +1,4 @@
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -7,6 +7,7 @@ import { csrTool } from '../support/cli.js';
 import { spawnServer, type ServerProcess } from '../support/process.js';
 import { RECEIVER_CA_FILE, startReceiver, type Receiver } from '../support/receiver.js';
 import { client } from '../support/service.js';
+import { filesHolding as filesInDataDir } from '../support/dataDirScan.js';
 
 /**
  * Issue 32, "Done when": a contact with 50 revisions, two conversations that link (or linked) it
@@ -33,19 +34,7 @@ let survey: string;
 let before: string;
 let erasedOnce = false;
 
-/** Every file under DATA_DIR that holds `needle` (as UTF-8 bytes). */
-function filesHolding(needle: string): string[] {
-  const found: string[] = [];
-  const walk = (dir: string) => {
-    for (const name of readdirSync(dir)) {
-      const path = join(dir, name);
-      if (statSync(path).isDirectory()) walk(path);
-      else if (readFileSync(path).includes(Buffer.from(needle, 'utf8'))) found.push(path);
-    }
-  };
-  walk(dataDir);
-  return found;
-}
+const filesHolding = (needle: string) => filesInDataDir(dataDir, needle);
 
 beforeAll(async () => {
   receiver = await startReceiver();
