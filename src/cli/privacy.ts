@@ -85,6 +85,7 @@ export const privacy: CliResource = {
         const which = oneOf(values);
         const contactIds = which.contact ? [which.contact] : await contactsWithEmail(ctx, which.email!);
         if (contactIds.length === 0) throw new NotFound(`no contact with the email ${which.email} in this workspace`);
+        const alsoRecords = (await findPerson(ctx, which)).filter((record) => record.why.startsWith('field '));
         return eraseContacts(
           {
             events: context.backends.events as PrivateEventStore,
@@ -93,7 +94,7 @@ export const privacy: CliResource = {
             waitVisible: (position) => context.records().commands.waitVisible(position),
             scrub: () => context.backends.scrub(),
           },
-          { workspaceId: ctx.workspaceId, contactIds, reason: stringOption(values, 'reason') ?? null, actor: cliActor(), rewriteLegacy: values['rewrite-legacy'] === true },
+          { workspaceId: ctx.workspaceId, contactIds, reason: stringOption(values, 'reason') ?? null, actor: cliActor(), alsoRecords, rewriteLegacy: values['rewrite-legacy'] === true },
         );
       },
       text: erasureText as (result: never) => string,

@@ -34,6 +34,8 @@ export interface EraseRequest {
   contactIds: string[];
   reason: string | null;
   actor: Actor;
+  /** Other records holding the person's data (personal custom fields naming them): erased alike. */
+  alsoRecords?: LinkedRecord[];
   /** Re-encrypt events written before encryption (embedded store only); refused otherwise. */
   rewriteLegacy?: boolean;
 }
@@ -112,7 +114,9 @@ export async function eraseContacts(deps: ErasureDeps, request: EraseRequest): P
   }
   const linked = await everLinked(stored, workspaceId, linkingObjects(catalogue), new Set(request.contactIds));
   const targets: Target[] = [];
-  for (const record of [...request.contactIds.map((id) => ({ object: 'contacts', id })), ...linked]) {
+  const linkedIds = new Set(linked.map((record) => record.id));
+  const also = (request.alsoRecords ?? []).filter((record) => !linkedIds.has(record.id) && !request.contactIds.includes(record.id));
+  for (const record of [...request.contactIds.map((id) => ({ object: 'contacts', id })), ...linked, ...also]) {
     const personal = personalOf(catalogue.object(record.object));
     targets.push({ ...record, ...inspect(await stored.readStream(recordStream(record.id)), personal) });
   }

@@ -31,6 +31,7 @@ let contact: string;
 let kept: string;
 const conversations: string[] = [];
 let survey: string;
+let ownedClient: string;
 let before: string;
 let erasedOnce = false;
 
@@ -42,6 +43,7 @@ beforeAll(async () => {
   receiver.on('/down', () => (erasedOnce ? 204 : 500));
   ({ slug } = await csr.json<{ slug: string }>('workspaces', 'create', 'privacy'));
   ({ key } = await csr.json<{ key: string }>('keys', 'create', '--workspace', slug, '--name', 'crm'));
+  await csr.json('fields', 'add', '--workspace', slug, 'clients', 'ownerEmail', '--format', 'text', '--personal');
   await csr.json('webhooks', 'create', '--workspace', slug, '--name', 'up', '--url', `${receiver.origin}/up`);
   await csr.json('webhooks', 'create', '--workspace', slug, '--name', 'down', '--url', `${receiver.origin}/down`, '--objects', 'contacts');
   server = await spawnServer({ DATA_DIR: dataDir, ...ENV });
@@ -65,6 +67,9 @@ beforeAll(async () => {
   const answered = await api.post('/api/v1/surveys', { type: 'NPS', score: 9, date: '2026-05-02', contact, comment: `Great, mail me at ${EMAIL}` });
   expect(answered.status).toBe(201);
   survey = answered.body.ids[0];
+  const owned = await api.post('/api/v1/clients', { name: 'Owned Inc', ownerEmail: EMAIL, industry: 'Retail' });
+  expect(owned.status).toBe(201);
+  ownedClient = owned.body.ids[0];
   await receiver.waitFor('/up', (requests) => requests.some((r) => r.body?.event === 'surveys.created'), 20_000);
   before = new Date().toISOString();
   await new Promise((resolve) => setTimeout(resolve, 20));
@@ -87,13 +92,20 @@ describe('csr privacy', () => {
     expect(rows.map((row) => row.data).join('\n')).not.toContain(EMAIL);
     expect(rows.map((row) => row.data).join('\n')).not.toContain(PHONE);
     expect(rows.map((row) => row.data).join('\n')).not.toContain('Erasable');
+    const log2 = new Sqlite(join(dataDir, 'events.db'), { readonly: true });
+    const clientRow = log2.prepare('SELECT data FROM events WHERE stream = ?').get(`record-${ownedClient}`) as { data: string };
+    log2.close();
+    // A custom field marked --personal is sealed too; the client's other fields are not.
+    expect(clientRow.data).not.toContain(EMAIL);
+    expect(clientRow.data).toContain('Owned Inc');
     // The read models hold plaintext (they are rebuilt from the log): the scan below can find it.
     expect(filesHolding(EMAIL).length).toBeGreaterThan(0);
   });
 
   it('finds and exports everything held about the person', async () => {
     const found = await csr.json<{ object: string; id: string }[]>('privacy', 'find', '--workspace', slug, '--email', EMAIL.toUpperCase());
-    expect(found.map((record) => record.id).sort()).toEqual([contact, ...conversations, survey].sort());
+    expect(found.map((record) => record.id).sort()).toEqual([contact, ...conversations, survey, ownedClient].sort());
+    expect(found.find((record) => record.id === ownedClient)).toMatchObject({ object: 'clients', why: 'field ownerEmail holds the email' });
     const exported = await csr.json<{ records: { id: string; record: Record<string, unknown>; history: unknown[] }[] }>('privacy', 'export', '--workspace', slug, '--contact', contact);
     expect(exported.records.find((record) => record.id === contact)!.record).toMatchObject({ email: EMAIL });
     expect(exported.records.find((record) => record.id === contact)!.history).toHaveLength(50);
@@ -106,7 +118,7 @@ describe('csr privacy', () => {
     const result = await csr.json<{ erased: { object: string; id: string; fields: string[] }[]; erasedAt: string }>('privacy', 'erase', '--workspace', slug, '--contact', contact, '--reason', 'GDPR request 42');
     erasedOnce = true;
     const returnedAt = Date.now();
-    expect(result.erased.map((record) => record.id).sort()).toEqual([contact, ...conversations, survey].sort());
+    expect(result.erased.map((record) => record.id).sort()).toEqual([contact, ...conversations, survey, ownedClient].sort());
     expect(result.erased.find((record) => record.id === contact)!.fields).toEqual(['firstName', 'lastName', 'email', 'phone', 'notes']);
 
     // Nothing left on disk the moment the command returns.
@@ -120,6 +132,7 @@ describe('csr privacy', () => {
     expect((await api.get(`/api/v1/contacts/${contact}?as_of=${before}`)).body.data).toMatchObject({ email: null, phone: null, role: 'Buyer 48' });
     for (const id of conversations) expect((await api.get(`/api/v1/conversations/${id}`)).body.data).toMatchObject({ from: null, content: null });
     expect((await api.get(`/api/v1/surveys/${survey}`)).body.data).toMatchObject({ comment: null, score: 9 });
+    expect((await api.get(`/api/v1/clients/${ownedClient}`)).body.data).toMatchObject({ ownerEmail: null, name: 'Owned Inc', industry: 'Retail' });
 
     const history = (await api.get(`/api/v1/contacts/${contact}/history?limit=100`)).body.data as { event: string; erased?: string[]; changes: Record<string, unknown> }[];
     expect(history).toHaveLength(51);
@@ -137,7 +150,7 @@ describe('csr privacy', () => {
     expect(audit.stdout).not.toContain(EMAIL);
     expect(audit.stdout).not.toContain(PHONE);
     const erasedLines = audit.stdout.split('\n').filter((line) => line.includes('RecordErased'));
-    expect(erasedLines).toHaveLength(4);
+    expect(erasedLines).toHaveLength(5);
     expect(erasedLines.join('\n')).toContain('GDPR request 42');
 
     // Consumers are told: <object>.updated from the app with the fields null; retried deliveries carry null too.
@@ -164,7 +177,7 @@ describe('csr privacy', () => {
 
   it('a backup made before the erasure, restored with the ledger, keeps the person erased; a rebuild agrees', async () => {
     const ledger = await csr.json<{ recordId: string; erasedAt: string }[]>('privacy', 'erasures', '--workspace', slug);
-    expect(ledger.map((entry) => entry.recordId).sort()).toEqual([contact, ...conversations, survey].sort());
+    expect(ledger.map((entry) => entry.recordId).sort()).toEqual([contact, ...conversations, survey, ownedClient].sort());
     expect(JSON.stringify(ledger)).not.toContain(EMAIL);
     const ledgerFile = join(elsewhere, 'ledger.json');
     writeFileSync(ledgerFile, JSON.stringify(ledger));
@@ -172,7 +185,7 @@ describe('csr privacy', () => {
     await server!.kill('SIGTERM');
     server = undefined;
     const restored = await csr.json<{ reapplied: number }>('restore', join(elsewhere, 'before.tar'), '--reapply-erasures', ledgerFile);
-    expect(restored.reapplied).toBe(4);
+    expect(restored.reapplied).toBe(5);
     expect(filesHolding(EMAIL)).toEqual([]);
     expect(filesHolding(PHONE)).toEqual([]);
     server = await spawnServer({ DATA_DIR: dataDir, ...ENV });
