@@ -41,16 +41,19 @@ async function main(): Promise<void> {
   // The same fields as a contact, none of them personal, on an object without reactors (clients have the health score).
   csr(dataDir, 'objects', 'create', '--workspace', 'bench', 'plainPeople', '--name', 'Plain people');
   for (const field of ['firstName', 'lastName', 'email', 'phone', 'notes']) csr(dataDir, 'fields', 'add', '--workspace', 'bench', 'plainPeople', field, '--format', 'text');
+  // And the same object with those fields marked personal: the cost of sealing alone.
+  csr(dataDir, 'objects', 'create', '--workspace', 'bench', 'sealedPeople', '--name', 'Sealed people');
+  for (const field of ['firstName', 'lastName', 'email', 'phone', 'notes']) csr(dataDir, 'fields', 'add', '--workspace', 'bench', 'sealedPeople', field, '--format', 'text', '--personal');
   const server = await spawnServer('dist/src/main.js', { DATA_DIR: dataDir });
   try {
-    const cpu = { contacts: 0, clients: 0, plainPeople: 0 };
+    const cpu = { contacts: 0, clients: 0, plainPeople: 0, sealedPeople: 0 };
     let n = 0;
     // One warm-up round of each, not counted.
     await post(server.url, key, '/api/v1/clients', Array.from({ length: 100 }, () => clientBody(n++)));
     await post(server.url, key, '/api/v1/contacts', Array.from({ length: 100 }, () => contactBody(n++)));
     for (let round = 0; round < ROUNDS; round++) {
-      const kinds = ['contacts', 'clients', 'plainPeople'] as const;
-      for (const kind of [...kinds.slice(round % 3), ...kinds.slice(0, round % 3)]) {
+      const kinds = ['contacts', 'clients', 'plainPeople', 'sealedPeople'] as const;
+      for (const kind of [...kinds.slice(round % 4), ...kinds.slice(0, round % 4)]) {
         const bodies = Array.from({ length: PER_ROUND }, () => (kind === 'contacts' ? contactBody(n++) : kind === 'clients' ? clientBody(n++) : { name: `Plain ${n}`, ...contactBody(n++) }));
         const before = treeCpuMs(server.child.pid!)!;
         await post(server.url, key, `/api/v1/${kind}`, bodies);
@@ -61,9 +64,11 @@ async function main(): Promise<void> {
     const contactUs = (cpu.contacts / count) * 1000;
     const clientUs = (cpu.clients / count) * 1000;
     const plainUs = (cpu.plainPeople / count) * 1000;
+    const sealedUs = (cpu.sealedPeople / count) * 1000;
     console.log(
       `POST CPU per record (server process tree, ${count} each, ${ROUNDS} rotating rounds): contact ${contactUs.toFixed(0)} µs, client ${clientUs.toFixed(0)} µs, ` +
-        `custom object with the contact's fields unmarked ${plainUs.toFixed(0)} µs; contact/client ${(contactUs / clientUs).toFixed(3)}, contact/unmarked ${(contactUs / plainUs).toFixed(3)}`,
+        `custom object with the contact's fields unmarked ${plainUs.toFixed(0)} µs; contact/client ${(contactUs / clientUs).toFixed(3)}, contact/unmarked ${(contactUs / plainUs).toFixed(3)}; ` +
+        `the custom object marked personal ${sealedUs.toFixed(0)} µs, marked/unmarked ${(sealedUs / plainUs).toFixed(3)}`,
     );
 
     const created = await fetch(`${server.url}/api/v1/contacts`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(contactBody(n++)) });

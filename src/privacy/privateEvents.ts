@@ -1,6 +1,7 @@
 import type { AppendGroup, EventStore, NewEvent, PersistentEvent, PersistentSubscription, RecordedEvent, StreamAppend, Subscription } from '../eventstore/port.js';
 
 import { STORED_DATA } from '../eventstore/chain.js';
+import { RECORD_ERASED } from '../events/records.js';
 import { hasSealed, holdsPersonal, openData, recordIdOf, sealData } from './sealing.js';
 import type { Vault } from './vault.js';
 
@@ -27,7 +28,7 @@ export function privateEvents(stored: EventStore, vault: Vault, personalFields: 
     if (typeof workspaceId !== 'string' || typeof object !== 'string' || recordIdOf(data) === null) return event;
     const personal = await personalFields(workspaceId, object);
     if (!holdsPersonal(event.type, data, personal)) return event;
-    const key = await vault.keyFor(recordIdOf(data)!);
+    const key = await vault.keyFor(recordIdOf(data)!, event.type === 'RecordCreated');
     return { ...event, data: sealData(event.type, data, personal, key) };
   };
   const sealAppend = async (append: StreamAppend): Promise<StreamAppend> => ({ ...append, events: await Promise.all(append.events.map(sealEvent)) });
@@ -42,7 +43,15 @@ export function privateEvents(stored: EventStore, vault: Vault, personalFields: 
       hasSealed(event.type, event.data) ? { ...event, data: openData(event.type, event.data, keys.get(recordIdOf(event.data)!)), [STORED_DATA]: event.data } : event,
     );
   };
-  const openOne = async (event: RecordedEvent): Promise<RecordedEvent> => (hasSealed(event.type, event.data) ? (await openAll([event]))[0]! : event);
+  // Several subscribers of one process (projector, reactors, webhook fan-out) read the same new
+  // events: each is opened once. An erasure drops its record's entries, so no subscriber reads a
+  // value opened before it from here afterwards (the erased event comes after them in the log).
+  const opened = new OpenedEvents();
+  const openOne = async (event: RecordedEvent): Promise<RecordedEvent> => {
+    if (event.type === RECORD_ERASED) opened.forget(recordIdOf(event.data));
+    if (!hasSealed(event.type, event.data)) return event;
+    return opened.get(event.id) ?? opened.keep(event.id, recordIdOf(event.data), (await openAll([event]))[0]!);
+  };
 
   return {
     stored,
@@ -90,6 +99,26 @@ export function privateEvents(stored: EventStore, vault: Vault, personalFields: 
       await stored.close();
     },
   };
+}
+
+/** The last events opened for subscribers, by event id (a bounded map, oldest dropped first). */
+class OpenedEvents {
+  private static readonly SIZE = 2000;
+  private readonly events = new Map<string, { recordId: string | null; event: RecordedEvent }>();
+
+  get(id: string): RecordedEvent | undefined {
+    return this.events.get(id)?.event;
+  }
+
+  keep(id: string, recordId: string | null, event: RecordedEvent): RecordedEvent {
+    this.events.set(id, { recordId, event });
+    if (this.events.size > OpenedEvents.SIZE) this.events.delete(this.events.keys().next().value!);
+    return event;
+  }
+
+  forget(recordId: string | null): void {
+    for (const [id, entry] of this.events) if (entry.recordId === recordId) this.events.delete(id);
+  }
 }
 
 /** The store underneath (ciphertext as stored), or the store itself when it seals nothing. */

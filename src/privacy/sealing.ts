@@ -1,18 +1,22 @@
-import { isSealed, openValue, sealValue } from './vault.js';
+import { open, seal } from './cipher.js';
+import { isSealed, type SealedValue } from './vault.js';
 
 /**
  * Where personal values sit in the events that carry them, sealed on append and opened on read.
  * Record events carry field values (created and deleted: `fields`; updated: each change's `from`
  * and `to`); reservation events carry the normalised values of the key they reserve (for contacts,
  * the name). Everything else in an event (ids, links, times) stays readable to auditors.
+ *
+ * All personal values of one event are sealed in one box (`$sealed`, a JSON object of path ->
+ * value), each value's place holding the marker `{ "$pd": "<path>" }`: one cipher operation per
+ * event rather than per value, which is most of what sealing costs.
  */
 
 type Data = Record<string, unknown>;
 
 const FIELD_EVENTS = new Set(['RecordCreated', 'RecordDeleted']);
 const RESERVATION_EVENTS = new Set(['ValueReserved', 'ValueReleased']);
-/** The field name reservation key values are sealed under. */
-const RESERVATION_FIELD = '$key';
+const BOX = '$sealed';
 
 export function recordIdOf(data: Data): string | null {
   return typeof data['recordId'] === 'string' ? data['recordId'] : null;
@@ -32,32 +36,50 @@ function reservationFields(data: Data): string[] {
   return Array.isArray(key?.fields) ? (key.fields as string[]) : [];
 }
 
-export function sealData(type: string, data: Data, personal: ReadonlySet<string>, key: Buffer): Data {
-  const id = recordIdOf(data)!;
-  const sealIf = (field: string, value: unknown) => (personal.has(field) && value !== null && value !== undefined && !isSealed(value) ? sealValue(key, id, field, value) : value);
+/** Visits every place of the event that may hold a personal value, with the field it belongs to. */
+function mapValues(type: string, data: Data, each: (field: string, path: string, value: unknown) => unknown): Data {
   if (FIELD_EVENTS.has(type)) {
-    const fields = Object.fromEntries(Object.entries((data['fields'] ?? {}) as Data).map(([k, v]) => [k, sealIf(k, v)]));
+    const fields = Object.fromEntries(Object.entries((data['fields'] ?? {}) as Data).map(([k, v]) => [k, each(k, `f.${k}`, v)]));
     return { ...data, fields };
   }
   if (type === 'RecordUpdated') {
-    const changes = Object.fromEntries(
-      Object.entries((data['changes'] ?? {}) as Record<string, { from: unknown; to: unknown }>).map(([k, c]) => [k, { ...c, from: sealIf(k, c.from), to: sealIf(k, c.to) }]),
-    );
-    return { ...data, changes };
+    const changes = Object.entries((data['changes'] ?? {}) as Record<string, { from: unknown; to: unknown }>).map(([k, c]) => [k, { ...c, from: each(k, `c.${k}.f`, c.from), to: each(k, `c.${k}.t`, c.to) }]);
+    return { ...data, changes: Object.fromEntries(changes) };
   }
   if (RESERVATION_EVENTS.has(type)) {
     const reserved = data['key'] as Data;
-    return { ...data, key: { ...reserved, values: sealValue(key, id, RESERVATION_FIELD, reserved['values']) } };
+    const personal = reservationFields(data).length > 0;
+    return personal ? { ...data, key: { ...reserved, values: each('$key', 'k', reserved['values']) } } : data;
   }
   return data;
 }
 
+const aadOf = (data: Data) => `${recordIdOf(data)}/event`;
+
+export function sealData(type: string, data: Data, personal: ReadonlySet<string>, key: Buffer): Data {
+  const box: Record<string, unknown> = {};
+  const reservation = RESERVATION_EVENTS.has(type);
+  const marked = mapValues(type, data, (field, path, value) => {
+    if (value === null || value === undefined || isSealed(value)) return value;
+    if (!reservation && !personal.has(field)) return value;
+    box[path] = value;
+    return { $pd: path } satisfies SealedValue;
+  });
+  if (Object.keys(box).length === 0) return data;
+  // A legacy event re-encrypted later may already hold a box: its values are kept beside the new ones.
+  const previous = typeof data[BOX] === 'string' ? (openBox(data, key) ?? {}) : {};
+  return { ...marked, [BOX]: seal(key, Buffer.from(JSON.stringify({ ...previous, ...box }), 'utf8'), aadOf(data)).toString('base64') };
+}
+
+function openBox(data: Data, key: Buffer | undefined): Record<string, unknown> | null {
+  if (!key || typeof data[BOX] !== 'string') return null;
+  const plain = open(key, Buffer.from(data[BOX], 'base64'), aadOf(data));
+  return plain ? (JSON.parse(plain.toString('utf8')) as Record<string, unknown>) : null;
+}
+
 /** Whether the stored data holds any sealed value (so that reading it needs its record's key). */
-export function hasSealed(type: string, data: Data): boolean {
-  if (FIELD_EVENTS.has(type)) return Object.values((data['fields'] ?? {}) as Data).some(isSealed);
-  if (type === 'RecordUpdated') return Object.values((data['changes'] ?? {}) as Record<string, { from: unknown; to: unknown }>).some((c) => isSealed(c.from) || isSealed(c.to));
-  if (RESERVATION_EVENTS.has(type)) return isSealed((data['key'] as Data | undefined)?.['values']);
-  return false;
+export function hasSealed(_type: string, data: Data): boolean {
+  return typeof data[BOX] === 'string';
 }
 
 /**
@@ -65,28 +87,17 @@ export function hasSealed(type: string, data: Data): boolean {
  * deleted) read as null, and their fields are listed in `erased`.
  */
 export function openData(type: string, data: Data, key: Buffer | undefined): Data {
-  const id = recordIdOf(data)!;
+  const box = openBox(data, key);
   const erased = new Set<string>();
-  const openIf = (field: string, value: unknown) => {
+  const opened = mapValues(type, data, (field, _path, value) => {
     if (!isSealed(value)) return value;
-    const opened = openValue(key, id, field, value);
-    if (opened !== undefined) return opened;
-    erased.add(field);
-    return null;
-  };
-  let opened: Data = data;
-  if (FIELD_EVENTS.has(type)) {
-    opened = { ...data, fields: Object.fromEntries(Object.entries((data['fields'] ?? {}) as Data).map(([k, v]) => [k, openIf(k, v)])) };
-  } else if (type === 'RecordUpdated') {
-    const changes = Object.entries((data['changes'] ?? {}) as Record<string, { from: unknown; to: unknown }>).map(([k, c]) => [k, { ...c, from: openIf(k, c.from), to: openIf(k, c.to) }]);
-    opened = { ...data, changes: Object.fromEntries(changes) };
-  } else if (RESERVATION_EVENTS.has(type)) {
-    const reserved = data['key'] as Data;
-    const values = openIf(RESERVATION_FIELD, reserved['values']);
-    opened = { ...data, key: { ...reserved, values: values ?? [] } };
-    erased.clear();
-  }
-  if (erased.size === 0) return opened;
+    const path = value.$pd;
+    if (box && path in box) return box[path];
+    if (field !== '$key') erased.add(field);
+    return field === '$key' ? [] : null;
+  });
+  const { [BOX]: _box, ...rest } = opened;
+  if (erased.size === 0) return rest;
   const before = Array.isArray(data['erased']) ? (data['erased'] as string[]) : [];
-  return { ...opened, erased: [...new Set([...before, ...erased])] };
+  return { ...rest, erased: [...new Set([...before, ...erased])] };
 }

@@ -7,7 +7,10 @@ import type { KeyStore } from './port.js';
  * was deleted (erased) opens as null, never as an error.
  */
 
-/** How a sealed value is stored in an event: an object, which no stored value ever is. */
+/**
+ * How a sealed value's place is marked in an event: an object, which no stored value ever is
+ * (its value is in the event's sealed box, ./sealing.ts, or, for sealValue, the box itself).
+ */
 export interface SealedValue {
   $pd: string;
 }
@@ -48,11 +51,19 @@ export class Vault {
     return keys;
   }
 
-  /** The record's data key, made now when it has none (first personal value, or after an erasure). */
-  async keyFor(id: string): Promise<Buffer> {
-    const existing = (await this.existingKeys([id])).get(id);
-    if (existing) return existing;
-    const kept = await this.keys.create(id, seal(this.master, newKey(), WRAP_AAD + id));
+  /**
+   * The record's data key, made now when it has none (first personal value, or after an erasure).
+   * `fresh`: the record is being created, so it surely has none: no look-up first.
+   */
+  async keyFor(id: string, fresh = false): Promise<Buffer> {
+    if (!fresh) {
+      const existing = (await this.existingKeys([id])).get(id);
+      if (existing) return existing;
+    }
+    const made = newKey();
+    const wrapped = seal(this.master, made, WRAP_AAD + id);
+    const kept = await this.keys.create(id, wrapped);
+    if (kept === wrapped || kept.equals(wrapped)) return made;
     const key = open(this.master, kept, WRAP_AAD + id);
     if (!key) throw new WrongMasterKey(`the data key of a record does not open with the master key`);
     return key;

@@ -38,10 +38,18 @@ describe('sealing', () => {
     expect(openData('RecordCreated', sealData('RecordCreated', data, personal, key), randomBytes(32))).toEqual({ ...base, fields: { email: null }, erased: ['email'] });
   });
 
-  it('given a box moved to another record or field, it does not open', () => {
-    const sealed = sealData('RecordCreated', { ...base, fields: { email: 'a@b.co' } }, personal, key) as { fields: { email: unknown } };
-    expect(openData('RecordCreated', { ...base, fields: { phone: sealed.fields.email } }, key)).toMatchObject({ fields: { phone: null } });
-    expect(openData('RecordCreated', { ...base, recordId: randomUUID(), fields: { email: sealed.fields.email } }, key)).toMatchObject({ fields: { email: null } });
+  it('given a sealed box moved to another record, or altered, it does not open', () => {
+    const sealed = sealData('RecordCreated', { ...base, fields: { email: 'a@b.co' } }, personal, key) as { fields: { email: unknown }; $sealed: string };
+    expect(openData('RecordCreated', { ...sealed, recordId: randomUUID() }, key)).toMatchObject({ fields: { email: null }, erased: ['email'] });
+    const altered = Buffer.from(sealed.$sealed, 'base64');
+    altered[altered.length - 1]! ^= 1;
+    expect(openData('RecordCreated', { ...sealed, $sealed: altered.toString('base64') }, key)).toMatchObject({ fields: { email: null } });
+  });
+
+  it('given a legacy event re-encrypted over an already sealed one, both values open', () => {
+    const first = sealData('RecordUpdated', { ...base, changes: { email: { from: null, to: 'a@b.co' } } }, personal, key);
+    const both = sealData('RecordUpdated', { ...first, changes: { ...(first['changes'] as object), phone: { from: null, to: '+1 555' } } }, personal, key);
+    expect(openData('RecordUpdated', both, key)).toMatchObject({ changes: { email: { to: 'a@b.co' }, phone: { to: '+1 555' } } });
   });
 
   it('given no personal value (or an object without personal fields), nothing is sealed', () => {

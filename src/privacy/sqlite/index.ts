@@ -4,8 +4,9 @@ import type { KeyStore } from '../port.js';
 
 /**
  * Data keys in a table of the embedded log's own file (events.db), so that a backup of the log
- * carries its keys. Commits are fsynced: a key cannot be rebuilt, and its events are appended
- * only after it is durable.
+ * carries its keys. A key is committed to the file's WAL before the events sealed with it are
+ * appended to the same WAL, and the log fsyncs that WAL when it commits them; so a key needs no
+ * fsync of its own (synchronous NORMAL): it is durable no later than the first event that uses it.
  */
 
 const SCHEMA = `
@@ -16,7 +17,7 @@ const SCHEMA = `
 const CHUNK = 500;
 
 export function openSqliteKeyStore(options: { path: string }): KeyStore {
-  const db: Database.Database = openSqliteFile(options.path, { synchronous: 'FULL' });
+  const db: Database.Database = openSqliteFile(options.path, { synchronous: 'NORMAL' });
   // Deleted keys are overwritten with zeros in the file, not only unlinked from the b-tree.
   db.pragma('secure_delete = ON');
   db.exec(SCHEMA);
@@ -25,10 +26,7 @@ export function openSqliteKeyStore(options: { path: string }): KeyStore {
   const remove = db.prepare<[string]>('DELETE FROM data_keys WHERE id = ?');
   const getMeta = db.prepare<[string], { value: Buffer }>('SELECT value FROM data_key_meta WHERE name = ?');
   const setMeta = db.prepare<[string, Buffer]>('INSERT OR IGNORE INTO data_key_meta (name, value) VALUES (?, ?)');
-  const create = db.transaction((id: string, wrapped: Buffer) => {
-    insert.run(id, wrapped);
-    return select.get(id)!.wrapped;
-  });
+  const create = db.transaction((id: string, wrapped: Buffer) => (insert.run(id, wrapped).changes === 1 ? wrapped : select.get(id)!.wrapped));
   const removeAll = db.transaction((ids: readonly string[]) => ids.reduce((count, id) => count + remove.run(id).changes, 0));
   return {
     async create(id, wrapped) {
