@@ -26,11 +26,25 @@ export function openSqliteKeyStore(options: { path: string }): KeyStore {
   const remove = db.prepare<[string]>('DELETE FROM data_keys WHERE id = ?');
   const getMeta = db.prepare<[string], { value: Buffer }>('SELECT value FROM data_key_meta WHERE name = ?');
   const setMeta = db.prepare<[string, Buffer]>('INSERT OR IGNORE INTO data_key_meta (name, value) VALUES (?, ?)');
-  const create = db.transaction((id: string, wrapped: Buffer) => (insert.run(id, wrapped).changes === 1 ? wrapped : select.get(id)!.wrapped));
+  // Keys asked for in the same turn of the event loop (concurrent creates) commit together.
+  const createAll = db.transaction((batch: { id: string; wrapped: Buffer }[]) => batch.map(({ id, wrapped }) => (insert.run(id, wrapped).changes === 1 ? wrapped : select.get(id)!.wrapped)));
+  let queued: { id: string; wrapped: Buffer; resolve(kept: Buffer): void; reject(error: unknown): void }[] = [];
+  const flush = () => {
+    const batch = queued;
+    queued = [];
+    try {
+      const kept = createAll.immediate(batch);
+      batch.forEach((entry, i) => entry.resolve(kept[i]!));
+    } catch (error) {
+      for (const entry of batch) entry.reject(error);
+    }
+  };
   const removeAll = db.transaction((ids: readonly string[]) => ids.reduce((count, id) => count + remove.run(id).changes, 0));
   return {
-    async create(id, wrapped) {
-      return create.immediate(id, wrapped);
+    create(id, wrapped) {
+      return new Promise<Buffer>((resolve, reject) => {
+        if (queued.push({ id, wrapped, resolve, reject }) === 1) setImmediate(flush);
+      });
     },
     async getMany(ids) {
       const found = new Map<string, Buffer>();
@@ -53,6 +67,7 @@ export function openSqliteKeyStore(options: { path: string }): KeyStore {
       return getMeta.get('master-check')!.value;
     },
     async close() {
+      if (queued.length > 0) flush();
       db.close();
     },
   };
