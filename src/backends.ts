@@ -47,13 +47,14 @@ export function productionUrls(config: Config): { eventStore: string; mongoDb: s
 }
 
 /** The embedded store's files in DATA_DIR, one per port. */
-export function embeddedFiles(dataDir: string): Record<'events' | 'readStore' | 'setup' | 'webhooks' | 'idempotency', string> {
+export function embeddedFiles(dataDir: string): Record<'events' | 'readStore' | 'setup' | 'webhooks' | 'idempotency' | 'keys', string> {
   return {
     events: join(dataDir, 'events.db'),
     readStore: join(dataDir, 'read.db'),
     setup: join(dataDir, 'setup.db'),
     webhooks: join(dataDir, 'webhooks.db'),
     idempotency: join(dataDir, 'idempotency.db'),
+    keys: join(dataDir, 'keys.db'),
   };
 }
 
@@ -67,7 +68,7 @@ export async function openBackends(config: Config, logger?: Logger): Promise<Bac
     throw new Error(`cannot use DATA_DIR=${resolve(config.dataDir)} for the store: ${(error as Error).message} (it must be a folder this user can write)`);
   }
   const stored = openSqliteEventStore({ path: files.events });
-  const events = await withPrivacy(stored, openSqliteKeyStore({ path: files.events }), config).catch(async (error: unknown) => {
+  const events = await withPrivacy(stored, openSqliteKeyStore({ path: files.keys }), config).catch(async (error: unknown) => {
     await stored.close();
     throw error;
   });

@@ -8,4 +8,4 @@ import { keyStoreContract } from './keystore.contract.js';
 const dir = mkdtempSync(join(tmpdir(), 'csr-keystore-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-keyStoreContract('sqlite', () => openSqliteKeyStore({ path: join(dir, 'events.db') }));
+keyStoreContract('sqlite', () => openSqliteKeyStore({ path: join(dir, 'keys.db') }));

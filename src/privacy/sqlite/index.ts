@@ -3,10 +3,11 @@ import { openSqliteFile } from '../../sqlite/file.js';
 import type { KeyStore } from '../port.js';
 
 /**
- * Data keys in a table of the embedded log's own file (events.db), so that a backup of the log
- * carries its keys. A key is committed to the file's WAL before the events sealed with it are
- * appended to the same WAL, and the log fsyncs that WAL when it commits them; so a key needs no
- * fsync of its own (synchronous NORMAL): it is durable no later than the first event that uses it.
+ * Data keys in the embedded store's own file for them (`keys.db` in DATA_DIR, beside the log;
+ * `csr backup` copies it with the others). Not a table of events.db: a second writer on the log's
+ * file makes the log's own read-then-write transactions fail with SQLITE_BUSY_SNAPSHOT. Commits
+ * are fsynced (a key cannot be rebuilt, and its events are appended only once it is durable);
+ * the keys asked for in one turn of the event loop share one commit.
  */
 
 const SCHEMA = `
@@ -17,7 +18,7 @@ const SCHEMA = `
 const CHUNK = 500;
 
 export function openSqliteKeyStore(options: { path: string }): KeyStore {
-  const db: Database.Database = openSqliteFile(options.path, { synchronous: 'NORMAL' });
+  const db: Database.Database = openSqliteFile(options.path, { synchronous: 'FULL' });
   // Deleted keys are overwritten with zeros in the file, not only unlinked from the b-tree.
   db.pragma('secure_delete = ON');
   db.exec(SCHEMA);
