@@ -10,12 +10,32 @@ const IV_BYTES = 12;
 const TAG_BYTES = 16;
 export const KEY_BYTES = 32;
 
+/**
+ * Random bytes from Node's CSPRNG, drawn in blocks: one call per block instead of one per IV and
+ * key, which a profile of the write path showed costing more than the encryption itself.
+ */
+const POOL_BYTES = 4096;
+let pool = randomBytes(POOL_BYTES);
+let used = 0;
+
+function random(bytes: number): Buffer {
+  if (used + bytes > POOL_BYTES) {
+    pool = randomBytes(POOL_BYTES);
+    used = 0;
+  }
+  // A copy: the pool's bytes are never handed out twice, nor kept referenced.
+  const out = Buffer.from(pool.subarray(used, used + bytes));
+  pool.fill(0, used, used + bytes);
+  used += bytes;
+  return out;
+}
+
 export function newKey(): Buffer {
-  return randomBytes(KEY_BYTES);
+  return random(KEY_BYTES);
 }
 
 export function seal(key: Buffer, plaintext: Buffer, aad: string): Buffer {
-  const iv = randomBytes(IV_BYTES);
+  const iv = random(IV_BYTES);
   const cipher = createCipheriv('aes-256-gcm', key, iv);
   cipher.setAAD(Buffer.from(aad, 'utf8'));
   const body = Buffer.concat([cipher.update(plaintext), cipher.final()]);

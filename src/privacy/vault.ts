@@ -40,15 +40,35 @@ export class Vault {
     return new Vault(master, keys);
   }
 
+  /**
+   * Unwrapped keys of records read lately, each with the wrapped form it came from. The key store
+   * is still asked on every read (a key deleted by another process must stop opening values at
+   * once); this only spares unwrapping the same key again.
+   */
+  private readonly unwrapped = new Map<string, { wrapped: Buffer; key: Buffer }>();
+
   /** The data keys of these records that exist (erased ones are absent). */
   async existingKeys(ids: readonly string[]): Promise<Map<string, Buffer>> {
     const wrapped = await this.keys.getMany(ids);
     const keys = new Map<string, Buffer>();
     for (const [id, box] of wrapped) {
+      const known = this.unwrapped.get(id);
+      if (known && known.wrapped.equals(box)) {
+        keys.set(id, known.key);
+        continue;
+      }
       const key = open(this.master, box, WRAP_AAD + id);
-      if (key) keys.set(id, key);
+      if (!key) continue;
+      keys.set(id, key);
+      this.remember(id, box, key);
     }
+    for (const id of ids) if (!wrapped.has(id)) this.unwrapped.delete(id);
     return keys;
+  }
+
+  private remember(id: string, wrapped: Buffer, key: Buffer): void {
+    this.unwrapped.set(id, { wrapped, key });
+    if (this.unwrapped.size > 10_000) this.unwrapped.delete(this.unwrapped.keys().next().value!);
   }
 
   /**
@@ -63,13 +83,17 @@ export class Vault {
     const made = newKey();
     const wrapped = seal(this.master, made, WRAP_AAD + id);
     const kept = await this.keys.create(id, wrapped);
-    if (kept === wrapped || kept.equals(wrapped)) return made;
+    if (kept === wrapped || kept.equals(wrapped)) {
+      this.remember(id, wrapped, made);
+      return made;
+    }
     const key = open(this.master, kept, WRAP_AAD + id);
     if (!key) throw new WrongMasterKey(`the data key of a record does not open with the master key`);
     return key;
   }
 
   async deleteKeys(ids: readonly string[]): Promise<number> {
+    for (const id of ids) this.unwrapped.delete(id);
     return this.keys.delete(ids);
   }
 }
