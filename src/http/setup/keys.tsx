@@ -69,7 +69,7 @@ export function KeysSection(props: KeysView) {
       <form method="post" action="/setup/keys" class="card">
         <h3>Create an API key</h3>
         <Csrf token={props.csrfToken} />
-        <Field name="name" label="Name" value={values.name as string | undefined} error={errors.name} hint="who or what uses it, e.g. Zapier" />
+        <Field form="key" name="name" label="Name" value={values.name as string | undefined} error={errors.name} hint="who or what uses it, e.g. Zapier" />
         <p>
           <label>
             <input type="checkbox" name="readOnly" value="yes" checked={values.readOnly === 'yes'} /> Read only

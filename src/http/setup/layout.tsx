@@ -66,8 +66,9 @@ export function Csrf(props: { token: string }) {
 }
 
 /** A labelled input with its message next to it when the value was refused. */
-export function Field(props: { name: string; label: string; value?: string | undefined; error?: string | undefined; type?: string; hint?: string; size?: number }) {
-  const id = `f-${props.name}`;
+export function Field(props: { form: string; name: string; label: string; value?: string | undefined; error?: string | undefined; type?: string; hint?: string; size?: number }) {
+  // Ids carry the form's name: one page holds several forms with a "name" field.
+  const id = `${props.form}-${props.name}`;
   return (
     <p class={props.error ? 'field invalid' : 'field'}>
       <label for={id}>{props.label}</label>

@@ -45,8 +45,8 @@ async function renderObjects(c: Context<SetupEnv>, create?: FormState, status = 
       <form method="post" action="/setup/objects" class="card">
         <h2>Add an object</h2>
         <Csrf token={signedIn.csrfToken} />
-        <Field name="key" label="Key" value={values.key as string | undefined} error={errors.key} hint="lowercase, e.g. projects" />
-        <Field name="name" label="Name" value={values.name as string | undefined} error={errors.name} hint="e.g. Projects" />
+        <Field form="object" name="key" label="Key" value={values.key as string | undefined} error={errors.key} hint="lowercase, e.g. projects" />
+        <Field form="object" name="name" label="Name" value={values.name as string | undefined} error={errors.name} hint="e.g. Projects" />
         <button type="submit">Add object</button>
       </form>
     </Page>,
@@ -54,7 +54,7 @@ async function renderObjects(c: Context<SetupEnv>, create?: FormState, status = 
   );
 }
 
-async function renderFields(c: Context<SetupEnv>, object: string, add?: FormState, status = 200) {
+async function renderFields(c: Context<SetupEnv>, object: string, add?: FormState, status = 200, refused?: string) {
   const signedIn = c.get('signedIn');
   const slug = signedIn.workspace.slug;
   const [fields, objects] = await Promise.all([c.get('services').objects.listFields(slug, object), c.get('services').objects.listObjects(slug)]);
@@ -66,6 +66,11 @@ async function renderFields(c: Context<SetupEnv>, object: string, add?: FormStat
       <p>
         <a href="/setup/objects">← Object Manager</a>
       </p>
+      {refused ? (
+        <p class="error" role="alert">
+          {refused}
+        </p>
+      ) : null}
       <table>
         <thead>
           <tr>
@@ -106,11 +111,11 @@ async function renderFields(c: Context<SetupEnv>, object: string, add?: FormStat
       <form method="post" action={`/setup/objects/${object}/fields`} class="card">
         <h2>Add a field</h2>
         <Csrf token={signedIn.csrfToken} />
-        <Field name="key" label="Key" value={values.key as string | undefined} error={errors.key} hint="e.g. renewal_date" />
-        <Field name="label" label="Label (optional)" value={values.label as string | undefined} error={errors.label} />
+        <Field form="field" name="key" label="Key" value={values.key as string | undefined} error={errors.key} hint="e.g. renewal_date" />
+        <Field form="field" name="label" label="Label (optional)" value={values.label as string | undefined} error={errors.label} />
         <p class={errors.format ? 'field invalid' : 'field'}>
-          <label for="f-format">Format</label>
-          <select id="f-format" name="format">
+          <label for="field-format">Format</label>
+          <select id="field-format" name="format">
             {definableFormats().map((format) => (
               <option value={format} selected={values.format === format}>
                 {format}
@@ -119,9 +124,9 @@ async function renderFields(c: Context<SetupEnv>, object: string, add?: FormStat
           </select>
           {errors.format ? <strong class="error">{errors.format}</strong> : null}
         </p>
-        <Field name="options" label="Options (oneOf only, comma separated)" value={values.options as string | undefined} error={errors.options} />
-        <Field name="linkTo" label="Links to object (link and linkList only)" value={values.linkTo as string | undefined} error={errors.linkTo} />
-        <Field name="prefix" label="Prefix (autoNumber only)" value={values.prefix as string | undefined} error={errors.prefix} />
+        <Field form="field" name="options" label="Options (oneOf only, comma separated)" value={values.options as string | undefined} error={errors.options} />
+        <Field form="field" name="linkTo" label="Links to object (link and linkList only)" value={values.linkTo as string | undefined} error={errors.linkTo} />
+        <Field form="field" name="prefix" label="Prefix (autoNumber only)" value={values.prefix as string | undefined} error={errors.prefix} />
         <p>
           <label>
             <input type="checkbox" name="required" value="yes" checked={values.required === 'yes'} /> Required
@@ -176,7 +181,11 @@ export function objectRoutes(app: Hono<SetupEnv>): void {
   for (const [action, active] of [['deactivate', false], ['reactivate', true]] as const) {
     app.post(`/objects/:object/fields/:key/${action}`, async (c) => {
       const object = c.req.param('object');
-      await c.get('services').objects.setActive(c.get('signedIn').workspace.slug, object, c.req.param('key'), active);
+      try {
+        await c.get('services').objects.setActive(c.get('signedIn').workspace.slug, object, c.req.param('key'), active);
+      } catch (error) {
+        return renderFields(c, object, undefined, errorStatus, refusedInput(error, {}, 'field').field);
+      }
       return c.redirect(`/setup/objects/${object}`, 303);
     });
   }

@@ -66,8 +66,8 @@ export function WebhooksSection(props: WebhooksView) {
       <form method="post" action="/setup/webhooks" class="card">
         <h3>Create a webhook</h3>
         <Csrf token={props.csrfToken} />
-        <Field name="name" label="Name" value={values.name as string | undefined} error={errors.name} />
-        <Field name="url" label="URL (https)" value={values.url as string | undefined} error={errors.url} size={50} hint="a public HTTPS address; private and loopback addresses are refused" />
+        <Field form="webhook" name="name" label="Name" value={values.name as string | undefined} error={errors.name} />
+        <Field form="webhook" name="url" label="URL (https)" value={values.url as string | undefined} error={errors.url} size={50} hint="a public HTTPS address; private and loopback addresses are refused" />
         <Choices name="events" legend="Events" options={EVENT_KINDS} chosen={[values.events ?? []].flat()} error={errors.events} />
         <Choices name="objects" legend="Objects" options={props.objects} chosen={[values.objects ?? []].flat()} error={errors.objects} />
         <button type="submit">Create webhook</button>

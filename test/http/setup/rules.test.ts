@@ -73,7 +73,7 @@ describe('the Setup page', () => {
   it('gives a refused form back with its values and the message next to the field', async () => {
     const refused = await page.post('/setup/keys', { name: '   ', objects: 'clients' });
     expect(refused.status).toBe(422);
-    expect(refused.html).toMatch(/id="f-name-error">the key name must not be empty</);
+    expect(refused.html).toMatch(/id="key-name-error">the key name must not be empty</);
     expect(refused.html).toMatch(/value="clients" checked=""/);
     const badObject = await page.post('/setup/objects', { key: 'Bad Key!', name: 'Kept name' });
     expect(badObject.status).toBe(422);
@@ -85,7 +85,7 @@ describe('the Setup page', () => {
     const url = 'https://127.0.0.1:9/hook';
     const refused = await page.post('/setup/webhooks', { name: 'Internal', url, events: ['created'] });
     expect(refused.status).toBe(422);
-    const message = /id="f-url-error">([^<]+)</.exec(refused.html)?.[1];
+    const message = /id="webhook-url-error">([^<]+)</.exec(refused.html)?.[1];
     expect(message).toMatch(/^the webhook url is refused: /);
     expect(refused.html).toContain(`value="${url}"`);
     expect(refused.html).toContain('value="Internal"');
