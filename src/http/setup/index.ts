@@ -6,6 +6,7 @@ import { deliveryRoutes } from './deliveryPage.js';
 import type { SetupEnv, SetupPageDeps } from './deps.js';
 import { refusal } from './errorPage.js';
 import { csrfChecked, formLimit, securityHeaders, signedInOnly } from './guard.js';
+import { fieldRoutes } from './fieldsPage.js';
 import { objectRoutes } from './objectsPage.js';
 import { projectionRoutes } from './projectionsPage.js';
 import { signInRoutes } from './signInRoutes.js';
@@ -27,6 +28,7 @@ export function setupPage(deps: SetupPageDeps): Hono<SetupEnv> {
   webhookRoutes(page, deps);
   deliveryRoutes(page, deps);
   objectRoutes(page);
+  fieldRoutes(page);
   projectionRoutes(page, deps);
   page.notFound((c) => refusal(c, 404, 'Not found', `There is no Setup page at ${c.req.path}.`));
   page.onError((error, c) => {
