@@ -27,7 +27,7 @@ export async function renderApiPage(c: Context<SetupEnv>, extras: Extras = {}, s
 }
 
 const KEY_FIELDS = { objects: /object/, name: /name/ };
-const WEBHOOK_FIELDS = { url: /url/, events: /events/, objects: /object/, name: /name/ };
+export const WEBHOOK_FIELDS = { url: /url/, events: /events/, objects: /object/, name: /name/ };
 
 export function apiRoutes(app: Hono<SetupEnv>, deps: SetupPageDeps): void {
   app.get('/', (c) => c.redirect('/setup/api', 303));

@@ -1,13 +1,16 @@
 import type { Context, Hono } from 'hono';
+import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { Delivery, Webhook } from '../../webhooks/port.js';
 import type { SetupEnv, SetupPageDeps } from './deps.js';
-import { formText, ownWebhook } from './forms.js';
+import { allOrList, errorStatus, formList, formText, ownWebhook, refusedInput, type FormState } from './forms.js';
+import { WEBHOOK_FIELDS } from './apiRoutes.js';
 import { Csrf, Page, ShownOnce, time } from './layout.js';
-import { OnOff } from './webhooks.js';
+import { OnOff, WebhookForm } from './webhooks.js';
 
 /** One webhook: on/off, rotate its secret, send the test event, and its last 50 deliveries. */
 
 interface Extras {
+  edit?: FormState;
   secret?: string;
   tested?: Delivery;
   notice?: string;
@@ -70,9 +73,12 @@ function Actions(props: { webhook: Webhook; csrfToken: string }) {
   );
 }
 
-async function render(c: Context<SetupEnv>, webhook: Webhook, extras: Extras = {}) {
+const filterList = (value: 'all' | string[]) => (value === 'all' ? [] : value);
+
+async function render(c: Context<SetupEnv>, webhook: Webhook, extras: Extras = {}, status = 200) {
   const signedIn = c.get('signedIn');
-  const deliveries = await c.get('services').webhooks.deliveries(webhook.id);
+  const [deliveries, objects] = await Promise.all([c.get('services').webhooks.deliveries(webhook.id), c.get('services').objects.listObjects(signedIn.workspace.slug)]);
+  const edit = extras.edit ?? { values: { name: webhook.name, url: webhook.url, events: filterList(webhook.events), objects: filterList(webhook.objects) }, errors: {} };
   const tested = extras.tested;
   return c.html(
     <Page title={`Webhook ${webhook.name}`} section="/setup/api" signedIn={signedIn} notice={extras.notice}>
@@ -102,7 +108,9 @@ async function render(c: Context<SetupEnv>, webhook: Webhook, extras: Extras = {
       <Actions webhook={webhook} csrfToken={signedIn.csrfToken} />
       <h2>Last 50 deliveries</h2>
       <DeliveryRows deliveries={deliveries} />
+      <WebhookForm action={`/setup/webhooks/${webhook.id}/edit`} title="Edit" button="Save changes" objects={objects.map((object) => object.key)} csrfToken={signedIn.csrfToken} state={edit} />
     </Page>,
+    status as ContentfulStatusCode,
   );
 }
 
@@ -114,6 +122,17 @@ export function webhookRoutes(app: Hono<SetupEnv>, deps: SetupPageDeps): void {
     const on = formText(c, 'on') === 'yes';
     const changed = await c.get('services').webhooks.switch(webhook.id, on);
     return render(c, changed, { notice: on ? 'The webhook is on.' : 'The webhook is off: its waiting deliveries are skipped.' });
+  });
+
+  app.post('/webhooks/:id/edit', async (c) => {
+    const webhook = await ownWebhook(c, deps, c.req.param('id'));
+    const values = { name: formText(c, 'name'), url: formText(c, 'url'), events: formList(c, 'events'), objects: formList(c, 'objects') };
+    try {
+      const changed = await c.get('services').webhooks.update(webhook.id, { ...values, events: allOrList(values.events), objects: allOrList(values.objects) });
+      return render(c, changed, { notice: 'Saved. New filters apply to changes made from now on.' });
+    } catch (error) {
+      return render(c, webhook, { edit: { values, errors: refusedInput(error, WEBHOOK_FIELDS, 'name') } }, errorStatus);
+    }
   });
 
   app.post('/webhooks/:id/rotate-secret', async (c) => {

@@ -63,15 +63,23 @@ export function WebhooksSection(props: WebhooksView) {
           ))}
         </tbody>
       </table>
-      <form method="post" action="/setup/webhooks" class="card">
-        <h3>Create a webhook</h3>
-        <Csrf token={props.csrfToken} />
-        <Field form="webhook" name="name" label="Name" value={values.name as string | undefined} error={errors.name} />
-        <Field form="webhook" name="url" label="URL (https)" value={values.url as string | undefined} error={errors.url} size={50} hint="a public HTTPS address; private and loopback addresses are refused" />
-        <Choices name="events" legend="Events" options={EVENT_KINDS} chosen={[values.events ?? []].flat()} error={errors.events} />
-        <Choices name="objects" legend="Objects" options={props.objects} chosen={[values.objects ?? []].flat()} error={errors.objects} />
-        <button type="submit">Create webhook</button>
-      </form>
+      <WebhookForm action="/setup/webhooks" title="Create a webhook" button="Create webhook" objects={props.objects} csrfToken={props.csrfToken} state={{ values, errors }} />
     </section>
+  );
+}
+
+/** Create and edit: the same fields, checked by the same use case. */
+export function WebhookForm(props: { action: string; title: string; button: string; objects: string[]; csrfToken: string; state: FormState }) {
+  const { values, errors } = props.state;
+  return (
+    <form method="post" action={props.action} class="card">
+      <h3>{props.title}</h3>
+      <Csrf token={props.csrfToken} />
+      <Field form="webhook" name="name" label="Name" value={values.name as string | undefined} error={errors.name} />
+      <Field form="webhook" name="url" label="URL (https)" value={values.url as string | undefined} error={errors.url} size={50} hint="a public HTTPS address; private and loopback addresses are refused" />
+      <Choices name="events" legend="Events" options={EVENT_KINDS} chosen={[values.events ?? []].flat()} error={errors.events} />
+      <Choices name="objects" legend="Objects" options={props.objects} chosen={[values.objects ?? []].flat()} error={errors.objects} />
+      <button type="submit">{props.button}</button>
+    </form>
   );
 }

@@ -80,11 +80,23 @@ describe('webhooks on the Setup page', () => {
     expect((await page.get(`/setup/webhooks/${webhookId}`)).html).not.toContain(secret!);
   });
 
+  it('edits name, URL and filters with the same checks as creating: a refused URL comes back next to its field, nothing changed', async () => {
+    const refused = await page.post(`/setup/webhooks/${webhookId}/edit`, { name: 'CRM v2', url: 'http://plain.example.com/hook', events: 'deleted' });
+    expect(refused.status).toBe(422);
+    expect(refused.html).toMatch(/id="webhook-url-error">the webhook url is refused: /);
+    expect(refused.html).toContain('value="CRM v2"');
+    expect(refused.html).toMatch(/value="deleted" checked=""/);
+    expect(await svc.service.backends.webhooks.webhookById(webhookId)).toMatchObject({ name: 'CRM', events: ['created', 'updated'] });
+    const saved = await page.post(`/setup/webhooks/${webhookId}/edit`, { name: 'CRM v2', url: `${receiver.origin}/crm` });
+    expect(saved.html).toContain('Saved.');
+    expect(await svc.service.backends.webhooks.webhookById(webhookId)).toMatchObject({ name: 'CRM v2', events: 'all', objects: 'all', enabled: true });
+  });
+
   it('records every change in the audit trail as the signed-in user, via app, never with the secret', async () => {
     const events = await svc.service.backends.events.readStream(workspaceStream(ws.id), { direction: 'forwards', maxCount: 100 });
     const changes = events.filter((event) => event.type.startsWith('Webhook'));
     expect(changes.map((event) => event.type)).toEqual(
-      expect.arrayContaining(['WebhookCreated', 'WebhookTestSent', 'WebhookSwitchedOff', 'WebhookSwitchedOn', 'WebhookSecretRotated']),
+      expect.arrayContaining(['WebhookCreated', 'WebhookChanged', 'WebhookTestSent', 'WebhookSwitchedOff', 'WebhookSwitchedOn', 'WebhookSecretRotated']),
     );
     for (const event of changes) {
       expect(event.metadata).toMatchObject({ source: 'app', actor: { type: 'user', name: 'Ana Admin' } });
