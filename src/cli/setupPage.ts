@@ -36,7 +36,7 @@ export const setupPage: CliResource = {
         const signIn = new SignIn({ setup: context.backends.setup, sessions: context.backends.sessions });
         const operator = cliActor();
         const link = await signIn.createLink(stringOption(values, 'workspace')!, stringOption(values, 'user'), { id: operator.id, name: operator.name });
-        const url = `${baseUrl(stringOption(values, 'url'), context.config)}/setup/sign-in/${link.token}`;
+        const url = `${baseUrl(stringOption(values, 'url'), context.config)}/setup/sign-in?token=${link.token}`;
         return { url, expiresAt: link.expiresAt, as: link.actor.name };
       },
       text(result: { url: string; expiresAt: string; as: string }) {

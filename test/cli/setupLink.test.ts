@@ -19,7 +19,7 @@ describe('csr setup link', () => {
   it('prints a link to this server valid for 15 minutes, acting as the user named by email (any case)', async () => {
     const before = Date.now();
     const link = await csr.json<{ url: string; expiresAt: string; as: string }>('setup', 'link', '--workspace', 'acme', '--user', 'ANA@example.com');
-    expect(link.url).toMatch(/^http:\/\/127\.0\.0\.1:8123\/setup\/sign-in\/[\w-]{43}$/);
+    expect(link.url).toMatch(/^http:\/\/127\.0\.0\.1:8123\/setup\/sign-in\?token=[\w-]{43}$/);
     expect(link.as).toBe('Ana Admin');
     const ttl = Date.parse(link.expiresAt) - before;
     expect(ttl).toBeGreaterThan(15 * 60_000 - 5_000);
@@ -30,7 +30,7 @@ describe('csr setup link', () => {
     const first = await csr.run('setup', 'link', '--workspace', 'acme', '--url', 'https://csr.example.com/');
     const second = await csr.run('setup', 'link', '--workspace', 'acme', '--url', 'https://csr.example.com/');
     expect(first.code).toBe(0);
-    expect(first.stdout).toMatch(/^https:\/\/csr\.example\.com\/setup\/sign-in\/[\w-]{43}\nOpen it before .*Z \(it signs in once, as .+\)\.\n$/);
+    expect(first.stdout).toMatch(/^https:\/\/csr\.example\.com\/setup\/sign-in\?token=[\w-]{43}\nOpen it before .*Z \(it signs in once, as .+\)\.\n$/);
     expect(first.stdout.split('\n')[0]).not.toBe(second.stdout.split('\n')[0]);
   });
 

@@ -16,7 +16,7 @@ export interface PageResponse {
 export async function signInLink(svc: TestService, slug: string, options: { email?: string; clock?: () => Date } = {}): Promise<string> {
   const signIn = new SignIn({ setup: svc.service.backends.setup, sessions: svc.service.backends.sessions, ...(options.clock ? { clock: options.clock } : {}) });
   const { token } = await signIn.createLink(slug, options.email, { id: 'operator', name: 'operator' });
-  return `/setup/sign-in/${token}`;
+  return `/setup/sign-in?token=${token}`;
 }
 
 export function csrfOf(html: string): string {

@@ -12,7 +12,7 @@ export function deliveryRoutes(app: Hono<SetupEnv>, deps: SetupPageDeps): void {
     const { delivery, webhook } = await ownDelivery(c, deps, c.req.param('id'));
     const payload = await deps.webhooks.payloadById(delivery.eventId);
     const signedIn = c.get('signedIn');
-    const resent = c.req.query('resent');
+    const resent = /^\d{1,16}$/.exec(c.req.query('resent') ?? '')?.[0];
     return c.html(
       <Page title={`Delivery ${delivery.id}`} section="/setup/api" signedIn={signedIn} notice={resent ? `Sent again as delivery ${resent}.` : undefined}>
         <p>

@@ -11,10 +11,11 @@ import { Document } from './layout.js';
  * mail or chat the link was opened from), but it is on a navigation this page starts.
  */
 export function signInRoutes(app: Hono<SetupEnv>, deps: SetupPageDeps): void {
-  app.get('/sign-in/:token', async (c) => {
+  // The token is in the query, not the path: request logs show paths, and a link must not outlive its use there.
+  app.get('/sign-in', async (c) => {
     let sessionId: string;
     try {
-      sessionId = await deps.signIn.openLink(c.req.param('token'));
+      sessionId = await deps.signIn.openLink(c.req.query('token') ?? '');
     } catch (error) {
       if (error instanceof Unauthorized) return refusal(c, 401, 'Sign-in link refused', error.message);
       throw error;

@@ -41,7 +41,7 @@ describe('the Setup page sign-in', () => {
     expect(again.status).toBe(401);
     expect(again.html).toContain('already used');
     expect(again.headers.get('Set-Cookie')).toBeNull();
-    const unknown = await pageClient(svc).get('/setup/sign-in/not-a-token');
+    const unknown = await pageClient(svc).get('/setup/sign-in?token=not-a-token');
     expect(unknown.status).toBe(401);
     expect(unknown.html).toContain('not valid');
   });
