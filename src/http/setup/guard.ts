@@ -1,7 +1,7 @@
 import type { Context, MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
-import { sameToken, SESSION_IDLE_MS } from '../../setup/signIn.js';
+import { sameToken } from '../../setup/signIn.js';
 import type { SetupEnv, SetupPageDeps } from './deps.js';
 import { refusal } from './errorPage.js';
 
@@ -28,14 +28,12 @@ function overHttps(c: Context): boolean {
   return new URL(c.req.url).protocol === 'https:' || c.req.header('X-Forwarded-Proto') === 'https';
 }
 
+/**
+ * A browser-session cookie (no Max-Age): the 8 hours are counted on the server from the last
+ * request (SESSION_IDLE_MS), which a fixed cookie lifetime from sign-in would cut short.
+ */
 export function setSessionCookie(c: Context, sessionId: string): void {
-  setCookie(c, SESSION_COOKIE, sessionId, {
-    path: '/setup',
-    httpOnly: true,
-    secure: overHttps(c),
-    sameSite: 'Strict',
-    maxAge: SESSION_IDLE_MS / 1000,
-  });
+  setCookie(c, SESSION_COOKIE, sessionId, { path: '/setup', httpOnly: true, secure: overHttps(c), sameSite: 'Strict' });
 }
 
 export function sessionCookie(c: Context): string | undefined {

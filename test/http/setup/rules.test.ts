@@ -94,6 +94,16 @@ describe('the Setup page', () => {
     expect(await svc.webhooks.list(ws.slug)).toEqual([]);
   });
 
+  it('renames a key; an empty name comes back next to that key, nothing renamed', async () => {
+    const { record } = await ws.key({ name: 'Old name' });
+    expect((await page.post(`/setup/keys/${record.id}/rename`, { name: 'New name' })).status).toBe(303);
+    expect((await svc.service.backends.setup.keyById(record.id))?.name).toBe('New name');
+    const refused = await page.post(`/setup/keys/${record.id}/rename`, { name: ' ' });
+    expect(refused.status).toBe(422);
+    expect(refused.html).toContain('the key name must not be empty');
+    expect((await svc.service.backends.setup.keyById(record.id))?.name).toBe('New name');
+  });
+
   it("cannot reach another workspace's key or webhook", async () => {
     const other = await svc.workspace();
     const { record } = await other.key({ name: 'Theirs' });
