@@ -36,7 +36,17 @@ async function rebuilt(csr: ReturnType<typeof csrTool>, ...args: string[]): Prom
   return JSON.parse(run.stdout);
 }
 
-type Row = { name: string; state: string; generation: number; version: number; checkpoint: string | null; head: string; lagEvents: number; lagMs: number; eventsPerSecond: number; lastError: string | null };
+type Row = { name: string; kind: string; state: string; generation: number; version: number; checkpoint: string | null; head: string; lagEvents: number; lagMs: number; eventsPerSecond: number; lastError: string | null };
+
+/** The status row of `name` once `done` holds for it (the runners save their status every few seconds). */
+async function rowWhen(csr: ReturnType<typeof csrTool>, name: string, done: (row: Row) => boolean): Promise<Row> {
+  const deadline = Date.now() + 15_000;
+  for (;;) {
+    const row = (await csr.json<{ projections: Row[] }>('projections', 'status')).projections.find((r) => r.name === name)!;
+    if ((row && done(row)) || Date.now() > deadline) return row;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
 
 describe('csr projections status', () => {
   it('shows a live projection, then one lagging behind writes no projector has applied, then live again', async () => {
@@ -53,6 +63,11 @@ describe('csr projections status', () => {
     for (const reactor of ['rollups', 'automation', 'health score']) {
       expect(live.projections.find((row) => row.name === reactor)).toMatchObject({ name: reactor, version: 1, lastError: null });
     }
+    // The webhook fan-out's consumer group is listed too, with its checkpoint and lag.
+    const fanOut = await rowWhen(csr, 'webhooks', (row) => row.lagEvents === 0 && row.eventsPerSecond > 0);
+    expect(fanOut).toMatchObject({ kind: 'fan-out', version: null, generation: null, state: 'live', lagEvents: 0, lagMs: 0, lastError: null, head: live.head });
+    expect(fanOut.checkpoint).not.toBeNull();
+    expect(fanOut.eventsPerSecond).toBeGreaterThan(0);
     await running.kill('SIGTERM');
 
     // An API without a projector: the write is in the log, its answer a 503 after the visibility wait.
@@ -62,10 +77,14 @@ describe('csr projections status', () => {
     const behind = (await csr.json<{ projections: Row[] }>('projections', 'status')).projections.find((row) => row.name === 'records')!;
     expect(behind).toMatchObject({ state: 'catching-up', lagEvents: 30, checkpoint: records.checkpoint });
     expect(behind.lagMs).toBeGreaterThan(5_000);
+    // No dispatcher either: the fan-out waits at its checkpoint, 30 record events behind.
+    const fanOutBehind = (await csr.json<{ projections: Row[] }>('projections', 'status')).projections.find((row) => row.name === 'webhooks')!;
+    expect(fanOutBehind).toMatchObject({ kind: 'fan-out', state: 'catching-up', lagEvents: 30, checkpoint: fanOut.checkpoint });
     const table = await csr.run('projections', 'status');
     expect(table.code).toBe(0);
     expect(table.stdout).toMatch(/^NAME\s+VERSION\s+GEN\s+STATE/);
     expect(table.stdout).toMatch(/records\s+1\s+1\s+catching-up/);
+    expect(table.stdout).toMatch(/webhooks\s+-\s+-\s+catching-up/);
     await running.kill('SIGTERM');
 
     running = await server(dir);
@@ -75,6 +94,7 @@ describe('csr projections status', () => {
       caughtUp = (await csr.json<{ projections: Row[] }>('projections', 'status')).projections.find((row) => row.name === 'records')!;
     } while (caughtUp.lagEvents > 0 && Date.now() < deadline);
     expect(caughtUp).toMatchObject({ state: 'live', lagEvents: 0 });
+    expect(await rowWhen(csr, 'webhooks', (row) => row.lagEvents === 0)).toMatchObject({ state: 'live', lagEvents: 0 });
   }, 60_000);
 });
 
