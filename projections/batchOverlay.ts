@@ -28,6 +28,10 @@ export class BatchOverlay implements ReadTransaction {
     return this.tx.findAll(workspaceId, object, filters);
   }
 
+  async putMany(documents: RecordDocument[]): Promise<void> {
+    for (const document of documents) await this.put(document);
+  }
+
   async put(document: RecordDocument): Promise<void> {
     this.changed.set(keyOf(document.workspaceId, document.object, document.id), { workspaceId: document.workspaceId, object: document.object, id: document.id, document });
   }
@@ -56,6 +60,6 @@ export class BatchOverlay implements ReadTransaction {
       else await this.tx.delete(workspaceId, object, id);
     }
     this.changed.clear();
-    for (const document of documents) await this.tx.put(document);
+    if (documents.length > 0) await this.tx.putMany(documents);
   }
 }
