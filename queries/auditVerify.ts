@@ -34,7 +34,8 @@ export interface VerifyResult {
 
 export interface VerifyOptions {
   workspaceId?: string;
-  progress?: (events: number) => void;
+  /** Told the number of records checked so far, a page at a time. */
+  progress?: (records: number) => void;
   /** Runs the log pass up to the given head elsewhere (a worker thread); by default here, beside the read model check. */
   logPass?: (until: Position | null, options: LogPassOptions) => Promise<LogSummary>;
 }
@@ -47,10 +48,10 @@ export async function verifyAudit(
   // Both halves stop at the head as it is now: appends made meanwhile are for the next run.
   const until = await deps.events.headPosition();
   const passOptions: LogPassOptions = { checkpoint, workspaceId: options.workspaceId };
-  const logPass = options.logPass ? options.logPass(until, passOptions) : checkLog(deps.events, until, passOptions, options.progress);
+  const logPass = options.logPass ? options.logPass(until, passOptions) : checkLog(deps.events, until, passOptions);
   logPass.catch(() => undefined);
 
-  const check = new ReadModelCheck(deps, checkpoint);
+  const check = new ReadModelCheck(deps, checkpoint, options.progress);
   const present = new Map<string, number>();
   const workspaces = options.workspaceId !== undefined ? [options.workspaceId] : (await deps.setup.listWorkspaces()).map((workspace) => workspace.id);
   const lookups = new Map<string, ObjectLookup>();

@@ -37,6 +37,7 @@ export class ReadModelCheck {
   constructor(
     private readonly deps: { events: EventStore; readStore: Pick<ReadStore, 'find' | 'getMany'> },
     private readonly checkpoint: Position | null,
+    private readonly progress?: (records: number) => void,
   ) {}
 
   /** Checks every document of the object; answers how many of them are live records in the log. */
@@ -60,6 +61,7 @@ export class ReadModelCheck {
             : await this.differs(folded, document);
         if (problem) this.differences.push({ workspaceId, object, id: document.id, problem });
       }
+      this.progress?.(this.records);
       if (page.documents.length < PAGE) return present;
     }
   }
