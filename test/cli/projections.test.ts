@@ -7,6 +7,7 @@ import { csrTool } from '../support/cli.js';
 import { createKey, dump, seed } from '../support/ops.js';
 import { repoRoot, spawnServer, type ServerProcess } from '../support/process.js';
 import { client } from '../support/service.js';
+import { RECEIVER_CA_FILE, startReceiver } from '../support/receiver.js';
 
 /** `csr projections status|rebuild` against a real server process and store (issue 24, items 1 and 2). */
 
@@ -102,10 +103,16 @@ describe('csr projections rebuild', () => {
   it('rebuilds under a write and read load with zero failed requests, read-your-writes, and the same read model', async () => {
     const dir = dataDir();
     const key = await createKey(dir);
-    const running = await server(dir);
+    const env = { WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true', WEBHOOK_CA_FILE: RECEIVER_CA_FILE };
+    const running = await server(dir, env);
     const api = client(running.url, key);
     await seed(api, 600);
-    const csr = csrTool(dir);
+    const csr = csrTool(dir, env);
+    // Webhook dispatch goes on undisturbed: every client created under the load is delivered.
+    const receiver = await startReceiver();
+    const [workspace] = await csr.json<{ slug: string }[]>('workspaces', 'list');
+    await csr.json('webhooks', 'create', '--workspace', workspace!.slug, '--name', 'Ops', '--url', `${receiver.origin}/ops`, '--events', 'created', '--objects', 'clients');
+    const createdIds: string[] = [];
 
     let stop = false;
     const failures: string[] = [];
@@ -117,6 +124,7 @@ describe('csr projections rebuild', () => {
         if (created.status !== 201) failures.push(`POST ${created.status}`);
         else {
           const id = created.body.ids[0];
+          createdIds.push(id);
           const patched = await api.patch(`/api/v1/clients/${id}`, { tier: 'Enterprise' });
           const read = await api.get(`/api/v1/clients/${id}`);
           requests += 2;
@@ -145,6 +153,10 @@ describe('csr projections rebuild', () => {
     expect(rebuild.stderr).toContain('"phase":"done"');
     expect(failures).toEqual([]);
     expect(requests).toBeGreaterThan(20);
+    const delivered = (requests: { body: { data?: { id?: string } } }[]) => new Set(requests.map((request) => request.body?.data?.id));
+    const received = await receiver.waitFor('/ops', (requests) => createdIds.every((id) => delivered(requests).has(id)), 30_000).finally(() => receiver.close());
+    expect(createdIds.length).toBeGreaterThan(0);
+    expect(createdIds.filter((id) => !delivered(received).has(id))).toEqual([]);
 
     const status = await csr.json<{ projections: Row[] }>('projections', 'status');
     expect(status.projections.filter((row) => row.name === 'records')).toMatchObject([{ generation: 2, state: 'live' }]);
