@@ -12,7 +12,7 @@ import type { EventMetadata, EventStore, NewEvent, RecordedEvent } from '../src/
 import type { Position } from '../src/eventstore/position.js';
 import { RECORDS_PROJECTION } from '../src/readstore/port.js';
 import { startService } from '../src/service.js';
-import { checkChainInThread } from '../src/cli/chainThread.js';
+import { logPassInThread } from '../src/cli/chainThread.js';
 import { fingerprint, generateApiKey } from '../src/setup/apiKeys.js';
 
 /**
@@ -132,17 +132,21 @@ export async function auditBench(root: string): Promise<AuditRow[]> {
   });
   let verified = { ok: false, events: 0 };
   // As `csr audit verify` runs it: the chain checked in a thread of its own, beside the fold.
-  const verifyRate = await rate(async () => (verified = await verifyAudit({ events, readStore }, { chain: checkChainInThread(config) })).events);
+  const verifyRate = await rate(async () => (verified = await verifyAudit({ events, readStore, setup }, { logPass: logPassInThread(config) })).events);
   await service.stop();
 
-  // `csr audit export` as an operator runs it, into /dev/null: its peak RSS (kB, from GNU time).
-  const timeOutput = spawnSync('/usr/bin/time', ['-f', '%M', process.execPath, 'bin/csr.js', 'audit', 'export', '--workspace', slug], {
-    cwd: root,
-    env: { ...process.env, DATA_DIR: dataDir },
-    stdio: ['ignore', 'ignore', 'pipe'],
-    encoding: 'utf8',
-  }).stderr;
-  const peakMiB = Number(timeOutput.trim().split('\n').at(-1)) / 1024;
+  // `csr audit export` and `csr audit verify` as an operator runs them, into /dev/null: peak RSS (kB, from GNU time).
+  const peakMiBOf = (...args: string[]) => {
+    const timeOutput = spawnSync('/usr/bin/time', ['-f', '%M', process.execPath, 'bin/csr', 'audit', ...args], {
+      cwd: root,
+      env: { ...process.env, DATA_DIR: dataDir },
+      stdio: ['ignore', 'ignore', 'pipe'],
+      encoding: 'utf8',
+    }).stderr;
+    return Number(timeOutput.trim().split('\n').at(-1)) / 1024;
+  };
+  const peakMiB = peakMiBOf('export', '--workspace', slug);
+  const verifyPeakMiB = peakMiBOf('verify');
   rmSync(dataDir, { recursive: true, force: true });
 
   const share = (value: number) => `${Math.round((value / raw) * 100)}% of the raw read`;
@@ -153,5 +157,6 @@ export async function auditBench(root: string): Promise<AuditRow[]> {
     { scenario: 'audit export (NDJSON lines built)', result: `${exported.toLocaleString('en-US')} events/s, ${share(exported)}`, target: '>= 50% of raw read' },
     { scenario: `audit verify (chain + every record against the read model; ${verified.ok ? 'ok' : 'FAILED'})`, result: `${verifyRate.toLocaleString('en-US')} events/s, ${share(verifyRate)}`, target: '>= 50% of raw read' },
     { scenario: '`csr audit export` peak RSS over that log', result: `${peakMiB.toFixed(0)} MiB`, target: 'flat' },
+    { scenario: '`csr audit verify` peak RSS over that log', result: `${verifyPeakMiB.toFixed(0)} MiB`, target: 'flat' },
   ];
 }

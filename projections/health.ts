@@ -3,6 +3,7 @@ import type { ReadinessCheck } from '../src/core/readiness.js';
 import type { EventStore } from '../src/eventstore/port.js';
 import type { ReadStore } from '../src/readstore/port.js';
 import type { Projection } from './projection.js';
+import { WEBHOOKS_FILTER, WEBHOOKS_GROUP } from '../src/webhooks/port.js';
 import { lagAfter } from './status.js';
 
 /** Projection lag for /health/ready and /metrics, read from the stores (any process, any role). */
@@ -33,8 +34,19 @@ export function projectionLagCheck(deps: Deps, projections: readonly Projection[
   };
 }
 
+/** The webhook fan-out's consumer group, as `csr projections status` lists it (none before a dispatcher first joined it). */
+async function fanOutLag(deps: Deps): Promise<(readonly [string, { events: number; seconds: number }])[]> {
+  const group = await deps.events.groupCheckpoint(WEBHOOKS_GROUP);
+  if (!group) return [];
+  const lag = await lagAfter(deps.events, group.position, WEBHOOKS_FILTER, PROBE_LIMIT);
+  return [[WEBHOOKS_GROUP, { events: lag.events, seconds: lag.oldest ? Math.max(0, Date.now() - lag.oldest.getTime()) / 1000 : 0 }]];
+}
+
 export function projectionLagGauges(metrics: Metrics, deps: Deps, projections: readonly Projection[]): void {
-  const lags = async () => Promise.all(projections.map(async (projection) => [projection.name, await lagOf(deps, projection)] as const));
+  const lags = async () => [
+    ...(await Promise.all(projections.map(async (projection) => [projection.name, await lagOf(deps, projection)] as const))),
+    ...(await fanOutLag(deps)),
+  ];
   // One read of the stores serves both gauges of a scrape.
   let pending: ReturnType<typeof lags> | null = null;
   const shared = () => {

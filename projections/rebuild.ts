@@ -8,6 +8,7 @@ import { logProgress, type RebuildProgress } from './rebuildProgress.js';
 import { eventsUpTo, IDLE_MS } from './logRange.js';
 import type { Projection } from './projection.js';
 import { StatusReporter } from './runnerStatus.js';
+import { BatchOverlay } from './batchOverlay.js';
 
 /**
  * The one rebuild machinery (manual `csr projections rebuild`, a new projection version at start,
@@ -67,8 +68,11 @@ export function builderAlive(owner: string): boolean {
 const IDLE = Symbol('idle');
 const idle = () => new Promise<typeof IDLE>((resolve) => setTimeout(resolve, IDLE_MS, IDLE));
 
+/** The projection's own apply over a batch overlay: one write per record changed, not one per event. */
 async function applyBatch(tx: ReadTransaction, projection: Projection, batch: RecordedEvent[]): Promise<void> {
-  await projection.apply(tx, batch);
+  const overlay = new BatchOverlay(tx);
+  await projection.apply(overlay, batch);
+  await overlay.flush();
   await tx.setCheckpoint(projection.name, batch.at(-1)!.position);
 }
 

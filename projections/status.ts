@@ -1,20 +1,23 @@
 import type { EventFilter, EventStore } from '../src/eventstore/port.js';
 import type { Position } from '../src/eventstore/position.js';
 import type { ReadStore, RunnerStatus } from '../src/readstore/port.js';
+import { WEBHOOKS_FILTER, WEBHOOKS_GROUP } from '../src/webhooks/port.js';
 import { eventsUpTo } from './logRange.js';
 import type { Projection } from './projection.js';
 
 /**
  * `csr projections status`: every registered projection (and the generation a rebuild is
- * filling), read from the stores alone, so it answers the same whether the server runs or not.
+ * filling), and the webhook fan-out's persistent subscription group, read from the stores alone,
+ * so it answers the same whether the server runs or not.
  */
 
 export type ProjectionState = 'live' | 'catching-up' | 'rebuilding' | 'failed';
 
 export interface ProjectionStatus {
   name: string;
-  kind: Projection['kind'];
-  version: number;
+  kind: Projection['kind'] | 'fan-out';
+  /** Null for the webhook fan-out, which has no read model to version. */
+  version: number | null;
   /** The read model generation this row is about (null for reactors, which have none). */
   generation: number | null;
   state: ProjectionState;
@@ -66,7 +69,10 @@ function rateOf(status: RunnerStatus | undefined, now: number): number {
 }
 
 /** What status needs to know of a projection or reactor (no handler: status runs none). */
-type Listed = Pick<Projection, 'name' | 'filter' | 'kind' | 'version'>;
+type Listed = Pick<Projection, 'name' | 'filter'> & { kind: ProjectionStatus['kind']; version: number | null };
+
+/** The webhook fan-out (its consumer group's checkpoint), listed after the projections. */
+const FAN_OUT: Listed = { name: WEBHOOKS_GROUP, filter: WEBHOOKS_FILTER, kind: 'fan-out', version: null };
 
 async function row(
   deps: { events: EventStore },
@@ -105,7 +111,7 @@ async function row(
 
 export async function projectionStatus(
   deps: { events: EventStore; readStore: ReadStore },
-  projections: readonly Listed[],
+  projections: readonly Pick<Projection, 'name' | 'filter' | 'kind' | 'version'>[],
 ): Promise<StatusReport> {
   const now = Date.now();
   const [head, generations, runners] = await Promise.all([deps.events.headPosition(), deps.readStore.generations(), deps.readStore.runnerStatuses()]);
@@ -121,5 +127,8 @@ export async function projectionStatus(
       rows.push(await row(deps, building, generations.building.generation, generations.building.position, rebuild, true, head, now));
     }
   }
+  // A group that does not exist yet (no dispatcher ever ran) starts at the end of the log when made: no row.
+  const fanOut = await deps.events.groupCheckpoint(WEBHOOKS_GROUP);
+  if (fanOut) rows.push(await row(deps, FAN_OUT, null, fanOut.position, runner(WEBHOOKS_GROUP), false, head, now));
   return { head, at: new Date(now).toISOString(), projections: rows };
 }

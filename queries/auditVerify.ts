@@ -1,20 +1,21 @@
-import { RECORD_STREAM_PREFIX } from '../src/events/records.js';
-import { ChainCheck, type ChainBreak } from '../src/eventstore/chainCheck.js';
-import type { EventStore, RecordedEvent } from '../src/eventstore/port.js';
-import { hasReached, type Position } from '../src/eventstore/position.js';
+import type { ChainBreak } from '../src/eventstore/chainCheck.js';
+import type { EventStore } from '../src/eventstore/port.js';
+import type { Position } from '../src/eventstore/position.js';
 import { RECORDS_PROJECTION, type ReadStore } from '../src/readstore/port.js';
-import { RecordFold } from './fold.js';
-import { compare, type Difference } from './readModelCheck.js';
 import { loadCatalogue } from '../src/schema/catalogues.js';
+import { checkLog, groupKey, type LogPassOptions, type LogSummary } from './logPass.js';
+import { ReadModelCheck, type Difference, type ObjectLookup } from './readModelCheck.js';
 
 export type { Difference } from './readModelCheck.js';
+export type { LogSummary } from './logPass.js';
 
 /**
- * `csr audit verify` (docs/auditing.md): one pass over the whole log re-checks the hash chain and
- * folds every record's stream (up to the records read model's checkpoint); then every record is
- * compared with its read model document: fields, name, times, revision, and calculated values
- * re-derived from the folded records (roll-ups from their children). Read model documents of
- * the same workspaces and objects that the log does not know are reported too.
+ * `csr audit verify` (docs/auditing.md), in two halves that run side by side and each hold a page
+ * at a time, never the store: the log pass re-checks the hash chain over the whole log and counts
+ * the live records of each object (logPass.ts); the read model check compares every document of
+ * every object with its own stream folded up to the records read model's checkpoint, calculated
+ * values included (readModelCheck.ts). Where the counts say the read model lacks records, the log
+ * is searched for them.
  */
 
 export interface VerifyResult {
@@ -31,85 +32,65 @@ export interface VerifyResult {
   differences: Difference[];
 }
 
-const PAGE = 2000;
-
-/** What the chain check of the log up to a position found. */
-export interface ChainSummary {
-  events: number;
-  chained: number;
-  unchained: number;
-  head: string;
-  firstBreak: ChainBreak | null;
-}
-
-/** Reads the log up to `until` (inclusive) page by page, giving each event to `each`; answers the count. */
-async function eachEvent(events: EventStore, until: Position | null, each: (event: RecordedEvent) => void, progress?: (events: number) => void): Promise<number> {
-  let count = 0;
-  for (let from: Position | 'start' = 'start'; until !== null; ) {
-    const page = await events.readAll({ from, maxCount: PAGE });
-    for (const event of page) {
-      if (event.position > until) return count;
-      each(event);
-      count += 1;
-    }
-    if (page.length === 0) return count;
-    from = page.at(-1)!.position;
-    progress?.(count);
-  }
-  return count;
-}
-
-/** The chain check alone, up to `until`: the CLI runs it in a thread of its own, beside the fold. */
-export async function checkChain(events: EventStore, until: Position | null): Promise<ChainSummary> {
-  const chain = new ChainCheck(events.chainScope);
-  const count = await eachEvent(events, until, (event) => chain.add(event));
-  return { events: count, chained: chain.chained, unchained: chain.unchained, head: chain.head, firstBreak: chain.firstBreak };
-}
-
 export interface VerifyOptions {
   workspaceId?: string;
-  progress?: (events: number) => void;
-  /** Checks the chain up to the given head elsewhere (a worker thread); by default in the same pass as the fold. */
-  chain?: (until: Position | null) => Promise<ChainSummary>;
+  /** Told the number of records checked so far, a page at a time. */
+  progress?: (records: number) => void;
+  /** Runs the log pass up to the given head elsewhere (a worker thread); by default here, beside the read model check. */
+  logPass?: (until: Position | null, options: LogPassOptions) => Promise<LogSummary>;
 }
 
-export async function verifyAudit(deps: { events: EventStore; readStore: Pick<ReadStore, 'checkpoint' | 'getMany' | 'find'> }, options: VerifyOptions = {}): Promise<VerifyResult> {
+export async function verifyAudit(
+  deps: { events: EventStore; readStore: Pick<ReadStore, 'checkpoint' | 'getMany' | 'find'>; setup: { listWorkspaces(): Promise<{ id: string }[]> } },
+  options: VerifyOptions = {},
+): Promise<VerifyResult> {
   const checkpoint = await deps.readStore.checkpoint(RECORDS_PROJECTION);
-  // Both passes stop at the head as it is now: appends made meanwhile are for the next run.
+  // Both halves stop at the head as it is now: appends made meanwhile are for the next run.
   const until = await deps.events.headPosition();
-  const inline = options.chain ? null : new ChainCheck(deps.events.chainScope);
-  const elsewhere = options.chain?.(until);
-  const folds = new Map<string, RecordFold>();
-  const count = await eachEvent(
-    deps.events,
-    until,
-    (event) => {
-      inline?.add(event);
-      if (!event.stream.startsWith(RECORD_STREAM_PREFIX) || !hasReached(checkpoint, event.position)) return;
-      if (options.workspaceId !== undefined && event.data['workspaceId'] !== options.workspaceId) return;
-      let fold = folds.get(event.stream);
-      if (!fold) folds.set(event.stream, (fold = new RecordFold()));
-      fold.add(event);
-    },
-    options.progress,
-  );
-  const differences = await compare(deps.readStore, folds, async (workspaceId) => {
-    const catalogue = await loadCatalogue(deps.events, workspaceId);
-    return (object) => catalogue.object(object);
-  });
-  const chain: ChainSummary = elsewhere
-    ? await elsewhere
-    : { events: count, chained: inline!.chained, unchained: inline!.unchained, head: inline!.head, firstBreak: inline!.firstBreak };
+  const passOptions: LogPassOptions = { checkpoint, workspaceId: options.workspaceId };
+  const logPass = options.logPass ? options.logPass(until, passOptions) : checkLog(deps.events, until, passOptions);
+  logPass.catch(() => undefined);
+
+  const check = new ReadModelCheck(deps, checkpoint, options.progress);
+  const present = new Map<string, number>();
+  const workspaces = options.workspaceId !== undefined ? [options.workspaceId] : (await deps.setup.listWorkspaces()).map((workspace) => workspace.id);
+  const lookups = new Map<string, ObjectLookup>();
+  const lookup = async (workspaceId: string) => {
+    let found = lookups.get(workspaceId);
+    if (!found) {
+      const catalogue = await loadCatalogue(deps.events, workspaceId);
+      lookups.set(workspaceId, (found = (object) => catalogue.object(object)));
+    }
+    return found;
+  };
+  const checkObject = async (workspaceId: string, object: string) => {
+    present.set(groupKey(workspaceId, object), await check.documents(workspaceId, object, await lookup(workspaceId)));
+  };
+  for (const workspaceId of workspaces) {
+    for (const object of (await loadCatalogue(deps.events, workspaceId)).objects) await checkObject(workspaceId, object.key);
+  }
+
+  const log = await logPass;
+  // Objects the log has records of that no catalogue lists any more: their documents too.
+  for (const key of Object.keys(log.live)) {
+    if (present.has(key)) continue;
+    const [workspaceId, object] = key.split('\u0000') as [string, string];
+    await checkObject(workspaceId, object);
+  }
+  for (const [key, live] of Object.entries(log.live)) {
+    if (live === (present.get(key) ?? 0)) continue;
+    const [workspaceId, object] = key.split('\u0000') as [string, string];
+    await check.missing(workspaceId, object, until);
+  }
   return {
-    ok: chain.firstBreak === null && differences.length === 0,
+    ok: log.firstBreak === null && check.differences.length === 0,
     scope: deps.events.chainScope,
-    events: chain.events,
-    chained: chain.chained,
-    unchained: chain.unchained,
-    head: chain.head,
-    firstBreak: chain.firstBreak,
-    records: folds.size,
-    differences,
+    events: log.events,
+    chained: log.chained,
+    unchained: log.unchained,
+    head: log.head,
+    firstBreak: log.firstBreak,
+    records: check.records,
+    differences: check.differences,
   };
 }
-

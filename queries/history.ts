@@ -1,12 +1,14 @@
 import { upcast, recordStream, type RecordEvent } from '../src/events/records.js';
 import { NotFound } from '../src/core/errors.js';
 import type { Actor, EventSource, EventStore, RecordedEvent } from '../src/eventstore/port.js';
-import type { ReadStore, StoredValue, Values } from '../src/readstore/port.js';
+import type { StoredValue, Values } from '../src/readstore/port.js';
 import type { User } from '../src/setup/port.js';
 import type { FieldDef, ObjectDef } from '../src/schema/types.js';
 import { actorOf, readableData, sourceOf, viaText } from './eventView.js';
 import { pagingParameters } from './paging.js';
 import { referencesOf, restValue } from './storedValue.js';
+import { linkNamesThen } from './linkNamesThen.js';
+import { loadCatalogue } from '../src/schema/catalogues.js';
 
 /** GET /api/v1/{object}/{id}/history and `csr history`: one entry per change of a record, oldest first, from its stream. */
 
@@ -32,9 +34,10 @@ export interface HistoryPage {
 export interface HistoryContext {
   workspaceId: string;
   events: EventStore;
-  readStore: Pick<ReadStore, 'getMany'>;
   listUsers(workspaceId: string): Promise<User[]>;
   canAccess(object: string): boolean;
+  /** The workspace's objects, for linked records' names (read from the log when not given). */
+  objectOf?: (object: string) => ObjectDef | undefined;
 }
 
 const KINDS = { RecordCreated: 'created', RecordUpdated: 'updated', RecordDeleted: 'deleted', RecordRollupsChanged: 'updated' } as const;
@@ -66,22 +69,24 @@ export async function recordHistory(ctx: HistoryContext, object: ObjectDef, reco
       referencesOf(fields.get(key)!, change.to, links, users);
     }
   }
-  const names = new Map<string, string | null>();
-  await Promise.all(
-    [...links].map(async ([target, ids]) => {
-      if (!ctx.canAccess(target)) return;
-      for (const document of await ctx.readStore.getMany(ctx.workspaceId, target, [...ids])) names.set(`${target}/${document.id}`, document.name);
-    }),
-  );
+  // Links are named as they were when each change was made, not as they are now.
+  const accessible = new Map([...links].filter(([target]) => ctx.canAccess(target)));
+  let objectOf = ctx.objectOf;
+  if (!objectOf && accessible.size > 0) {
+    const catalogue = await loadCatalogue(ctx.events, ctx.workspaceId);
+    objectOf = (key) => catalogue.object(key);
+  }
+  const then = await linkNamesThen({ events: ctx.events, workspaceId: ctx.workspaceId, objectOf: objectOf ?? (() => undefined) }, accessible, page.map(({ recorded }) => recorded.position));
   const userNames = users.size === 0 ? new Map<string, string>() : new Map((await ctx.listUsers(ctx.workspaceId)).map((user) => [user.id, user.name]));
-  const valueNames = {
-    linkName: (target: string, id: string) => names.get(`${target}/${id}`) ?? null,
+  const valueNamesAt = (index: number) => ({
+    linkName: (target: string, id: string) => then.name(index, target, id),
     userName: (id: string) => userNames.get(id) ?? null,
     canAccess: ctx.canAccess,
-  };
+  });
 
   const data = page.map(({ recorded, event }, index): HistoryEntry => {
     const changes: HistoryEntry['changes'] = {};
+    const valueNames = valueNamesAt(index);
     for (const [key, change] of Object.entries(changed[index]!)) {
       const field = fields.get(key)!;
       changes[key] = { from: restValue(field, change.from, valueNames), to: restValue(field, change.to, valueNames) };

@@ -1,15 +1,21 @@
-import { RECORD_STREAM_PREFIX } from '../src/events/records.js';
+import { RECORD_STREAM_PREFIX, recordStream } from '../src/events/records.js';
 import { canonicalJson } from '../src/eventstore/chain.js';
+import type { EventStore } from '../src/eventstore/port.js';
+import { hasReached, type Position } from '../src/eventstore/position.js';
+import { filterKey } from '../src/readstore/filterKey.js';
 import type { ReadStore, RecordDocument, Values } from '../src/readstore/port.js';
 import { ownCalculations, rollups } from '../src/schema/calculated.js';
-import { defaultObject, type ObjectDef } from '../src/schema/catalogue.js';
-import type { RecordFold } from './fold.js';
+import type { ObjectDef } from '../src/schema/catalogue.js';
+import { RecordFold } from './fold.js';
 
 /**
- * The second half of `csr audit verify`: records folded from the log against the read model.
- * Every folded record is compared with its document (fields, name, times, revision, calculated
- * values re-derived from the folded records, roll-ups from their children), and documents of the
- * same workspaces and objects that the log does not know are reported.
+ * The read model half of `csr audit verify`, one object at a time and a page of documents at a
+ * time, so memory stays flat however large the store: every document is compared with its own
+ * stream folded up to the records read model's checkpoint (fields, name, times, revision) and its
+ * calculated values re-derived (roll-ups from its children's documents, each of which is checked
+ * against its own stream too). Documents the log does not know are found on the way; records the
+ * log has but the read model lacks are looked for only where the log's count of live records says
+ * some are missing (`missing`).
  */
 
 export interface Difference {
@@ -19,104 +25,126 @@ export interface Difference {
   problem: string;
 }
 
-type Folded = ReturnType<RecordFold['result']> & { workspaceId: string; object: string; id: string };
+const PAGE = 500;
 
-/** `objectOf`: a workspace's object definitions, for record names (custom objects included). */
-export async function compare(
-  readStore: Pick<ReadStore, 'getMany' | 'find'>,
-  folds: Map<string, RecordFold>,
-  objectOf: (workspaceId: string) => Promise<(object: string) => ObjectDef | undefined> = async () => defaultObject,
-): Promise<Difference[]> {
-  const lookups = new Map<string, (object: string) => ObjectDef | undefined>();
-  const groups = new Map<string, Folded[]>();
-  const live = new Map<string, Folded>();
-  for (const [stream, fold] of folds) {
-    const { workspaceId, object, id } = fold.address ?? { workspaceId: '', object: '', id: stream.slice(RECORD_STREAM_PREFIX.length) };
-    let lookup = lookups.get(workspaceId);
-    if (!lookup) lookups.set(workspaceId, (lookup = await objectOf(workspaceId)));
-    const result = fold.result(lookup);
-    const folded: Folded = { ...result, workspaceId, object, id };
-    const key = `${workspaceId}\u0000${object}`;
-    groups.get(key)?.push(folded) ?? groups.set(key, [folded]);
-    if (result.document) live.set(`${workspaceId}/${object}/${id}`, folded);
-  }
-  const calculated = expectedCalculations(live);
-  const differences: Difference[] = [];
-  for (const [key, records] of groups) {
-    const [workspaceId, object] = key.split('\u0000') as [string, string];
+export type ObjectLookup = (object: string) => ObjectDef | undefined;
+
+export class ReadModelCheck {
+  readonly differences: Difference[] = [];
+  /** Records compared. */
+  records = 0;
+
+  constructor(
+    private readonly deps: { events: EventStore; readStore: Pick<ReadStore, 'find' | 'getMany'> },
+    private readonly checkpoint: Position | null,
+    private readonly progress?: (records: number) => void,
+  ) {}
+
+  /** Checks every document of the object; answers how many of them are live records in the log. */
+  async documents(workspaceId: string, object: string, objectOf: ObjectLookup): Promise<number> {
     let present = 0;
-    for (let i = 0; i < records.length; i += 500) {
-      const chunk = records.slice(i, i + 500);
-      const found = new Map((await readStore.getMany(workspaceId, object, chunk.map((record) => record.id))).map((document) => [document.id, document]));
-      present += found.size;
-      for (const record of chunk) {
-        const problem = differs(record, found.get(record.id), calculated);
-        if (problem) differences.push({ workspaceId, object, id: record.id, problem });
-      }
-    }
-    // Documents the log does not know (a row added by hand): only looked for when the count says there are some.
-    if ((await readStore.find({ workspaceId, object, filters: [], limit: 1, offset: 0 })).total === present) continue;
-    const known = new Set(records.map((record) => record.id));
-    for (let offset = 0; ; offset += 1000) {
-      const page = await readStore.find({ workspaceId, object, filters: [], limit: 1000, offset });
+    for (let offset = 0; ; offset += PAGE) {
+      const page = await this.deps.readStore.find({ workspaceId, object, filters: [], limit: PAGE, offset });
       for (const document of page.documents) {
-        if (!known.has(document.id)) differences.push({ workspaceId, object, id: document.id, problem: 'in the read model, but no such record in the log' });
+        const { fold, last } = await this.fold(document.id);
+        const address = fold.address;
+        const known = address !== null && address.workspaceId === workspaceId && address.object === object;
+        const folded = known ? fold.result(objectOf).document : null;
+        if (folded) present += 1;
+        this.records += 1;
+        // The projector moved on after verification read its checkpoint, to events that exist: nothing to compare against.
+        if (document.revision > fold.revision && document.revision <= last) continue;
+        const problem = !known
+          ? 'in the read model, but no such record in the log'
+          : !folded
+            ? 'deleted in the log, but still in the read model'
+            : await this.differs(folded, document);
+        if (problem) this.differences.push({ workspaceId, object, id: document.id, problem });
       }
-      if (page.documents.length < 1000) break;
+      this.progress?.(this.records);
+      if (page.documents.length < PAGE) return present;
     }
   }
-  return differences;
-}
 
-function differs(record: Folded, document: RecordDocument | undefined, calculated: (record: Folded) => Values): string | null {
-  const expected = record.document;
-  if (!expected) return document ? 'deleted in the log, but still in the read model' : null;
-  if (!document) return 'in the log, but missing from the read model';
-  // The projector moved on after verification read its checkpoint: nothing to compare against.
-  if (document.revision > record.revision) return null;
-  const wrong: string[] = [];
-  for (const key of ['name', 'createdAt', 'updatedAt', 'revision'] as const) {
-    if (expected[key] !== document[key]) wrong.push(key);
+  /**
+   * Records of the object that are live in the log but have no document: the log's record
+   * creations of the object, looked up a page at a time (only run when the counts differ).
+   */
+  async missing(workspaceId: string, object: string, until: Position | null): Promise<void> {
+    let ids: string[] = [];
+    const flush = async () => {
+      const found = new Set((await this.deps.readStore.getMany(workspaceId, object, ids)).map((document) => document.id));
+      for (const id of ids) {
+        if (found.has(id) || !(await this.fold(id)).fold.result().document) continue;
+        this.records += 1;
+        this.differences.push({ workspaceId, object, id, problem: 'in the log, but missing from the read model' });
+      }
+      ids = [];
+    };
+    for (let from: Position | 'start' = 'start'; until !== null; ) {
+      const page = await this.deps.events.readAll({ from, maxCount: 2000, filter: { streamPrefixes: [RECORD_STREAM_PREFIX] } });
+      for (const event of page) {
+        if (event.position > until || !hasReached(this.checkpoint, event.position)) break;
+        const data = event.data as { workspaceId?: unknown; object?: unknown; recordId?: unknown };
+        if (event.type === 'RecordCreated' && data.workspaceId === workspaceId && data.object === object) ids.push(String(data.recordId));
+        if (ids.length >= PAGE) await flush();
+      }
+      if (page.length === 0 || page.at(-1)!.position > until || !hasReached(this.checkpoint, page.at(-1)!.position)) break;
+      from = page.at(-1)!.position;
+    }
+    if (ids.length > 0) await flush();
   }
-  for (const key of new Set([...Object.keys(expected.fields), ...Object.keys(document.fields)])) {
-    if (!same(expected.fields[key], document.fields[key])) wrong.push(key);
+
+  /** The record's stream folded up to the checkpoint, and the revision of its last event of all (-1: none). */
+  private async fold(id: string): Promise<{ fold: RecordFold; last: number }> {
+    const fold = new RecordFold();
+    const stream = await this.deps.events.readStream(recordStream(id));
+    for (const event of stream) {
+      if (!hasReached(this.checkpoint, event.position)) break;
+      fold.add(event);
+    }
+    return { fold, last: stream.at(-1)?.revision ?? -1 };
   }
-  const values = calculated(record);
-  for (const key of new Set([...Object.keys(values), ...Object.keys(document.calculated)])) {
-    if (!same(values[key], document.calculated[key])) wrong.push(key);
+
+  private async differs(expected: NonNullable<ReturnType<RecordFold['result']>['document']>, document: RecordDocument): Promise<string | null> {
+    const wrong: string[] = [];
+    for (const key of ['name', 'createdAt', 'updatedAt', 'revision'] as const) {
+      if (expected[key] !== document[key]) wrong.push(key);
+    }
+    for (const key of new Set([...Object.keys(expected.fields), ...Object.keys(document.fields)])) {
+      if (!same(expected.fields[key], document.fields[key])) wrong.push(key);
+    }
+    const values = await this.calculated(expected.workspaceId, expected.object, expected.id, expected.fields);
+    for (const key of new Set([...Object.keys(values), ...Object.keys(document.calculated)])) {
+      if (!same(values[key], document.calculated[key])) wrong.push(key);
+    }
+    return wrong.length === 0 ? null : `the read model differs from the log in: ${wrong.join(', ')}`;
   }
-  return wrong.length === 0 ? null : `the read model differs from the log in: ${wrong.join(', ')}`;
+
+  /** Calculated values as the projection derives them: roll-ups from the children's documents. */
+  private async calculated(workspaceId: string, object: string, id: string, fields: Values): Promise<Values> {
+    const rolledUp: Values = {};
+    const children = new Map<string, Values[]>();
+    for (const rollup of rollups) {
+      if (rollup.object !== object) continue;
+      const key = `${rollup.source}\u0000${rollup.via}`;
+      let kids = children.get(key);
+      if (!kids) children.set(key, (kids = await this.children(workspaceId, rollup.source, rollup.via, id)));
+      rolledUp[rollup.field] = rollup.compute(kids);
+    }
+    return { ...rolledUp, ...ownCalculations(object, { ...fields, ...rolledUp }) };
+  }
+
+  private async children(workspaceId: string, source: string, via: string, parent: string): Promise<Values[]> {
+    const found: Values[] = [];
+    for (let offset = 0; ; offset += 1000) {
+      const page = await this.deps.readStore.find({ workspaceId, object: source, filters: [{ field: via, value: filterKey(parent) }], limit: 1000, offset });
+      for (const child of page.documents) if (child.fields[via] === parent) found.push({ ...child.fields, ...child.calculated });
+      if (page.documents.length < 1000) return found;
+    }
+  }
 }
 
 function same(a: unknown, b: unknown): boolean {
   return canonicalJson(a ?? null) === canonicalJson(b ?? null);
-}
-
-/** Calculated values as the projection derives them, roll-ups from the folded children (memoised). */
-function expectedCalculations(live: Map<string, Folded>): (record: Folded) => Values {
-  const children = new Map<string, Folded[]>();
-  for (const record of live.values()) {
-    for (const rollup of rollups) {
-      const parent = rollup.source === record.object ? record.document!.fields[rollup.via] : undefined;
-      if (typeof parent !== 'string') continue;
-      const key = `${record.workspaceId}/${rollup.object}/${parent}/${rollup.field}`;
-      children.get(key)?.push(record) ?? children.set(key, [record]);
-    }
-  }
-  const memo = new Map<Folded, Values>();
-  const calculate = (record: Folded): Values => {
-    const known = memo.get(record);
-    if (known) return known;
-    const fields = record.document!.fields;
-    const rolledUp: Values = {};
-    for (const rollup of rollups) {
-      if (rollup.object !== record.object) continue;
-      const kids = children.get(`${record.workspaceId}/${record.object}/${record.id}/${rollup.field}`) ?? [];
-      rolledUp[rollup.field] = rollup.compute(kids.map((kid) => ({ ...kid.document!.fields, ...calculate(kid) })));
-    }
-    const values = { ...rolledUp, ...ownCalculations(record.object, { ...fields, ...rolledUp }) };
-    memo.set(record, values);
-    return values;
-  };
-  return calculate;
 }

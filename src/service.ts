@@ -29,6 +29,8 @@ import { observeApi, type ApiObservability } from './runtime/observability.js';
 import { closeGracefully, listen, SHUTDOWN_DEADLINE_MS } from './runtime/httpServer.js';
 import type { Stoppable } from './runtime/supervisor.js';
 import { startDispatcher, type RunningDispatcher } from './webhooks/dispatcher.js';
+import { StatusReporter } from '../projections/runnerStatus.js';
+import { WEBHOOKS_GROUP } from './webhooks/port.js';
 import type { WebhookSender } from './webhooks/httpsSender.js';
 
 /**
@@ -59,6 +61,7 @@ export async function startService(
   await catalogues.watch();
   const projections: RunningProjection[] = [];
   let dispatcher: RunningDispatcher | null = null;
+  let fanOutStatus: StatusReporter | null = null;
   let sender: WebhookSender | null = null;
   let pageSender: WebhookSender | null = null;
   let server: ServerType | null = null;
@@ -103,6 +106,7 @@ export async function startService(
       logger.warn('WEBHOOK_ALLOW_PRIVATE_TARGETS=true: webhooks may target loopback and private networks; use this only for local development and tests');
     }
     sender = createWebhookSender(config);
+    fanOutStatus = new StatusReporter(backends.readStore, WEBHOOKS_GROUP, logger);
     dispatcher = startDispatcher({
       events: backends.events,
       readStore: backends.readStore,
@@ -114,6 +118,7 @@ export async function startService(
       clock,
       retryDelaysMs: config.webhookRetryDelaysMs,
       timeoutMs: config.webhookTimeoutMs,
+      status: fanOutStatus,
     });
   }
   if (config.roles.includes('api')) {
@@ -162,6 +167,7 @@ export async function startService(
       if (server) await closeGracefully(server, SHUTDOWN_DEADLINE_MS);
       await observability?.stop();
       await dispatcher?.stop();
+      await fanOutStatus?.stop();
       sender?.close();
       pageSender?.close();
       await Promise.all(projections.map((projection) => projection.stop()));

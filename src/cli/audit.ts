@@ -4,7 +4,7 @@ import { verifyAudit, type VerifyResult } from '../../queries/auditVerify.js';
 import { NotFound } from '../core/errors.js';
 import { isUuid } from '../core/ids.js';
 import { loadCatalogue } from '../schema/catalogues.js';
-import { checkChainInThread } from './chainThread.js';
+import { logPassInThread } from './chainThread.js';
 import { stringOption, UsageError, type CliContext, type CommandArgs, type CliResource } from './context.js';
 
 /**
@@ -27,7 +27,7 @@ function moment(values: CommandArgs['values'], name: string): Date | undefined {
 }
 
 /** A progress line on stderr, at most once a second, only where a person watches (a terminal). */
-function progressLine(stderr: CommandArgs['stderr'], what: string): { tick(count: number): void; end(): void } {
+function progressLine(stderr: CommandArgs['stderr'], what: string, unit = 'events read'): { tick(count: number): void; end(): void } {
   let last = 0;
   let shown = false;
   return {
@@ -35,7 +35,7 @@ function progressLine(stderr: CommandArgs['stderr'], what: string): { tick(count
       if (!stderr.isTTY || Date.now() - last < 1000) return;
       last = Date.now();
       shown = true;
-      stderr.write(`\r${what}: ${count.toLocaleString('en-US')} events read`);
+      stderr.write(`\r${what}: ${count.toLocaleString('en-US')} ${unit}`);
     },
     end() {
       if (shown) stderr.write('\n');
@@ -95,11 +95,11 @@ export const audit: CliResource = {
       options: { workspace: { type: 'string' } },
       async run({ values, stderr }, context) {
         const slug = stringOption(values, 'workspace');
-        const progress = progressLine(stderr, 'audit verify');
+        const progress = progressLine(stderr, 'audit verify', 'records checked');
         const result = await verifyAudit(context.backends, {
           ...(slug !== undefined ? { workspaceId: await workspaceId(context, slug) } : {}),
           progress: (count) => progress.tick(count),
-          chain: checkChainInThread(context.config),
+          logPass: logPassInThread(context.config),
         });
         progress.end();
         return result;

@@ -15,7 +15,7 @@ function statusTable(report: StatusReport): string {
   const header = ['NAME', 'VERSION', 'GEN', 'STATE', 'CHECKPOINT', 'LAG', 'LAG (s)', 'EVENTS/S', 'LAST ERROR'];
   const rows = report.projections.map((p) => [
     p.name,
-    String(p.version),
+    p.version === null ? '-' : String(p.version),
     p.generation === null ? '-' : String(p.generation),
     p.state,
     p.checkpoint === null ? '-' : p.checkpoint.split(':')[0]!.replace(/^0+(?=\d)/, ''),

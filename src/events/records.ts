@@ -84,7 +84,7 @@ export function upcast(event: RecordedEvent): RecordEvent | null {
   if (event.type === RECORD_ERASED) {
     const { fields, reason: _reason, ...base } = event.data as unknown as RecordErasedData;
     const changes = Object.fromEntries(fields.map((key) => [key, { from: null, to: null }]));
-    return { type: 'RecordUpdated', data: { ...base, changes, erased: fields } };
+    return { type: 'RecordUpdated', data: { ...base, changes, erased: [...fields].sort() } };
   }
   return { type: event.type, data: event.data } as unknown as RecordEvent;
 }

@@ -78,16 +78,32 @@ export function canonicalJson(value: unknown): string {
 }
 
 export function chainHash(previous: string, content: ChainContent): string {
-  const body: ChainContent = {
-    id: content.id,
-    stream: content.stream,
-    revision: content.revision,
-    type: content.type,
-    data: content.data,
-    metadata: content.metadata,
-  };
-  if (content.created !== undefined) body.created = content.created;
-  return createHash('sha256').update(previous).update('\n').update(canonicalJson(body)).digest('hex');
+  return chainHashOfJson(previous, { ...content, data: canonicalJson(content.data), metadata: canonicalJson(content.metadata) });
+}
+
+/** What the hash covers, with data and metadata already written as JSON. */
+export type ChainJson = Omit<ChainContent, 'data' | 'metadata'> & { data: string; metadata: string };
+
+/**
+ * The hash of content whose data and metadata are given as JSON text: equal to `chainHash` when
+ * that text is their canonical JSON. The body is laid out in canonicalJson's key order.
+ */
+export function chainHashOfJson(previous: string, content: ChainJson): string {
+  const created = content.created === undefined ? '' : `"created":${JSON.stringify(content.created)},`;
+  const body =
+    `{${created}"data":${content.data},"id":${JSON.stringify(content.id)},"metadata":${content.metadata},` +
+    `"revision":${JSON.stringify(content.revision)},"stream":${JSON.stringify(content.stream)},"type":${JSON.stringify(content.type)}}`;
+  return createHash('sha256').update(previous).update('\n').update(body).digest('hex');
+}
+
+/**
+ * Metadata as the embedded store writes it: its canonical JSON with the hash added as the last
+ * key. Data is written as its canonical JSON. Read back and parsed, both serialise with plain
+ * JSON.stringify to the text that was hashed, which lets verification skip the canonical form
+ * (ChainCheck's fast path); the hash itself is still over the canonical form.
+ */
+export function storedMetadataJson(canonicalMetadata: string, hash: string): string {
+  return `${canonicalMetadata.slice(0, -1)}${canonicalMetadata === '{}' ? '' : ','}"hash":${JSON.stringify(hash)}}`;
 }
 
 /** The hash an event's metadata carries, or null for an event written before the chain. */

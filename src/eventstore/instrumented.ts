@@ -29,6 +29,7 @@ export function instrumentAppends(events: EventStore, metrics: Metrics): EventSt
     subscribeToAll: (options) => events.subscribeToAll(options),
     persistentSubscription: (group, options) => events.persistentSubscription(group, options),
     replayParked: (...args: Parameters<EventStore['replayParked']>) => events.replayParked(...args),
+    groupCheckpoint: (group: string) => events.groupCheckpoint(group),
     headPosition: () => events.headPosition(),
     rewriteUnchained: (stream, rewrite) => events.rewriteUnchained(stream, rewrite),
     close: () => events.close(),

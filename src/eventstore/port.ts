@@ -201,6 +201,13 @@ export interface EventStore {
    * resolves with how many there were. Replayed events start their retries afresh.
    */
   replayParked(group: string): Promise<number>;
+  /**
+   * How far a persistent subscription group has settled the log (every event up to `position` is
+   * acked, parked or outside its filter; null: nothing yet), read from any process for operators'
+   * status; null when there is no such group. It may trail the consumers by the store's
+   * checkpoint interval.
+   */
+  groupCheckpoint(group: string): Promise<{ position: Position | null } | null>;
   /** Position of the newest event in the log (null when empty). */
   headPosition(): Promise<Position | null>;
   /**

@@ -93,6 +93,7 @@ export function privateEvents(stored: EventStore, vault: Vault, personalFields: 
     },
     replayParked: (group) => stored.replayParked(group),
     headPosition: () => stored.headPosition(),
+    groupCheckpoint: (group) => stored.groupCheckpoint(group),
     rewriteUnchained: (stream, rewrite) => stored.rewriteUnchained(stream, rewrite),
     async close() {
       await onClose?.();

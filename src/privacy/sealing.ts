@@ -84,7 +84,8 @@ export function hasSealed(_type: string, data: Data): boolean {
 
 /**
  * The data with its sealed values opened with `key`; values that do not open (their key was
- * deleted) read as null, and their fields are listed in `erased`.
+ * deleted) read as null, and their fields are listed in `erased`, sorted: the order of a stored
+ * event's keys is the store's (the embedded log keeps canonical, sorted JSON), not the writer's.
  */
 export function openData(type: string, data: Data, key: Buffer | undefined): Data {
   const box = openBox(data, key);
@@ -99,5 +100,5 @@ export function openData(type: string, data: Data, key: Buffer | undefined): Dat
   const { [BOX]: _box, ...rest } = opened;
   if (erased.size === 0) return rest;
   const before = Array.isArray(data['erased']) ? (data['erased'] as string[]) : [];
-  return { ...rest, erased: [...new Set([...before, ...erased])] };
+  return { ...rest, erased: [...new Set([...before, ...erased])].sort() };
 }

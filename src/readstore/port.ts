@@ -76,6 +76,8 @@ export interface ReadTransaction {
   /** Every document of the object matching all filters (used for roll-ups), in creation order. */
   findAll(workspaceId: string, object: string, filters: FieldFilter[]): Promise<RecordDocument[]>;
   put(document: RecordDocument): Promise<void>;
+  /** `put` of many documents of different records at once (a rebuild's batch): one bulk write where the store has one. */
+  putMany(documents: RecordDocument[]): Promise<void>;
   /** Records link edges; one already known is a no-op. */
   addLinks(edges: LinkEdge[]): Promise<void>;
   delete(workspaceId: string, object: string, id: string): Promise<void>;

@@ -9,7 +9,7 @@ import type { User } from '../setup/port.js';
 import { runGroup } from './groupRunner.js';
 import { createWebhookLogView, type WebhookLogView } from './logView.js';
 import { eventName, isBulk, recordChange, type RecordChange } from './policy.js';
-import { EVENT_KINDS, WEBHOOKS_GROUP, type BulkMember, type EventKind, type WebhookPayload, type WebhookStore } from './port.js';
+import { EVENT_KINDS, WEBHOOKS_FILTER, WEBHOOKS_GROUP, type BulkMember, type EventKind, type WebhookPayload, type WebhookStore } from './port.js';
 import { recipientsAt, type TimelineEntry } from './timeline.js';
 
 /**
@@ -45,6 +45,8 @@ export interface FanOutDeps {
   clock: () => Date;
   /** Called after new deliveries or bulk members were stored. */
   onStored(): void;
+  /** Told of each batch fanned out or failed, for `csr projections status` (its rate and last error). */
+  status?: { applied(events: number): void; failed(error: unknown): void };
 }
 
 export interface RunningFanOut {
@@ -71,9 +73,11 @@ export function startFanOut(deps: FanOutDeps): RunningFanOut {
     try {
       const stored = await fanOut(deps, view, batch, () => stopped);
       await Promise.all(batch.map((item) => item.ack()));
+      deps.status?.applied(batch.length);
       if (stored) deps.onStored();
     } catch (error) {
       if (stopped) return;
+      deps.status?.failed(error);
       const reason = error instanceof Error ? error.message : String(error);
       // The store parks an event after MAX_RETRY_COUNT retries; say so, with the running count.
       const parking = batch.filter((item) => item.retryCount >= MAX_RETRY_COUNT).length;
@@ -86,7 +90,7 @@ export function startFanOut(deps: FanOutDeps): RunningFanOut {
   const runner = runGroup({
     open: () =>
       deps.events.persistentSubscription(WEBHOOKS_GROUP, {
-        filter: { streamPrefixes: ['record-', 'workspace-'] },
+        filter: WEBHOOKS_FILTER,
         maxRetryCount: MAX_RETRY_COUNT,
         bufferSize: BUFFER_SIZE,
       }),

@@ -8,6 +8,8 @@
 
 /** The event store's persistent consumer group the dispatchers share. */
 export const WEBHOOKS_GROUP = 'webhooks';
+/** The streams the fan-out's group reads: record changes, and the workspaces' webhook events. */
+export const WEBHOOKS_FILTER = { streamPrefixes: ['record-', 'workspace-'] };
 
 export type EventKind = 'created' | 'updated' | 'deleted';
 export const EVENT_KINDS: readonly EventKind[] = ['created', 'updated', 'deleted'];

@@ -58,6 +58,8 @@ describe('GET one as of a moment', () => {
       expect((await api.get(`/api/v1/billing/${invoice}?as_of=${at[i]}`)).body, `billing at ${i}`).toEqual(then.billing);
       expect((await api.get(`/api/v1/clients/${acme}?as_of=${at[i]}`)).body, `client at ${i}`).toEqual(then.client);
     }
+    // The linked client is named as it was then (renamed between moments 1 and 2).
+    expect((snapshots[1]!.billing as any).data.client).toEqual({ id: acme, name: 'Acme' });
     expect((snapshots[2]!.billing as any).data).toMatchObject({ subtotal: 350, total: 350, client: { id: acme, name: 'Acme Corp' } });
     expect((snapshots[3]!.billing as any).data).toMatchObject({ subtotal: 50, balanceDue: 30 });
     expect((snapshots[1]!.client as any).data.openBalance).toBe(200);

@@ -54,6 +54,21 @@ describe('record history', () => {
     expect(Date.parse(created.occurredAt)).toBeLessThanOrEqual(Date.parse(deleted.occurredAt));
   });
 
+  it('names a linked record as it was when the change was made, not as it is now', async () => {
+    const old = (await crm.post('/api/v1/clients', { name: 'Old Name' })).body.ids[0];
+    const other = (await crm.post('/api/v1/clients', { name: 'Other' })).body.ids[0];
+    const person = (await crm.post('/api/v1/contacts', { firstName: 'Bo', lastName: 'Ek', client: old })).body.ids[0];
+    expect((await crm.patch(`/api/v1/clients/${old}`, { name: 'New Name' })).status).toBe(200);
+    expect((await crm.patch(`/api/v1/contacts/${person}`, { client: other })).status).toBe(200);
+    expect((await crm.patch(`/api/v1/clients/${other}`, { name: 'Other Renamed' })).status).toBe(200);
+    expect((await crm.delete(`/api/v1/clients/${old}`)).status).toBe(200);
+    const [created, moved] = (await crm.get(`/api/v1/contacts/${person}/history`)).body.data;
+    expect(created.changes.client).toEqual({ from: null, to: { id: old, name: 'Old Name' } });
+    expect(moved.changes.client).toEqual({ from: { id: old, name: 'New Name' }, to: { id: other, name: 'Other' } });
+    // GET shows the names of now.
+    expect((await crm.get(`/api/v1/contacts/${person}`)).body.data.client).toEqual({ id: other, name: 'Other Renamed' });
+  });
+
   it('shows a link as { id } only to a key without access to the linked object', async () => {
     const restricted = client(svc, (await ws.key({ name: 'Contacts only', readOnly: true, objects: ['contacts'] })).key);
     const [created] = (await restricted.get(`/api/v1/contacts/${contact}/history`)).body.data;

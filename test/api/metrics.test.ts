@@ -95,6 +95,9 @@ describe('metrics', () => {
     expect(value(after, 'csr_append_conflicts_total')).toBe(0);
     expect(value(after, 'csr_projection_lag_events{projection="records"}')).toBe(0);
     expect(value(after, 'csr_projection_lag_seconds{projection="records"}')).toBe(0);
+    // The webhook fan-out's consumer group, as `csr projections status` lists it.
+    expect(after).toMatch(/^csr_projection_lag_events\{projection="webhooks"\} \d+$/m);
+    expect(after).toMatch(/^csr_projection_lag_seconds\{projection="webhooks"\} [\d.e+-]+$/m);
     expect(value(after, 'csr_process_cpu_user_seconds_total')).toBeGreaterThan(0);
     expect(value(after, 'csr_webhook_deliveries_in_flight')).toBeGreaterThanOrEqual(0);
     expect(value(after, 'csr_webhook_deliveries{status="delivered"}')).toBe(0);

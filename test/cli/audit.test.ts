@@ -129,6 +129,15 @@ describe('csr audit verify', () => {
       { workspaceId, object: 'clients', id: stray.id, problem: 'in the read model, but no such record in the log' },
     ]);
 
+    // A record's document deleted by hand: the log's count of live contacts says one is missing.
+    const gone = (await api.post('/api/v1/contacts', { firstName: 'Ana', lastName: 'Lima', client: acme })).body.ids[0];
+    const readAgain = new Sqlite(join(svc.dataDir, 'read.db'));
+    readAgain.prepare('DELETE FROM documents WHERE id = ?').run(gone);
+    readAgain.close();
+    const missing = await csr.run('audit', 'verify', '--json', '--workspace', slug);
+    expect(missing.code).toBe(1);
+    expect(JSON.parse(missing.stdout).differences).toContainEqual({ workspaceId, object: 'contacts', id: gone, problem: 'in the log, but missing from the read model' });
+
     const log = new Sqlite(join(svc.dataDir, 'events.db'));
     const target = log.prepare("SELECT seq FROM events WHERE stream = ? AND type = 'RecordCreated'").get(`record-${invoice}`) as { seq: number };
     log.prepare("UPDATE events SET data = json_set(data, '$.fields.status', 'Void') WHERE seq = ?").run(target.seq);

@@ -7,6 +7,7 @@ import { csrTool } from '../support/cli.js';
 import { createKey, dump, seed } from '../support/ops.js';
 import { repoRoot, spawnServer, type ServerProcess } from '../support/process.js';
 import { client } from '../support/service.js';
+import { RECEIVER_CA_FILE, startReceiver } from '../support/receiver.js';
 
 /** `csr projections status|rebuild` against a real server process and store (issue 24, items 1 and 2). */
 
@@ -36,7 +37,17 @@ async function rebuilt(csr: ReturnType<typeof csrTool>, ...args: string[]): Prom
   return JSON.parse(run.stdout);
 }
 
-type Row = { name: string; state: string; generation: number; version: number; checkpoint: string | null; head: string; lagEvents: number; lagMs: number; eventsPerSecond: number; lastError: string | null };
+type Row = { name: string; kind: string; state: string; generation: number; version: number; checkpoint: string | null; head: string; lagEvents: number; lagMs: number; eventsPerSecond: number; lastError: string | null };
+
+/** The status row of `name` once `done` holds for it (the runners save their status every few seconds). */
+async function rowWhen(csr: ReturnType<typeof csrTool>, name: string, done: (row: Row) => boolean): Promise<Row> {
+  const deadline = Date.now() + 15_000;
+  for (;;) {
+    const row = (await csr.json<{ projections: Row[] }>('projections', 'status')).projections.find((r) => r.name === name)!;
+    if ((row && done(row)) || Date.now() > deadline) return row;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
 
 describe('csr projections status', () => {
   it('shows a live projection, then one lagging behind writes no projector has applied, then live again', async () => {
@@ -53,6 +64,11 @@ describe('csr projections status', () => {
     for (const reactor of ['rollups', 'automation', 'health score']) {
       expect(live.projections.find((row) => row.name === reactor)).toMatchObject({ name: reactor, version: 1, lastError: null });
     }
+    // The webhook fan-out's consumer group is listed too, with its checkpoint and lag.
+    const fanOut = await rowWhen(csr, 'webhooks', (row) => row.lagEvents === 0 && row.eventsPerSecond > 0);
+    expect(fanOut).toMatchObject({ kind: 'fan-out', version: null, generation: null, state: 'live', lagEvents: 0, lagMs: 0, lastError: null, head: live.head });
+    expect(fanOut.checkpoint).not.toBeNull();
+    expect(fanOut.eventsPerSecond).toBeGreaterThan(0);
     await running.kill('SIGTERM');
 
     // An API without a projector: the write is in the log, its answer a 503 after the visibility wait.
@@ -62,10 +78,14 @@ describe('csr projections status', () => {
     const behind = (await csr.json<{ projections: Row[] }>('projections', 'status')).projections.find((row) => row.name === 'records')!;
     expect(behind).toMatchObject({ state: 'catching-up', lagEvents: 30, checkpoint: records.checkpoint });
     expect(behind.lagMs).toBeGreaterThan(5_000);
+    // No dispatcher either: the fan-out waits at its checkpoint, 30 record events behind.
+    const fanOutBehind = (await csr.json<{ projections: Row[] }>('projections', 'status')).projections.find((row) => row.name === 'webhooks')!;
+    expect(fanOutBehind).toMatchObject({ kind: 'fan-out', state: 'catching-up', lagEvents: 30, checkpoint: fanOut.checkpoint });
     const table = await csr.run('projections', 'status');
     expect(table.code).toBe(0);
     expect(table.stdout).toMatch(/^NAME\s+VERSION\s+GEN\s+STATE/);
     expect(table.stdout).toMatch(/records\s+1\s+1\s+catching-up/);
+    expect(table.stdout).toMatch(/webhooks\s+-\s+-\s+catching-up/);
     await running.kill('SIGTERM');
 
     running = await server(dir);
@@ -75,6 +95,7 @@ describe('csr projections status', () => {
       caughtUp = (await csr.json<{ projections: Row[] }>('projections', 'status')).projections.find((row) => row.name === 'records')!;
     } while (caughtUp.lagEvents > 0 && Date.now() < deadline);
     expect(caughtUp).toMatchObject({ state: 'live', lagEvents: 0 });
+    expect(await rowWhen(csr, 'webhooks', (row) => row.lagEvents === 0)).toMatchObject({ state: 'live', lagEvents: 0 });
   }, 60_000);
 });
 
@@ -82,10 +103,16 @@ describe('csr projections rebuild', () => {
   it('rebuilds under a write and read load with zero failed requests, read-your-writes, and the same read model', async () => {
     const dir = dataDir();
     const key = await createKey(dir);
-    const running = await server(dir);
+    const env = { WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true', WEBHOOK_CA_FILE: RECEIVER_CA_FILE };
+    const running = await server(dir, env);
     const api = client(running.url, key);
     await seed(api, 600);
-    const csr = csrTool(dir);
+    const csr = csrTool(dir, env);
+    // Webhook dispatch goes on undisturbed: every client created under the load is delivered.
+    const receiver = await startReceiver();
+    const [workspace] = await csr.json<{ slug: string }[]>('workspaces', 'list');
+    await csr.json('webhooks', 'create', '--workspace', workspace!.slug, '--name', 'Ops', '--url', `${receiver.origin}/ops`, '--events', 'created', '--objects', 'clients');
+    const createdIds: string[] = [];
 
     let stop = false;
     const failures: string[] = [];
@@ -97,6 +124,7 @@ describe('csr projections rebuild', () => {
         if (created.status !== 201) failures.push(`POST ${created.status}`);
         else {
           const id = created.body.ids[0];
+          createdIds.push(id);
           const patched = await api.patch(`/api/v1/clients/${id}`, { tier: 'Enterprise' });
           const read = await api.get(`/api/v1/clients/${id}`);
           requests += 2;
@@ -125,6 +153,10 @@ describe('csr projections rebuild', () => {
     expect(rebuild.stderr).toContain('"phase":"done"');
     expect(failures).toEqual([]);
     expect(requests).toBeGreaterThan(20);
+    const delivered = (requests: { body: { data?: { id?: string } } }[]) => new Set(requests.map((request) => request.body?.data?.id));
+    const received = await receiver.waitFor('/ops', (requests) => createdIds.every((id) => delivered(requests).has(id)), 30_000).finally(() => receiver.close());
+    expect(createdIds.length).toBeGreaterThan(0);
+    expect(createdIds.filter((id) => !delivered(received).has(id))).toEqual([]);
 
     const status = await csr.json<{ projections: Row[] }>('projections', 'status');
     expect(status.projections.filter((row) => row.name === 'records')).toMatchObject([{ generation: 2, state: 'live' }]);

@@ -549,6 +549,24 @@ export function eventStoreContract(
         expect(received.map((e) => e.retryCount)).toEqual([0, 0]);
       });
 
+      it('answers a group checkpoint that reaches the acked events, and null for a group that does not exist', async () => {
+        expect(await store.groupCheckpoint(`group-${randomUUID()}`)).toBeNull();
+        const group = `group-${randomUUID()}`;
+        const first = await startedConsumer(group);
+        const stream = streamName();
+        const written = await store.append(stream, [newEvent(), newEvent()], { expectedRevision: 'no_stream' });
+        await takeAcking(first, 2, waitMs);
+        const deadline = Date.now() + waitMs + 10_000;
+        let seen = await store.groupCheckpoint(group);
+        while (!(seen?.position && seen.position >= written.position) && Date.now() < deadline) {
+          await new Promise((resolve) => setTimeout(resolve, 100));
+          seen = await store.groupCheckpoint(group);
+        }
+        expect(seen?.position ?? null).not.toBeNull();
+        expect(seen!.position! >= written.position).toBe(true);
+        await first.close();
+      });
+
       it('hands each event to exactly one of the competing consumers', async () => {
         const group = `group-${randomUUID()}`;
         const consumers = [await startedConsumer(group), consumer(group)];

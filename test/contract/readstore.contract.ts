@@ -335,6 +335,21 @@ export function readStoreContract(name: string, open: () => Promise<ReadStore> |
         expect(await store.checkpoint(p)).toBe(formatPosition(9n));
       });
 
+      it('puts many documents at once (a rebuild batch): new ones and replacements, findable by their values', async () => {
+        const ws = workspace();
+        const a = doc(ws, 1);
+        const b = doc(ws, 2);
+        await store.transaction((tx) => tx.put(a));
+        const replaced = { ...a, fields: { tier: 'Enterprise' }, revision: 1 };
+        await store.transaction((tx) => tx.putMany([replaced, b]));
+        expect(await store.get(ws, 'clients', a.id)).toEqual(replaced);
+        expect(await store.get(ws, 'clients', b.id)).toEqual(b);
+        const found = await store.find({ workspaceId: ws, object: 'clients', filters: [{ field: 'tier', value: 'enterprise' }], limit: 10, offset: 0 });
+        expect(found.documents.map((d) => d.id)).toEqual([a.id]);
+        await store.transaction((tx) => tx.putMany([]));
+        expect((await store.find({ workspaceId: ws, object: 'clients', filters: [], limit: 10, offset: 0 })).total).toBe(2);
+      });
+
       it('a throw rolls back documents, deletions and the checkpoint, and rethrows', async () => {
         const ws = workspace();
         const p = projection();

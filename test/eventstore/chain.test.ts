@@ -1,6 +1,6 @@
 import { NO_STREAM } from '@eventstore/db-client';
 import { describe, expect, it } from 'vitest';
-import { canonicalJson, chainForStream, chainHash, GENESIS } from '../../src/eventstore/chain.js';
+import { canonicalJson, chainForStream, chainHash, chainHashOfJson, GENESIS, storedMetadataJson } from '../../src/eventstore/chain.js';
 import { ChainCheck } from '../../src/eventstore/chainCheck.js';
 import { chainedAppend } from '../../src/eventstore/eventstoredb/mapping.js';
 import type { NewEvent, RecordedEvent } from '../../src/eventstore/port.js';
@@ -73,5 +73,40 @@ describe('ChainCheck (log scope)', () => {
     const [a, , c] = chain([recorded(1), recorded(2), recorded(3)]);
     for (const event of [a!, c!]) removed.add(event);
     expect(removed.firstBreak?.eventId).toBe('e3');
+  });
+});
+
+describe('canonical storage and the fast check', () => {
+  const data = { workspaceId: 'w', object: 'clients', fields: { name: 'Acme', 10: 'ten', 9: 'nine', nested: { b: 1, a: [1, { d: 2, c: 3 }] } } };
+  const base = { id: 'e1', stream: 's', revision: 0, type: 'Happened', created: 5 };
+
+  it('hashes JSON text exactly as chainHash hashes the values, and stores the hash as the last metadata key', () => {
+    const expected = chainHash(GENESIS, { ...base, data, metadata });
+    expect(chainHashOfJson(GENESIS, { ...base, data: canonicalJson(data), metadata: canonicalJson(metadata) })).toBe(expected);
+    const { id: _id, created: _created, ...noCreated } = base;
+    expect(chainHashOfJson(GENESIS, { id: 'e1', ...noCreated, data: '{}', metadata: '{}' })).toBe(chainHash(GENESIS, { id: 'e1', ...noCreated, data: {}, metadata: {} }));
+    const stored = JSON.parse(storedMetadataJson(canonicalJson(metadata), expected));
+    expect(stored).toEqual({ ...metadata, hash: expected });
+    expect(Object.keys(stored).at(-1)).toBe('hash');
+    expect(storedMetadataJson('{}', 'h')).toBe('{"hash":"h"}');
+  });
+
+  const stored = (text: { data: string; metadata: string }, hash: string): RecordedEvent => ({
+    ...base, position: formatPosition(1n), created: new Date(base.created), data: JSON.parse(text.data), metadata: JSON.parse(storedMetadataJson(text.metadata, hash)),
+  });
+  const verdict = (event: RecordedEvent) => {
+    const check = new ChainCheck('log');
+    check.add(event);
+    return { chained: check.chained, broken: check.firstBreak?.reason ?? null };
+  };
+  const hash = chainHash(GENESIS, { ...base, data, metadata });
+
+  it('accepts an event stored canonically, one stored in another key order (integer-like keys, older releases), and refuses an edit', () => {
+    expect(verdict(stored({ data: canonicalJson(data), metadata: canonicalJson(metadata) }, hash))).toEqual({ chained: 1, broken: null });
+    expect(verdict(stored({ data: JSON.stringify(data), metadata: JSON.stringify(metadata) }, hash))).toEqual({ chained: 1, broken: null });
+    const edited = canonicalJson({ ...data, fields: { ...data.fields, name: 'Acme Ltd' } });
+    expect(verdict(stored({ data: edited, metadata: canonicalJson(metadata) }, hash)).broken).toMatch(/does not match/);
+    const otherActor = canonicalJson({ ...metadata, actor: { ...metadata.actor, name: 'Someone else' } });
+    expect(verdict(stored({ data: canonicalJson(data), metadata: otherActor }, hash)).broken).toMatch(/does not match/);
   });
 });

@@ -1,6 +1,7 @@
 import type { AllStreamResolvedEvent, ResolvedEvent } from '@eventstore/db-client';
 import { describe, expect, it } from 'vitest';
 import {
+  groupCheckpointFrom,
   PERSISTENT_DEFAULTS,
   backoffDelay,
   classifySubscriptionError,
@@ -111,6 +112,14 @@ describe('positions', () => {
     expect(isAfter(p, p)).toBe(false);
     expect(isAfter(p, formatPosition(4n, 4n))).toBe(true);
     expect(isAfter(p, formatPosition(5n, 6n))).toBe(false);
+  });
+});
+
+describe('group checkpoints', () => {
+  it('maps the last checkpointed position, and none (absent or the unknown marker) to null', () => {
+    expect(groupCheckpointFrom({ lastCheckpointedEventPosition: { commit: 42n, prepare: 40n } })).toEqual({ position: formatPosition(42n, 40n) });
+    expect(groupCheckpointFrom({})).toEqual({ position: null });
+    expect(groupCheckpointFrom({ lastCheckpointedEventPosition: { commit: 18446744073709551615n, prepare: 18446744073709551615n } })).toEqual({ position: null });
   });
 });
 

@@ -136,8 +136,8 @@ describe('csr privacy', () => {
 
     const history = (await api.get(`/api/v1/contacts/${contact}/history?limit=100`)).body.data as { event: string; erased?: string[]; changes: Record<string, unknown> }[];
     expect(history).toHaveLength(51);
-    expect(history[0]!.erased).toEqual(['firstName', 'lastName', 'email', 'phone', 'notes']);
-    expect(history.at(-1)!.erased).toEqual(['firstName', 'lastName', 'email', 'phone', 'notes']);
+    expect(history[0]!.erased).toEqual(['email', 'firstName', 'lastName', 'notes', 'phone']);
+    expect(history.at(-1)!.erased).toEqual(['email', 'firstName', 'lastName', 'notes', 'phone']);
     expect(JSON.stringify(history)).not.toContain(PHONE);
 
     const exported = await csr.run('privacy', 'export', '--workspace', slug, '--contact', contact, '--json');

@@ -11,6 +11,7 @@ import {
   recordKey,
   toMongoFilter,
   toMongoRecord,
+  toBulkReplacements,
   toPaging,
 } from '../../src/readstore/mongodb/mapping.js';
 import type { RecordDocument } from '../../src/readstore/port.js';
@@ -28,6 +29,18 @@ const document: RecordDocument = {
   createdPosition: formatPosition(100n, 100n),
   revision: 2,
 };
+
+describe('bulk replacements (a rebuild batch)', () => {
+  it('makes one upserting replaceOne per document, keyed and mapped as put does', () => {
+    const a = { workspaceId: 'w', object: 'clients', id: 'a', name: 'A', fields: { tier: 'SMB' }, calculated: {}, createdAt: '2026-01-01T00:00:00.000Z', updatedAt: '2026-01-02T00:00:00.000Z', createdPosition: '1', revision: 2 };
+    const b = { ...a, id: 'b', name: null };
+    expect(toBulkReplacements([a, b])).toEqual([
+      { replaceOne: { filter: { _id: toMongoRecord(a)._id }, replacement: toMongoRecord(a), upsert: true } },
+      { replaceOne: { filter: { _id: toMongoRecord(b)._id }, replacement: toMongoRecord(b), upsert: true } },
+    ]);
+    expect(toBulkReplacements([])).toEqual([]);
+  });
+});
 
 describe('record documents', () => {
   it('round-trip through the stored shape unchanged', () => {

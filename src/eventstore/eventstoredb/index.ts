@@ -4,6 +4,7 @@ import {
   EventStoreDBClient,
   FORWARDS,
   PARK,
+  PersistentSubscriptionDoesNotExistError,
   PersistentSubscriptionExistsError,
   RETRY,
   START,
@@ -51,6 +52,7 @@ import {
   isKnownPosition,
   matchesFilter,
   persistentGroupSettings,
+  groupCheckpointFrom,
   inFlightLimit,
   nackBackoff,
   toEsdbPosition,
@@ -403,6 +405,16 @@ export function openEventStoreDb(options: EventStoreDbOptions): EventStore {
     return parked;
   }
 
+  async function groupCheckpoint(group: string): Promise<{ position: Position | null } | null> {
+    assertOpen();
+    try {
+      return groupCheckpointFrom((await client.getPersistentSubscriptionToAllInfo(group)).stats);
+    } catch (error) {
+      if (error instanceof PersistentSubscriptionDoesNotExistError) return null;
+      throw error;
+    }
+  }
+
   async function headPosition(): Promise<Position | null> {
     assertOpen();
     // The newest event that a subscription would deliver: system events ($-streams, $-types such
@@ -439,7 +451,7 @@ export function openEventStoreDb(options: EventStoreDbOptions): EventStore {
     throw new ValidationFailed('EventStoreDB cannot edit a stored event: values written there before encryption cannot be re-encrypted (docs/privacy.md)');
   }
 
-  return { chainScope: 'stream', append, appendThen, readAll, readStream, subscribeToAll, persistentSubscription, replayParked, headPosition, rewriteUnchained, close };
+  return { chainScope: 'stream', append, appendThen, readAll, readStream, subscribeToAll, persistentSubscription, replayParked, groupCheckpoint, headPosition, rewriteUnchained, close };
 }
 
 /** How often an append expecting 'any' is tried again when another writer extends the stream's chain first. */

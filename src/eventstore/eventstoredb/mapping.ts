@@ -98,6 +98,12 @@ export function toEsdbPosition(position: Position): EsdbPosition {
   return parsePosition(position);
 }
 
+/** A group's last checkpoint as the port gives it (`groupCheckpoint`): null position before its first. */
+export function groupCheckpointFrom(stats: { lastCheckpointedEventPosition?: EsdbPosition | undefined }): { position: Position | null } {
+  const position = stats.lastCheckpointedEventPosition;
+  return { position: isKnownPosition(position) ? fromEsdbPosition(position) : null };
+}
+
 /** True when the client gave a real log position (not absent, not the "unknown" marker). */
 export function isKnownPosition(position: EsdbPosition | undefined): position is EsdbPosition {
   return position !== undefined && position.commit !== UNKNOWN_POSITION && position.prepare !== UNKNOWN_POSITION;

@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import type { EventFilter, EventMetadata, NewEvent, RecordedEvent } from '../port.js';
-import { chainHash, GENESIS } from '../chain.js';
+import { canonicalJson, chainHashOfJson, GENESIS, storedMetadataJson } from '../chain.js';
 import { formatPosition } from '../position.js';
 import { BOUND_COUNT, BOUND_VALUE, openSqliteFile } from '../../sqlite/file.js';
 
@@ -122,18 +122,12 @@ export class EventLog {
    * verification computes from the stored text.
    */
   insert(stream: string, revision: number, event: NewEvent, created: number, previous: string): { seq: number; hash: string } {
-    const data = JSON.stringify(event.data);
+    // Stored as canonical JSON, the very text hashed (chain.ts: storedMetadataJson).
+    const data = canonicalJson(event.data);
     const { hash: _ignored, ...metadata } = event.metadata as EventMetadata & { hash?: unknown };
-    const hash = chainHash(previous, {
-      id: event.id,
-      stream,
-      revision,
-      type: event.type,
-      created,
-      data: event.data,
-      metadata,
-    });
-    const stored = JSON.stringify({ ...metadata, hash });
+    const metadataJson = canonicalJson(metadata);
+    const hash = chainHashOfJson(previous, { id: event.id, stream, revision, type: event.type, created, data, metadata: metadataJson });
+    const stored = storedMetadataJson(metadataJson, hash);
     const seq = Number(this.insertStmt.run(event.id, stream, revision, event.type, created, data, stored).lastInsertRowid);
     return { seq, hash };
   }

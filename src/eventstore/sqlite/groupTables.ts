@@ -124,6 +124,11 @@ export class GroupTables {
     return this.replaysStmt.all(name).map((row) => row.seq);
   }
 
+  /** The group's saved checkpoint (seq), undefined when there is no such group. Creates nothing. */
+  checkpointOf(name: string): number | undefined {
+    return this.checkpointStmt.get(name)?.checkpoint;
+  }
+
   /** Creates the group when missing and returns what it remembers. */
   load(name: string): GroupState {
     return this.loadTx.immediate(name);

@@ -181,6 +181,16 @@ class SqliteEventStore implements EventStore {
       .immediate();
   }
 
+  async groupCheckpoint(group: string): Promise<{ position: Position | null } | null> {
+    this.assertOpen();
+    // The group served in this process saves first: its checkpoint may be in memory only for a moment.
+    this.groups.get(group)?.persist();
+    this.groupTables ??= new GroupTables(this.db);
+    const seq = this.groupTables.checkpointOf(group);
+    if (seq === undefined) return null;
+    return { position: seq === 0 ? null : formatPosition(BigInt(seq)) };
+  }
+
   async headPosition(): Promise<Position | null> {
     this.assertOpen();
     const head = this.log.headSeq();

@@ -30,7 +30,8 @@ export interface SetupServices {
 export interface ProjectionRow {
   name: string;
   kind: string;
-  version: number;
+  /** Null for the webhook fan-out, which has no version. */
+  version: number | null;
   generation: number | null;
   state: string;
   lagEvents: number;

@@ -31,7 +31,7 @@ export function projectionRoutes(app: Hono<SetupEnv>, deps: SetupPageDeps): void
                 <tr>
                   <td>{row.name}</td>
                   <td>{row.kind}</td>
-                  <td>{row.version}</td>
+                  <td>{row.version ?? '-'}</td>
                   <td>{row.generation ?? '—'}</td>
                   <td>{row.state}</td>
                   <td>{row.lagEvents}</td>

@@ -22,6 +22,7 @@ import {
   recordKey,
   toMongoFilter,
   toMongoRecord,
+  toBulkReplacements,
   toMongoLinkEdge,
   toPaging,
   type MongoCheckpoint,
@@ -111,6 +112,10 @@ export async function openMongoReadStore(options: MongoStoreOptions): Promise<Re
       async put(document) {
         const stored = toMongoRecord(document);
         await records.replaceOne({ _id: stored._id }, stored, { upsert: true, session });
+      },
+      async putMany(documents) {
+        if (documents.length === 0) return;
+        await records.bulkWrite(toBulkReplacements(documents), { session, ordered: false });
       },
       async addLinks(edges) {
         if (edges.length === 0) return;

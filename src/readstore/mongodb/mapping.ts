@@ -85,6 +85,14 @@ export function toMongoRecord(document: RecordDocument): MongoRecord {
   };
 }
 
+/** A rebuild batch's documents as one unordered bulkWrite of upserting replacements. */
+export function toBulkReplacements(documents: RecordDocument[]): { replaceOne: { filter: { _id: string }; replacement: MongoRecord; upsert: true } }[] {
+  return documents.map((document) => {
+    const stored = toMongoRecord(document);
+    return { replaceOne: { filter: { _id: stored._id }, replacement: stored, upsert: true } };
+  });
+}
+
 export function fromMongoRecord(stored: MongoRecord): RecordDocument {
   return {
     workspaceId: stored.workspaceId,

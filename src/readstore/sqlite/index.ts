@@ -172,6 +172,11 @@ export function openSqliteReadStore(options: { path: string }): ReadStore {
         live();
         writer.put(document);
       },
+      // Prepared statements in one transaction already: a loop is the bulk write here.
+      putMany: async (documents) => {
+        live();
+        for (const document of documents) writer.put(document);
+      },
       addLinks: async (edges) => {
         live();
         for (const edge of edges) addLink.run(edge.workspaceId, edge.target, edge.object, edge.field, edge.id);
