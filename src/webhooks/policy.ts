@@ -72,6 +72,11 @@ export function wants(webhook: Webhook, object: string, kind: EventKind): boolea
   );
 }
 
+/** Whose due deliveries a claim takes: a dispatcher's (no listener named) or one listen session's. */
+export function claimableBy(webhook: Webhook, listener: string | undefined): boolean {
+  return listener === undefined ? webhook.listener !== true : webhook.id === listener && webhook.listener === true;
+}
+
 export interface BulkChunk {
   group: BulkGroup;
   members: BulkGroup['members'];
