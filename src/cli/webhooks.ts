@@ -1,6 +1,7 @@
 import type { Delivery, Webhook } from '../webhooks/port.js';
 import { listOption, stringOption, type CliResource } from './context.js';
 import { formatText } from './output.js';
+import { listen } from './webhookListen.js';
 
 /** What `webhooks list` and `on`/`off` show of a webhook: never its secret. */
 function shown(webhook: Webhook) {
@@ -138,6 +139,7 @@ export const webhooks: CliResource = {
         return summary;
       },
     },
+    listen,
     'replay-parked': {
       usage: '',
       description: 'send again the webhook events set aside after repeated fan-out failures (once the cause is fixed)',

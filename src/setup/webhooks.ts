@@ -1,4 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
 import * as v from 'valibot';
 import { NotFound, ValidationFailed } from '../core/errors.js';
 import type { Actor, EventStore } from '../eventstore/port.js';
@@ -10,6 +11,7 @@ import { sendClaimed, sendNowLease, type SendNowDeps } from '../webhooks/sendNow
 import { checkObjectKeys, ObjectsInput, parse, text } from './input.js';
 import type { SetupStore } from './port.js';
 import { checkWebhookUrl, resolveTarget } from '../webhooks/addressPolicy.js';
+import { checkForwardTo } from '../webhooks/loopbackSender.js';
 import type { WebhookSender } from '../webhooks/httpsSender.js';
 import { EVENT_KINDS, WEBHOOKS_GROUP, type Delivery, type EventKind, type Webhook, type WebhookStore } from '../webhooks/port.js';
 import { ADMIN_SWITCH_OFF_REASON } from '../webhooks/timeline.js';
@@ -83,10 +85,26 @@ export class WebhookSetup {
 
   /** The secret is returned this once. */
   async create(workspaceSlug: string, input: NewWebhookInput): Promise<{ webhook: Webhook; secret: string }> {
+    return this.register(workspaceSlug, input, (url) => this.checkAddress(url), false);
+  }
+
+  /**
+   * A `csr webhooks listen` session's temporary webhook: its deliveries go to a local address and
+   * are sent by that session only (webhooks/listen.ts). The address rule of ordinary webhooks
+   * is not relaxed: this webhook is marked, and no dispatcher ever sends a marked webhook's deliveries.
+   */
+  async createListener(workspaceSlug: string, input: { forwardTo: string; events?: 'all' | string[]; objects?: 'all' | string[] }): Promise<{ webhook: Webhook; secret: string }> {
+    const forwardTo = checkForwardTo(input.forwardTo);
+    if (!forwardTo.ok) throw new ValidationFailed(`--forward-to is refused: ${forwardTo.reason}`);
+    const name = `csr webhooks listen on ${hostname()} (pid ${process.pid})`;
+    return this.register(workspaceSlug, { ...input, name, url: forwardTo.url.href }, async (url) => url, true);
+  }
+
+  private async register(workspaceSlug: string, input: NewWebhookInput, checkAddress: (url: string) => Promise<string>, listener: boolean): Promise<{ webhook: Webhook; secret: string }> {
     const workspace = await this.options.setup.workspaceBySlug(workspaceSlug);
     if (!workspace) throw new NotFound(`workspace "${workspaceSlug}" not found`);
     const valid = parse(WebhookInput, input);
-    const url = await this.checkAddress(valid.url);
+    const url = await checkAddress(valid.url);
     const events: Webhook['events'] = valid.events === 'all' ? 'all' : [...new Set(valid.events as EventKind[])];
     const objects = valid.objects === 'all' ? 'all' : checkObjectKeys((await loadCatalogue(this.options.events, workspace.id)).objects.map((object) => object.key), valid.objects);
     const webhook: Webhook = {
@@ -102,9 +120,10 @@ export class WebhookSetup {
       createdAt: this.clock().toISOString(),
       consecutiveFailures: 0,
       lastSuccessAt: null,
+      ...(listener ? { listener: true as const } : {}),
     };
     // The log first: the fan-out decides who receives a change by log order (webhooks/timeline.ts).
-    await this.audit(webhook, 'WebhookCreated', { name: webhook.name, url, events, objects });
+    await this.audit(webhook, 'WebhookCreated', { name: webhook.name, url, events, objects, ...(listener ? { listener: true } : {}) });
     await this.options.webhooks.createWebhook(webhook);
     return { webhook, secret: webhook.secret };
   }
