@@ -12,6 +12,7 @@ import { checkObjectKeys, ObjectsInput, parse, text } from './input.js';
 import type { SetupStore } from './port.js';
 import { checkWebhookUrl, resolveTarget } from '../webhooks/addressPolicy.js';
 import { checkForwardTo } from '../webhooks/loopbackSender.js';
+import { notListener } from '../webhooks/listen.js';
 import type { WebhookSender } from '../webhooks/httpsSender.js';
 import { EVENT_KINDS, WEBHOOKS_GROUP, type Delivery, type EventKind, type Webhook, type WebhookStore } from '../webhooks/port.js';
 import { ADMIN_SWITCH_OFF_REASON } from '../webhooks/timeline.js';
@@ -173,7 +174,7 @@ export class WebhookSetup {
    * test's audit event, so it comes from the log like every other occurredAt.
    */
   async test(id: string): Promise<Delivery> {
-    const webhook = await this.webhook(id);
+    const webhook = notListener(await this.webhook(id));
     const eventId = await this.audit(webhook, 'WebhookTestSent', {});
     const logged = (await this.options.events.readStream(workspaceStream(webhook.workspaceId), { direction: 'backwards', maxCount: 20 })).find(
       (event) => event.id === eventId,
@@ -206,7 +207,7 @@ export class WebhookSetup {
     const since = parseTime('--since', window.since);
     const until = window.until === undefined ? this.clock() : parseTime('--until', window.until);
     if (since.getTime() >= until.getTime()) throw new ValidationFailed('the window runs the wrong way: --since must be before --until');
-    const webhook = await this.webhook(id);
+    const webhook = notListener(await this.webhook(id));
     if (!this.options.recovery) throw new Error('recover needs the records read model');
     const deps = { ...this.sendNow(), ...this.options.recovery, events: this.options.events, listUsers: (workspaceId: string) => this.options.setup.listUsers(workspaceId) };
     return recoverWebhook(deps, webhook, { since, until, failedOnly: window.failedOnly }, progress);

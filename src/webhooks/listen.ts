@@ -1,6 +1,7 @@
+import { ValidationFailed } from '../core/errors.js';
 import { attemptDelivery } from './attempt.js';
 import type { WebhookSender } from './httpsSender.js';
-import type { ClaimedDelivery, DeliveryStatus, WebhookStore } from './port.js';
+import type { ClaimedDelivery, DeliveryStatus, Webhook, WebhookStore } from './port.js';
 
 /**
  * `csr webhooks listen --forward-to`: the session's `csr` process pulls the deliveries of its
@@ -77,4 +78,10 @@ function pause(ms: number, signal: AbortSignal): Promise<void> {
       resolve();
     }
   });
+}
+
+/** Test, resend and recover send with the dispatchers' sender: a listen session's webhook is that session's to send. */
+export function notListener(webhook: Webhook): Webhook {
+  if (webhook.listener) throw new ValidationFailed(`webhook ${webhook.id} belongs to a \`csr webhooks listen\` session, which sends its deliveries itself`);
+  return webhook;
 }

@@ -115,11 +115,16 @@ describe('csr webhooks listen --forward-to', () => {
       await session.waitFor(new RegExp(`^\\d{4}-\\d\\d-\\d\\dT\\S+Z  ${request.headers['x-svc-event']}  204  \\d+ ms  delivery ${request.headers['x-svc-delivery']}  event ${JSON.parse(request.rawBody).id}$`, 'm'));
     }
     // Sent once each, by the session: no dispatcher attempted them.
-    const deliveries = await csr.json<{ status: string; attempts: number }[]>('webhooks', 'deliveries', webhookId!);
+    const deliveries = await csr.json<{ id: number; status: string; attempts: number }[]>('webhooks', 'deliveries', webhookId!);
     expect(deliveries.map((delivery) => [delivery.status, delivery.attempts])).toEqual([
       ['delivered', 1],
       ['delivered', 1],
     ]);
+    // The tools that send with the dispatchers' sender leave a session's webhook to the session.
+    const sessions = /belongs to a `csr webhooks listen` session/;
+    expect(await csr.fails(1, 'webhooks', 'test', webhookId!)).toMatch(sessions);
+    expect(await csr.fails(1, 'webhooks', 'resend', String(deliveries[0]!.id))).toMatch(sessions);
+    expect(await csr.fails(1, 'webhooks', 'recover', webhookId!, '--since', '2020-01-01T00:00:00Z')).toMatch(sessions);
 
     session.child.kill('SIGINT');
     expect(await session.exited).toBe(0);
