@@ -2,7 +2,8 @@ import { comparePositions } from '../eventstore/position.js';
 import { workspaceStream } from '../setup/audit.js';
 import { renderData, singlePayload, type Change, type RenderDeps } from './fanOut.js';
 import { isBulk, recordChange } from './policy.js';
-import type { Delivery, Webhook } from './port.js';
+import type { Delivery, Webhook, WebhookPayload } from './port.js';
+import { BulkRebuilder } from './recoverBulk.js';
 import { redeliverNow, type SendNowDeps } from './sendNow.js';
 import { timelineOf } from './timeline.js';
 
@@ -16,8 +17,8 @@ import { timelineOf } from './timeline.js';
  *   saves that only recalculate derived fields are left out, as the fan-out leaves them out;
  * - with failedOnly: only events whose deliveries to this webhook include a failed one and none
  *   that was delivered or is still waiting or retrying;
- * - bulk members (> 20 records of an object in one action) are counted as skipped: their
- *   `.bulk` events are not rebuilt;
+ * - bulk members (> 20 records of an object in one action) are rebuilt into their
+ *   `<object>.<kind>.bulk` events as live delivery made them, under the same ids (recoverBulk.ts);
  * - `data` is rendered as the fan-out renders it (the record as it is now; as last saved if deleted).
  * Each event becomes a new delivery with cause 'recover', sent now by the one sender and signer.
  */
@@ -33,7 +34,7 @@ export interface RecoverSummary {
   resent: number;
   /** Of those, not delivered at once (retried on the usual schedule while the webhook is on). */
   notDelivered: number;
-  /** Matching events not sent: bulk members, and records that can no longer be rendered. */
+  /** Matching events not sent: records that can no longer be rendered. */
   skipped: number;
 }
 
@@ -53,7 +54,8 @@ export async function recoverWebhook(deps: RecoverDeps, webhook: Webhook, window
   const since = window.since.getTime();
   const until = window.until.getTime();
 
-  let batch: Change[] = [];
+  let batch: Item[] = [];
+  const bulk = new BulkRebuilder();
   const flush = async () => {
     const sent = await sendBatch(deps, webhook, batch, window.failedOnly, summary);
     batch = [];
@@ -65,22 +67,30 @@ export async function recoverWebhook(deps: RecoverDeps, webhook: Webhook, window
     for await (const event of subscription) {
       const time = event.created.getTime();
       const change = time >= since && time < until ? recordChange(event) : null;
-      if (change && change.workspaceId === webhook.workspaceId && matches(filters, change.object, change.kind)) {
-        if (isBulk(change)) summary.skipped += 1;
-        else batch.push({ event, change });
-        if (batch.length >= BATCH) await flush();
+      if (change?.workspaceId === webhook.workspaceId) {
+        const wanted = matches(filters, change.object, change.kind);
+        // A bulk member counts for any kind, as live: all kinds together tell when the action is complete.
+        if (isBulk(change) && matches(filters, change.object, 'any')) for (const payload of bulk.add(event, change, wanted)) batch.push({ payload });
+        else if (!isBulk(change) && wanted) batch.push({ event, change });
       }
+      if (batch.length >= BATCH) await flush();
       if (comparePositions(event.position, head) >= 0) break;
     }
   } finally {
     await subscription.close();
   }
+  for (const payload of bulk.finish()) batch.push({ payload });
   await flush();
   return summary;
 }
 
+/** A single event, or a rebuilt bulk event. */
+type Item = Change | { payload: WebhookPayload };
+
+const eventIdOf = (item: Item) => ('payload' in item ? item.payload.id : item.event.id);
+
 function matches(filters: Pick<Webhook, 'events' | 'objects'>, object: string, kind: string): boolean {
-  return (filters.objects === 'all' || filters.objects.includes(object)) && (filters.events === 'all' || (filters.events as string[]).includes(kind));
+  return (filters.objects === 'all' || filters.objects.includes(object)) && (kind === 'any' || filters.events === 'all' || (filters.events as string[]).includes(kind));
 }
 
 /** A failed event: some delivery failed for good and none was delivered or is still under way. */
@@ -90,16 +100,18 @@ function failedEvents(deliveries: Delivery[]): Set<string> {
   return failed;
 }
 
-async function sendBatch(deps: RecoverDeps, webhook: Webhook, batch: Change[], failedOnly: boolean, summary: RecoverSummary): Promise<boolean> {
+async function sendBatch(deps: RecoverDeps, webhook: Webhook, batch: Item[], failedOnly: boolean, summary: RecoverSummary): Promise<boolean> {
   if (batch.length === 0) return false;
   let wanted = batch;
   if (failedOnly) {
-    const failed = failedEvents(await deps.webhooks.deliveriesOfEvents(webhook.id, batch.map(({ event }) => event.id)));
-    wanted = batch.filter(({ event }) => failed.has(event.id));
+    const failed = failedEvents(await deps.webhooks.deliveriesOfEvents(webhook.id, batch.map(eventIdOf)));
+    wanted = batch.filter((item) => failed.has(eventIdOf(item)));
   }
   if (wanted.length === 0) return false;
-  const data = await renderData(deps, wanted);
-  const items = wanted.flatMap(({ event, change }) => {
+  const data = await renderData(deps, wanted.filter((item): item is Change => !('payload' in item)));
+  const items = wanted.flatMap((item) => {
+    if ('payload' in item) return [{ payload: item.payload, webhookId: webhook.id, cause: 'recover' as const, originalId: null }];
+    const { event, change } = item;
     const record = data.get(event.id);
     if (record === undefined) {
       summary.skipped += 1;

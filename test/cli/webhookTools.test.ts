@@ -157,6 +157,43 @@ describe('csr webhooks recover', () => {
     expect(listed.slice(0, 4).map((d) => [d.cause, d.status])).toEqual(Array(4).fill(['recover', 'delivered']));
   });
 
+  it('rebuilds bulk events as live delivery made them: same id, event, occurredAt and data, in log order among the single events', async () => {
+    const created = await csr.json<Created>('webhooks', 'create', '--workspace', slug, '--name', 'Bulk recovered', '--url', `${receiver.origin}/bulk-recovered`, '--objects', 'meetings');
+    const start = '2026-03-01T10:00:00.000Z';
+    const since = new Date().toISOString();
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const existing = await api.post('/api/v1/meetings', Array.from({ length: 10 }, (_, i) => ({ title: `Bulk ${i}`, start, status: 'Scheduled' })));
+    await receiver.waitFor('/bulk-recovered', (all) => all.length === 10);
+    // 10 updates and 15 creations in one request: an updated.bulk and a created.bulk (kinds count together).
+    await api.post('/api/v1/meetings', [
+      ...existing.body.ids.map((id: string) => ({ id, status: 'Completed' })),
+      ...Array.from({ length: 15 }, (_, i) => ({ title: `Bulk new ${i}`, start, status: 'Scheduled' })),
+    ]);
+    await receiver.waitFor('/bulk-recovered', (all) => all.length === 12);
+    await api.post('/api/v1/meetings', { title: 'Single after', start, status: 'Scheduled' });
+    const live = await receiver.waitFor('/bulk-recovered', (all) => all.length === 13);
+
+    const mark = live.length;
+    expect(await csr.json('webhooks', 'recover', created.id, '--since', since)).toEqual({ resent: 13, notDelivered: 0, skipped: 0 });
+    const recovered = receiver.received('/bulk-recovered').slice(mark);
+    const withoutSentAt = (body: Record<string, unknown>) => {
+      const { sentAt: _sentAt, ...rest } = body;
+      return rest;
+    };
+    const liveBulks = live.filter((request) => request.body.event.endsWith('.bulk')).map((request) => withoutSentAt(request.body));
+    const recoveredBulks = recovered.filter((request) => request.body.event.endsWith('.bulk')).map((request) => withoutSentAt(request.body));
+    expect(recoveredBulks).toHaveLength(2);
+    expect(recoveredBulks).toEqual(expect.arrayContaining(liveBulks));
+    expect(liveBulks).toEqual(expect.arrayContaining(recoveredBulks));
+    for (const request of recovered) verifyWebhook({ payload: request.rawBody, headers: request.headers, secret: created.secret });
+    // Log order: the 10 creations, the action's two bulk events, then the single creation after it.
+    expect(recovered.map((request) => request.body.event)).toEqual([...Array(10).fill('meetings.created'), 'meetings.created.bulk', 'meetings.updated.bulk', 'meetings.created']);
+    expect(recovered.at(-1)!.body.data.title).toBe('Single after');
+
+    // --failed-only finds nothing: the bulk events' live deliveries (same ids) were delivered.
+    expect(await csr.json('webhooks', 'recover', created.id, '--since', since, '--failed-only')).toEqual({ resent: 0, notDelivered: 0, skipped: 0 });
+  });
+
   it('bad input fails with exit 1: a window the wrong way round, a time that is not one, an unknown webhook', async () => {
     const created = await csr.json<Created>('webhooks', 'create', '--workspace', slug, '--name', 'Bad input', '--url', `${receiver.origin}/bad`, '--objects', 'goals');
     expect(await csr.fails(1, 'webhooks', 'recover', created.id, '--since', '2026-02-01T00:00:00Z', '--until', '2026-01-01T00:00:00Z')).toMatch(/wrong way/);
