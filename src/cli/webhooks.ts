@@ -123,20 +123,36 @@ export const webhooks: CliResource = {
     },
     recover: {
       usage: '<webhookId> --since <time> [--until <time>] [--failed-only]',
-      description: "send again, in log order, the window's record events the webhook's filters match (also while it was off); --failed-only: only those whose delivery failed",
+      description:
+        "send again, in log order, the window's record and bulk events the webhook's filters match (also while it was off); --failed-only: only those whose delivery failed; Ctrl-C stops it and prints resumeSince (exit code 1)",
       positionals: ['webhookId'],
       options: { since: { type: 'string' }, until: { type: 'string' }, 'failed-only': { type: 'boolean' } },
       required: ['since'],
       async run({ positionals, values }, context) {
         const until = stringOption(values, 'until');
         const progress = process.stderr.isTTY ? (s: { resent: number }) => process.stderr.write(`\rresent ${s.resent}`) : undefined;
-        const summary = await context.webhooks.recover(
-          positionals[0]!,
-          { since: stringOption(values, 'since')!, ...(until === undefined ? {} : { until }), failedOnly: values['failed-only'] === true },
-          progress,
-        );
-        if (progress) process.stderr.write('\n');
-        return summary;
+        // Ctrl-C stops after the deliveries under way; the summary says where to go on from.
+        const stopping = new AbortController();
+        const stop = () => stopping.abort();
+        process.once('SIGINT', stop);
+        process.once('SIGTERM', stop);
+        try {
+          const summary = await context.webhooks.recover(
+            positionals[0]!,
+            { since: stringOption(values, 'since')!, ...(until === undefined ? {} : { until }), failedOnly: values['failed-only'] === true },
+            progress,
+            stopping.signal,
+          );
+          if (progress) process.stderr.write('\n');
+          if (summary.resumeSince) process.stderr.write(`interrupted: run again with --since ${summary.resumeSince} to go on\n`);
+          return summary;
+        } finally {
+          process.off('SIGINT', stop);
+          process.off('SIGTERM', stop);
+        }
+      },
+      failed(summary: { resumeSince?: string }) {
+        return summary.resumeSince !== undefined;
       },
     },
     listen,

@@ -203,14 +203,14 @@ export class WebhookSetup {
    * Sends again, in log order, the record events of [since, until) the webhook's filters match,
    * also those made while it was off (webhooks/recover.ts states the rule). `until` defaults to now.
    */
-  async recover(id: string, window: { since: string; until?: string; failedOnly: boolean }, progress?: (summary: RecoverSummary) => void): Promise<RecoverSummary> {
+  async recover(id: string, window: { since: string; until?: string; failedOnly: boolean }, progress?: (summary: RecoverSummary) => void, signal?: AbortSignal): Promise<RecoverSummary> {
     const since = parseTime('--since', window.since);
     const until = window.until === undefined ? this.clock() : parseTime('--until', window.until);
     if (since.getTime() >= until.getTime()) throw new ValidationFailed('the window runs the wrong way: --since must be before --until');
     const webhook = notListener(await this.webhook(id));
     if (!this.options.recovery) throw new Error('recover needs the records read model');
     const deps = { ...this.sendNow(), ...this.options.recovery, events: this.options.events, listUsers: (workspaceId: string) => this.options.setup.listUsers(workspaceId) };
-    return recoverWebhook(deps, webhook, { since, until, failedOnly: window.failedOnly }, progress);
+    return recoverWebhook(deps, webhook, { since, until, failedOnly: window.failedOnly }, progress, signal);
   }
 
   private sendNow(): SendNowDeps {

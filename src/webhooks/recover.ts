@@ -2,8 +2,8 @@ import { comparePositions } from '../eventstore/position.js';
 import { workspaceStream } from '../setup/audit.js';
 import { renderData, singlePayload, type Change, type RenderDeps } from './fanOut.js';
 import { isBulk, recordChange } from './policy.js';
-import type { Delivery, Webhook, WebhookPayload } from './port.js';
-import { BulkRebuilder } from './recoverBulk.js';
+import type { Delivery, Redelivery, Webhook } from './port.js';
+import { BulkRebuilder, type RebuiltBulk } from './recoverBulk.js';
 import { redeliverNow, type SendNowDeps } from './sendNow.js';
 import { timelineOf } from './timeline.js';
 
@@ -36,14 +36,28 @@ export interface RecoverSummary {
   notDelivered: number;
   /** Matching events not sent: records that can no longer be rendered. */
   skipped: number;
+  /**
+   * Set when the run was interrupted: the log time of the first event not sent. Running again
+   * with `--since` this time goes on from there (events of that same millisecond already sent
+   * are sent once more; receivers drop repeats by event id).
+   */
+  resumeSince?: string;
 }
 
 export type RecoverDeps = RenderDeps & SendNowDeps;
 
-/** Events rendered and sent together (each is sent one after the other, in log order). */
-const BATCH = 20;
+/** Events rendered together (each is sent one after the other, in log order). */
+const BATCH = 200;
+/** Deliveries stored and sent together: an interruption waits for at most these. */
+const SEND_CHUNK = 20;
 
-export async function recoverWebhook(deps: RecoverDeps, webhook: Webhook, window: RecoverWindow, progress: (summary: RecoverSummary) => void = () => {}): Promise<RecoverSummary> {
+export async function recoverWebhook(
+  deps: RecoverDeps,
+  webhook: Webhook,
+  window: RecoverWindow,
+  progress: (summary: RecoverSummary) => void = () => {},
+  signal: AbortSignal = new AbortController().signal,
+): Promise<RecoverSummary> {
   const summary: RecoverSummary = { resent: 0, notDelivered: 0, skipped: 0 };
   const head = await deps.events.headPosition();
   if (!head) return summary;
@@ -57,7 +71,7 @@ export async function recoverWebhook(deps: RecoverDeps, webhook: Webhook, window
   let batch: Item[] = [];
   const bulk = new BulkRebuilder();
   const flush = async () => {
-    const sent = await sendBatch(deps, webhook, batch, window.failedOnly, summary);
+    const sent = await sendBatch(deps, webhook, batch, window.failedOnly, summary, signal);
     batch = [];
     if (sent) progress(summary);
   };
@@ -70,24 +84,27 @@ export async function recoverWebhook(deps: RecoverDeps, webhook: Webhook, window
       if (change?.workspaceId === webhook.workspaceId) {
         const wanted = matches(filters, change.object, change.kind);
         // A bulk member counts for any kind, as live: all kinds together tell when the action is complete.
-        if (isBulk(change) && matches(filters, change.object, 'any')) for (const payload of bulk.add(event, change, wanted)) batch.push({ payload });
+        if (isBulk(change) && matches(filters, change.object, 'any')) for (const rebuilt of bulk.add(event, change, wanted)) batch.push(rebuilt);
         else if (!isBulk(change) && wanted) batch.push({ event, change });
       }
       if (batch.length >= BATCH) await flush();
-      if (comparePositions(event.position, head) >= 0) break;
+      if (summary.resumeSince !== undefined || comparePositions(event.position, head) >= 0) break;
     }
   } finally {
     await subscription.close();
   }
-  for (const payload of bulk.finish()) batch.push({ payload });
-  await flush();
+  if (summary.resumeSince === undefined) {
+    for (const rebuilt of bulk.finish()) batch.push(rebuilt);
+    await flush();
+  }
   return summary;
 }
 
 /** A single event, or a rebuilt bulk event. */
-type Item = Change | { payload: WebhookPayload };
+type Item = Change | RebuiltBulk;
 
 const eventIdOf = (item: Item) => ('payload' in item ? item.payload.id : item.event.id);
+const logTimeOf = (item: Item) => ('payload' in item ? item.firstAt : item.event.created.toISOString());
 
 function matches(filters: Pick<Webhook, 'events' | 'objects'>, object: string, kind: string): boolean {
   return (filters.objects === 'all' || filters.objects.includes(object)) && (kind === 'any' || filters.events === 'all' || (filters.events as string[]).includes(kind));
@@ -100,7 +117,7 @@ function failedEvents(deliveries: Delivery[]): Set<string> {
   return failed;
 }
 
-async function sendBatch(deps: RecoverDeps, webhook: Webhook, batch: Item[], failedOnly: boolean, summary: RecoverSummary): Promise<boolean> {
+async function sendBatch(deps: RecoverDeps, webhook: Webhook, batch: Item[], failedOnly: boolean, summary: RecoverSummary, signal: AbortSignal): Promise<boolean> {
   if (batch.length === 0) return false;
   let wanted = batch;
   if (failedOnly) {
@@ -109,18 +126,27 @@ async function sendBatch(deps: RecoverDeps, webhook: Webhook, batch: Item[], fai
   }
   if (wanted.length === 0) return false;
   const data = await renderData(deps, wanted.filter((item): item is Change => !('payload' in item)));
-  const items = wanted.flatMap((item) => {
-    if ('payload' in item) return [{ payload: item.payload, webhookId: webhook.id, cause: 'recover' as const, originalId: null }];
+  const items = wanted.flatMap((item): { redelivery: Redelivery; logTime: string }[] => {
+    const logTime = logTimeOf(item);
+    if ('payload' in item) return [{ redelivery: { payload: item.payload, webhookId: webhook.id, cause: 'recover', originalId: null }, logTime }];
     const { event, change } = item;
     const record = data.get(event.id);
     if (record === undefined) {
       summary.skipped += 1;
       return [];
     }
-    return [{ payload: singlePayload(event, change, record), webhookId: webhook.id, cause: 'recover' as const, originalId: null }];
+    return [{ redelivery: { payload: singlePayload(event, change, record), webhookId: webhook.id, cause: 'recover', originalId: null }, logTime }];
   });
-  const sent = await redeliverNow(deps, webhook, items);
-  summary.resent += sent.length;
-  summary.notDelivered += sent.filter((delivery) => delivery.status !== 'delivered').length;
+  for (let start = 0; start < items.length; start += SEND_CHUNK) {
+    const chunk = items.slice(start, start + SEND_CHUNK);
+    // Stopped between chunks, so that nothing is left stored and unsent.
+    if (signal.aborted) {
+      summary.resumeSince = chunk[0]!.logTime;
+      break;
+    }
+    const sent = await redeliverNow(deps, webhook, chunk.map(({ redelivery }) => redelivery));
+    summary.resent += sent.length;
+    summary.notDelivered += sent.filter((delivery) => delivery.status !== 'delivered').length;
+  }
   return true;
 }

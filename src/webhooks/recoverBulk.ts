@@ -11,6 +11,12 @@ import { EVENT_KINDS, type BulkGroup, type WebhookPayload } from './port.js';
  * The payloads are bulkPayload's, so a rebuilt event has the id it was first sent with.
  */
 
+/** A rebuilt bulk event, and the log time of its first member (where a resumed recover starts it again). */
+export interface RebuiltBulk {
+  payload: WebhookPayload;
+  firstAt: string;
+}
+
 type Group = Pick<BulkGroup, 'workspaceId' | 'actionId' | 'object' | 'kind' | 'source' | 'members'>;
 
 export class BulkRebuilder {
@@ -19,11 +25,11 @@ export class BulkRebuilder {
   private readonly seen = new Map<string, number>();
 
   /** Adds a bulk member; answers the bulk events complete with it, in the order they are sent. */
-  add(event: RecordedEvent, change: RecordChange, wanted: boolean): WebhookPayload[] {
+  add(event: RecordedEvent, change: RecordChange, wanted: boolean): RebuiltBulk[] {
     const objectKey = `${change.actionId}/${change.object}`;
     const seen = (this.seen.get(objectKey) ?? 0) + 1;
     this.seen.set(objectKey, seen);
-    const ready: WebhookPayload[] = [];
+    const ready: RebuiltBulk[] = [];
     if (wanted) {
       const key = `${objectKey}/${change.kind}`;
       let group = this.groups.get(key);
@@ -39,13 +45,13 @@ export class BulkRebuilder {
   }
 
   /** The chunks left when the window ends (their actions run past it). */
-  finish(): WebhookPayload[] {
+  finish(): RebuiltBulk[] {
     return [...this.groups.keys()].map((key) => this.take(key));
   }
 
-  private take(key: string): WebhookPayload {
+  private take(key: string): RebuiltBulk {
     const group = this.groups.get(key)!;
     this.groups.delete(key);
-    return bulkPayload(group, group.members);
+    return { payload: bulkPayload(group, group.members), firstAt: group.members[0]!.occurredAt };
   }
 }

@@ -20,7 +20,7 @@ describe('BulkRebuilder', () => {
   it('given 1,200 creations of one action, when added in log order, then three events of 500, 500 and 200 ids come out as each is complete', () => {
     const rebuilder = new BulkRebuilder();
     const members = Array.from({ length: 1200 }, () => member('created', 1200));
-    const out = members.map(({ event, change }) => rebuilder.add(event, change, true));
+    const out = members.map(({ event, change }) => rebuilder.add(event, change, true).map((rebuilt) => rebuilt.payload));
     expect(out.map((ready, index) => [index, ready.length] as const).filter(([, n]) => n > 0)).toEqual([
       [499, 1],
       [999, 1],
@@ -38,7 +38,7 @@ describe('BulkRebuilder', () => {
     const updates = Array.from({ length: 10 }, () => member('updated', 30));
     const deletions = Array.from({ length: 5 }, () => member('deleted', 30));
     const creations = Array.from({ length: 15 }, () => member('created', 30));
-    const sent = [...updates, ...deletions, ...creations].map(({ event, change }) => rebuilder.add(event, change, change.kind !== 'deleted'));
+    const sent = [...updates, ...deletions, ...creations].map(({ event, change }) => rebuilder.add(event, change, change.kind !== 'deleted').map((rebuilt) => rebuilt.payload));
     expect(sent.slice(0, -1).flat()).toEqual([]);
     const ready = sent.at(-1)!;
     expect(ready.map((event) => [event.event, (event.data as { count: number }).count])).toEqual([
@@ -55,14 +55,14 @@ describe('BulkRebuilder', () => {
       { workspaceId: 'ws', actionId, object: 'contacts', kind: 'updated', source: 'import' },
       members.map(({ event, change }) => ({ eventId: event.id, recordId: change.recordId, occurredAt: event.created.toISOString() })),
     );
-    expect(rebuilt).toEqual(live);
+    expect(rebuilt).toEqual({ payload: live, firstAt: members[0]!.event.created.toISOString() });
     expect(live.id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
   });
 
   it('gives out at the end of the window what an action running past it left', () => {
     const rebuilder = new BulkRebuilder();
     for (const { event, change } of Array.from({ length: 30 }, () => member('created', 40, 'goals'))) expect(rebuilder.add(event, change, true)).toEqual([]);
-    const [left] = rebuilder.finish();
+    const [left] = rebuilder.finish().map((rebuilt) => rebuilt.payload);
     expect(left).toMatchObject({ event: 'goals.created.bulk', data: { count: 30 } });
   });
 });
