@@ -59,11 +59,11 @@ export const webhooks: CliResource = {
     },
     list: {
       usage: '--workspace <slug>',
-      description: "list a workspace's webhooks, with the reason when one is off",
+      description: "list a workspace's webhooks, with the reason and time (disabledAt) when one is off",
       options: { workspace: { type: 'string' } },
       required: ['workspace'],
       async run({ values }, context) {
-        return (await context.webhooks.list(stringOption(values, 'workspace')!)).map(shown);
+        return (await context.webhooks.list(stringOption(values, 'workspace')!)).map((webhook) => ({ ...shown(webhook), disabledAt: webhook.disabledAt }));
       },
     },
     on: {

@@ -15,7 +15,7 @@ import { checkForwardTo } from '../webhooks/loopbackSender.js';
 import { notListener } from '../webhooks/listen.js';
 import type { WebhookSender } from '../webhooks/httpsSender.js';
 import { EVENT_KINDS, WEBHOOKS_GROUP, type Delivery, type EventKind, type Webhook, type WebhookStore } from '../webhooks/port.js';
-import { ADMIN_SWITCH_OFF_REASON } from '../webhooks/timeline.js';
+import { ADMIN_SWITCH_OFF_REASON, switchedOffAt } from '../webhooks/timeline.js';
 
 /**
  * Webhook configuration (spec 6.1, PRODUCT.md section 2): the use cases behind `csr webhooks`.
@@ -129,10 +129,13 @@ export class WebhookSetup {
     return { webhook, secret: webhook.secret };
   }
 
-  async list(workspaceSlug: string): Promise<Webhook[]> {
+  /** With `disabledAt`, when an off webhook was switched off (by an admin or automatically), from the log. */
+  async list(workspaceSlug: string): Promise<(Webhook & { disabledAt: string | null })[]> {
     const workspace = await this.options.setup.workspaceBySlug(workspaceSlug);
     if (!workspace) throw new NotFound(`workspace "${workspaceSlug}" not found`);
-    return this.options.webhooks.listWebhooks(workspace.id);
+    const [webhooks, logged] = await Promise.all([this.options.webhooks.listWebhooks(workspace.id), this.options.events.readStream(workspaceStream(workspace.id))]);
+    const offAt = switchedOffAt(logged);
+    return webhooks.map((webhook) => ({ ...webhook, disabledAt: webhook.enabled ? null : (offAt.get(webhook.id) ?? null) }));
   }
 
   /** Off: waiting deliveries become skipped and changes are no longer queued. */

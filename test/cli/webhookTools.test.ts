@@ -121,9 +121,15 @@ describe('csr webhooks recover', () => {
     await deliveredCount(2);
     await new Promise((resolve) => setTimeout(resolve, 20));
     const afterA = new Date().toISOString();
+    const offAt = Date.now();
     await csr.json('webhooks', 'off', created.id);
+    const listedOff = (await csr.json<{ id: string; disabledReason: string; disabledAt: string }[]>('webhooks', 'list', '--workspace', slug)).find((w) => w.id === created.id)!;
+    expect(listedOff.disabledReason).toBe('switched off by an administrator');
+    expect(Date.parse(listedOff.disabledAt)).toBeGreaterThanOrEqual(offAt - 5);
+    expect(Date.parse(listedOff.disabledAt)).toBeLessThanOrEqual(Date.now());
     await contact('B (while off)');
     await csr.json('webhooks', 'on', created.id);
+    expect((await csr.json<{ id: string; disabledAt: string | null }[]>('webhooks', 'list', '--workspace', slug)).find((w) => w.id === created.id)).toMatchObject({ disabledAt: null });
     down = true;
     await contact('C (failed)');
     await until(async () => (await csr.json<Shown[]>('webhooks', 'deliveries', created.id)).some((d) => d.status === 'failed'));
