@@ -21,6 +21,7 @@ import { timelineOf } from './timeline.js';
  *   `<object>.<kind>.bulk` events as live delivery made them, under the same ids (recoverBulk.ts);
  * - `data` is rendered as the fan-out renders it (the record as it is now; as last saved if deleted).
  * Each event becomes a new delivery with cause 'recover', sent now by the one sender and signer.
+ * An abort (Ctrl-C) stops it between chunks of sends; the summary's resumeSince says where to go on.
  */
 
 export interface RecoverWindow {
