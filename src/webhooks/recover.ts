@@ -11,8 +11,8 @@ import { timelineOf } from './timeline.js';
  * `csr webhooks recover` (issue 29): sends a webhook, again and in log order, the record events of
  * a time window that its filters match, also those made while it was off (the operator's
  * explicit choice). The rule:
- * - filters: those of the webhook's creation event in the log (a webhook's events and objects are
- *   set at creation and never change, so they are the filters at the time of every event);
+ * - filters: those in force at the time of each event, by the log (the webhook's creation event,
+ *   then each edit from its position on);
  * - events: record events of its workspace committed in [since, until) and after its creation;
  *   saves that only recalculate derived fields are left out, as the fan-out leaves them out;
  * - with failedOnly: only events whose deliveries to this webhook include a failed one and none
@@ -62,10 +62,12 @@ export async function recoverWebhook(
   const summary: RecoverSummary = { resent: 0, notDelivered: 0, skipped: 0 };
   const head = await deps.events.headPosition();
   if (!head) return summary;
-  const created = timelineOf(await deps.events.readStream(workspaceStream(webhook.workspaceId))).find(
-    (entry) => entry.webhookId === webhook.id && entry.type === 'WebhookCreated',
+  const configurations = timelineOf(await deps.events.readStream(workspaceStream(webhook.workspaceId))).filter(
+    (entry) => entry.webhookId === webhook.id && (entry.type === 'WebhookCreated' || entry.type === 'WebhookChanged'),
   );
-  const filters = { events: created?.events ?? webhook.events, objects: created?.objects ?? webhook.objects };
+  const created = configurations[0];
+  let filters = { events: created?.events ?? webhook.events, objects: created?.objects ?? webhook.objects };
+  let next = 1;
   const since = window.since.getTime();
   const until = window.until.getTime();
 
@@ -80,6 +82,11 @@ export async function recoverWebhook(
   const subscription = deps.events.subscribeToAll({ from: created?.position ?? 'start' });
   try {
     for await (const event of subscription) {
+      // The filters in force at this event: the last edit logged before it.
+      while (next < configurations.length && comparePositions(configurations[next]!.position, event.position) < 0) {
+        filters = { events: configurations[next]!.events!, objects: configurations[next]!.objects! };
+        next += 1;
+      }
       const time = event.created.getTime();
       const change = time >= since && time < until ? recordChange(event) : null;
       if (change?.workspaceId === webhook.workspaceId) {

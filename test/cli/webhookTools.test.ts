@@ -243,6 +243,23 @@ describe('csr webhooks recover', () => {
     expect(both.slice(first.resent).every((request) => Date.parse(request.body.occurredAt) >= Date.parse(first.resumeSince))).toBe(true);
   });
 
+  it('goes by the filters in force at the time of each event: an edit changes them from its place in the log on', async () => {
+    const created = await csr.json<Created>('webhooks', 'create', '--workspace', slug, '--name', 'Edited', '--url', `${receiver.origin}/edited`, '--objects', 'contacts');
+    const since = new Date().toISOString();
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    await api.post('/api/v1/contacts', { firstName: 'Edit', lastName: 'Before' });
+    await csr.json('webhooks', 'update', created.id, '--objects', 'tasks');
+    await api.post('/api/v1/tasks', { subject: 'Edit after', status: 'Done' });
+    await api.post('/api/v1/contacts', { firstName: 'Edit', lastName: 'After' });
+    await receiver.waitFor('/edited', (all) => all.length === 2);
+    const mark = receiver.received('/edited').length;
+    expect(await csr.json('webhooks', 'recover', created.id, '--since', since)).toEqual({ resent: 2, notDelivered: 0, skipped: 0 });
+    expect(receiver.received('/edited').slice(mark).map((request) => [request.body.event, request.body.data.lastName ?? request.body.data.subject])).toEqual([
+      ['contacts.created', 'Before'],
+      ['tasks.created', 'Edit after'],
+    ]);
+  });
+
   it('bad input fails with exit 1: a window the wrong way round, a time that is not one, an unknown webhook', async () => {
     const created = await csr.json<Created>('webhooks', 'create', '--workspace', slug, '--name', 'Bad input', '--url', `${receiver.origin}/bad`, '--objects', 'goals');
     expect(await csr.fails(1, 'webhooks', 'recover', created.id, '--since', '2026-02-01T00:00:00Z', '--until', '2026-01-01T00:00:00Z')).toMatch(/wrong way/);
