@@ -1,6 +1,7 @@
 import type { Delivery, Webhook } from '../webhooks/port.js';
 import { listOption, stringOption, type CliResource } from './context.js';
 import { formatText } from './output.js';
+import { listen } from './webhookListen.js';
 
 /** What `webhooks list` and `on`/`off` show of a webhook: never its secret. */
 function shown(webhook: Webhook) {
@@ -68,11 +69,11 @@ export const webhooks: CliResource = {
     },
     list: {
       usage: '--workspace <slug>',
-      description: "list a workspace's webhooks, with the reason when one is off",
+      description: "list a workspace's webhooks, with the reason and time (disabledAt) when one is off",
       options: { workspace: { type: 'string' } },
       required: ['workspace'],
       async run({ values }, context) {
-        return (await context.webhooks.list(stringOption(values, 'workspace')!)).map(shown);
+        return (await context.webhooks.list(stringOption(values, 'workspace')!)).map((webhook) => ({ ...shown(webhook), disabledAt: webhook.disabledAt }));
       },
     },
     on: {
@@ -132,22 +133,39 @@ export const webhooks: CliResource = {
     },
     recover: {
       usage: '<webhookId> --since <time> [--until <time>] [--failed-only]',
-      description: "send again, in log order, the window's record events the webhook's filters match (also while it was off); --failed-only: only those whose delivery failed",
+      description:
+        "send again, in log order, the window's record and bulk events the webhook's filters match (also while it was off); --failed-only: only those whose delivery failed; Ctrl-C stops it and prints resumeSince (exit code 1)",
       positionals: ['webhookId'],
       options: { since: { type: 'string' }, until: { type: 'string' }, 'failed-only': { type: 'boolean' } },
       required: ['since'],
       async run({ positionals, values }, context) {
         const until = stringOption(values, 'until');
         const progress = process.stderr.isTTY ? (s: { resent: number }) => process.stderr.write(`\rresent ${s.resent}`) : undefined;
-        const summary = await context.webhooks.recover(
-          positionals[0]!,
-          { since: stringOption(values, 'since')!, ...(until === undefined ? {} : { until }), failedOnly: values['failed-only'] === true },
-          progress,
-        );
-        if (progress) process.stderr.write('\n');
-        return summary;
+        // Ctrl-C stops after the deliveries under way; the summary says where to go on from.
+        const stopping = new AbortController();
+        const stop = () => stopping.abort();
+        process.once('SIGINT', stop);
+        process.once('SIGTERM', stop);
+        try {
+          const summary = await context.webhooks.recover(
+            positionals[0]!,
+            { since: stringOption(values, 'since')!, ...(until === undefined ? {} : { until }), failedOnly: values['failed-only'] === true },
+            progress,
+            stopping.signal,
+          );
+          if (progress) process.stderr.write('\n');
+          if (summary.resumeSince) process.stderr.write(`interrupted: run again with --since ${summary.resumeSince} to go on\n`);
+          return summary;
+        } finally {
+          process.off('SIGINT', stop);
+          process.off('SIGTERM', stop);
+        }
+      },
+      failed(summary: { resumeSince?: string }) {
+        return summary.resumeSince !== undefined;
       },
     },
+    listen,
     'replay-parked': {
       usage: '',
       description: 'send again the webhook events set aside after repeated fan-out failures (once the cause is fixed)',

@@ -1,5 +1,6 @@
 import { NotFound } from '../core/errors.js';
 import type { Delivery } from '../webhooks/port.js';
+import { notListener } from '../webhooks/listen.js';
 import { redeliverNow, type SendNowDeps } from '../webhooks/sendNow.js';
 
 /**
@@ -12,6 +13,7 @@ export async function resendDelivery(deps: SendNowDeps, deliveryId: string): Pro
   if (!original) throw new NotFound(`delivery ${deliveryId} not found`);
   const webhook = await deps.webhooks.webhookById(original.webhookId);
   if (!webhook) throw new NotFound(`delivery ${deliveryId} not found`);
+  notListener(webhook);
   const payload = await deps.webhooks.payloadById(original.eventId);
   if (!payload) throw new NotFound(`the event of delivery ${deliveryId} is no longer kept; use \`csr webhooks recover\` to send it again from the log`);
   const [resent] = await redeliverNow(deps, webhook, [{ payload, webhookId: webhook.id, cause: 'resend', originalId: original.id }]);

@@ -1,4 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
 import * as v from 'valibot';
 import { NotFound, ValidationFailed } from '../core/errors.js';
 import type { Actor, EventStore } from '../eventstore/port.js';
@@ -10,9 +11,11 @@ import { sendClaimed, sendNowLease, type SendNowDeps } from '../webhooks/sendNow
 import { checkObjectKeys, ObjectsInput, parse, text } from './input.js';
 import type { SetupStore } from './port.js';
 import { checkWebhookUrl, resolveTarget } from '../webhooks/addressPolicy.js';
+import { checkForwardTo } from '../webhooks/loopbackSender.js';
+import { notListener } from '../webhooks/listen.js';
 import type { WebhookSender } from '../webhooks/httpsSender.js';
 import { EVENT_KINDS, WEBHOOKS_GROUP, type Delivery, type EventKind, type Webhook, type WebhookStore } from '../webhooks/port.js';
-import { ADMIN_SWITCH_OFF_REASON } from '../webhooks/timeline.js';
+import { ADMIN_SWITCH_OFF_REASON, switchedOffAt } from '../webhooks/timeline.js';
 
 /**
  * Webhook configuration (spec 6.1, PRODUCT.md section 2): the use cases behind `csr webhooks`.
@@ -87,10 +90,26 @@ export class WebhookSetup {
 
   /** The secret is returned this once. */
   async create(workspaceSlug: string, input: NewWebhookInput): Promise<{ webhook: Webhook; secret: string }> {
+    return this.register(workspaceSlug, input, (url) => this.checkAddress(url), false);
+  }
+
+  /**
+   * A `csr webhooks listen` session's temporary webhook: its deliveries go to a local address and
+   * are sent by that session only (webhooks/listen.ts). The address rule of ordinary webhooks
+   * is not relaxed: this webhook is marked, and no dispatcher ever sends a marked webhook's deliveries.
+   */
+  async createListener(workspaceSlug: string, input: { forwardTo: string; events?: 'all' | string[]; objects?: 'all' | string[] }): Promise<{ webhook: Webhook; secret: string }> {
+    const forwardTo = checkForwardTo(input.forwardTo);
+    if (!forwardTo.ok) throw new ValidationFailed(`--forward-to is refused: ${forwardTo.reason}`);
+    const name = `csr webhooks listen on ${hostname()} (pid ${process.pid})`;
+    return this.register(workspaceSlug, { ...input, name, url: forwardTo.url.href }, async (url) => url, true);
+  }
+
+  private async register(workspaceSlug: string, input: NewWebhookInput, checkAddress: (url: string) => Promise<string>, listener: boolean): Promise<{ webhook: Webhook; secret: string }> {
     const workspace = await this.options.setup.workspaceBySlug(workspaceSlug);
     if (!workspace) throw new NotFound(`workspace "${workspaceSlug}" not found`);
     const valid = parse(WebhookInput, input);
-    const url = await this.checkAddress(valid.url);
+    const url = await checkAddress(valid.url);
     const events: Webhook['events'] = valid.events === 'all' ? 'all' : [...new Set(valid.events as EventKind[])];
     const objects = valid.objects === 'all' ? 'all' : checkObjectKeys((await loadCatalogue(this.options.events, workspace.id)).objects.map((object) => object.key), valid.objects);
     const webhook: Webhook = {
@@ -106,9 +125,10 @@ export class WebhookSetup {
       createdAt: this.clock().toISOString(),
       consecutiveFailures: 0,
       lastSuccessAt: null,
+      ...(listener ? { listener: true as const } : {}),
     };
     // The log first: the fan-out decides who receives a change by log order (webhooks/timeline.ts).
-    await this.audit(webhook, 'WebhookCreated', { name: webhook.name, url, events, objects });
+    await this.audit(webhook, 'WebhookCreated', { name: webhook.name, url, events, objects, ...(listener ? { listener: true } : {}) });
     await this.options.webhooks.createWebhook(webhook);
     return { webhook, secret: webhook.secret };
   }
@@ -118,7 +138,7 @@ export class WebhookSetup {
    * filters apply to changes made after the edit, by the log like everything the fan-out decides.
    */
   async update(id: string, input: Partial<NewWebhookInput>): Promise<Webhook> {
-    const current = await this.webhook(id);
+    const current = notListener(await this.webhook(id));
     const valid = parse(WebhookInput, { name: current.name, url: current.url, events: current.events, objects: current.objects, ...definedOnly(input) });
     const url = await this.checkAddress(valid.url);
     const events: Webhook['events'] = valid.events === 'all' ? 'all' : [...new Set(valid.events as EventKind[])];
@@ -129,10 +149,13 @@ export class WebhookSetup {
     return changed;
   }
 
-  async list(workspaceSlug: string): Promise<Webhook[]> {
+  /** With `disabledAt`, when an off webhook was switched off (by an admin or automatically), from the log. */
+  async list(workspaceSlug: string): Promise<(Webhook & { disabledAt: string | null })[]> {
     const workspace = await this.options.setup.workspaceBySlug(workspaceSlug);
     if (!workspace) throw new NotFound(`workspace "${workspaceSlug}" not found`);
-    return this.options.webhooks.listWebhooks(workspace.id);
+    const [webhooks, logged] = await Promise.all([this.options.webhooks.listWebhooks(workspace.id), this.options.events.readStream(workspaceStream(workspace.id))]);
+    const offAt = switchedOffAt(logged);
+    return webhooks.map((webhook) => ({ ...webhook, disabledAt: webhook.enabled ? null : (offAt.get(webhook.id) ?? null) }));
   }
 
   /** Off: waiting deliveries become skipped and changes are no longer queued. */
@@ -174,7 +197,7 @@ export class WebhookSetup {
    * test's audit event, so it comes from the log like every other occurredAt.
    */
   async test(id: string): Promise<Delivery> {
-    const webhook = await this.webhook(id);
+    const webhook = notListener(await this.webhook(id));
     const eventId = await this.audit(webhook, 'WebhookTestSent', {});
     const logged = (await this.options.events.readStream(workspaceStream(webhook.workspaceId), { direction: 'backwards', maxCount: 20 })).find(
       (event) => event.id === eventId,
@@ -203,14 +226,14 @@ export class WebhookSetup {
    * Sends again, in log order, the record events of [since, until) the webhook's filters match,
    * also those made while it was off (webhooks/recover.ts states the rule). `until` defaults to now.
    */
-  async recover(id: string, window: { since: string; until?: string; failedOnly: boolean }, progress?: (summary: RecoverSummary) => void): Promise<RecoverSummary> {
+  async recover(id: string, window: { since: string; until?: string; failedOnly: boolean }, progress?: (summary: RecoverSummary) => void, signal?: AbortSignal): Promise<RecoverSummary> {
     const since = parseTime('--since', window.since);
     const until = window.until === undefined ? this.clock() : parseTime('--until', window.until);
     if (since.getTime() >= until.getTime()) throw new ValidationFailed('the window runs the wrong way: --since must be before --until');
-    const webhook = await this.webhook(id);
+    const webhook = notListener(await this.webhook(id));
     if (!this.options.recovery) throw new Error('recover needs the records read model');
     const deps = { ...this.sendNow(), ...this.options.recovery, events: this.options.events, listUsers: (workspaceId: string) => this.options.setup.listUsers(workspaceId) };
-    return recoverWebhook(deps, webhook, { since, until, failedOnly: window.failedOnly }, progress);
+    return recoverWebhook(deps, webhook, { since, until, failedOnly: window.failedOnly }, progress, signal);
   }
 
   private sendNow(): SendNowDeps {

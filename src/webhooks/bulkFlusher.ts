@@ -1,11 +1,10 @@
-import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import { bulkChunksDue, eventName, wants, type BulkChunk } from './policy.js';
+import { bulkChunksDue, bulkPayload, wants, type BulkChunk } from './policy.js';
 import type { BulkGroup, WebhookStore } from './port.js';
 
 /**
  * Turns stored bulk members into `<object>.<kind>.bulk` events (spec 6.2, PRODUCT.md): each
- * chunk of at most 500 ids becomes one event with a new id, enqueued to the webhooks that want it
+ * chunk of at most 500 ids becomes one event with its own id (policy.ts `bulkPayload`), enqueued to the webhooks that want it
  * at that moment, in the same transaction that marks its members as sent.
  */
 
@@ -32,16 +31,7 @@ export function createBulkFlusher(deps: { webhooks: WebhookStore; logger: Logger
   const send = async (chunk: BulkChunk, at: Date): Promise<void> => {
     const { group, members } = chunk;
     const webhookIds = (await deps.webhooks.listWebhooks(group.workspaceId)).filter((w) => wants(w, group.object, group.kind)).map((w) => w.id);
-    const payload = {
-      id: randomUUID(),
-      workspaceId: group.workspaceId,
-      event: eventName(group.object, group.kind, true),
-      object: group.object,
-      source: group.source,
-      // The change is complete when its last record changed.
-      occurredAt: members.map((member) => member.occurredAt).reduce((a, b) => (a >= b ? a : b)),
-      data: { count: members.length, ids: members.map((member) => member.recordId) },
-    };
+    const payload = bulkPayload(group, members);
     await deps.webhooks.flushBulk(members.map((member) => member.eventId), payload, webhookIds, at.toISOString());
   };
 

@@ -84,7 +84,7 @@ export function startDeliveryLoop(deps: DeliveryLoopDeps): DeliveryLoop {
     inFlight.set(webhookId, (inFlight.get(webhookId) ?? 0) + 1);
     total += 1;
     const send = attemptDelivery(claimed, deps.sender, deps.clock, deps.retryDelaysMs)
-      .then((outcome) => settler.add(outcome))
+      .then((outcome) => settler.add(outcome, { workspaceId: claimed.webhook.workspaceId, eventId: claimed.delivery.eventId }))
       .catch((error: unknown) => logger.error({ err: error, deliveryId: claimed.delivery.id }, 'delivery attempt failed unexpectedly; it is retried when its lease ends'))
       .finally(() => {
         inFlight.set(webhookId, inFlight.get(webhookId)! - 1);
@@ -129,9 +129,15 @@ export function startDeliveryLoop(deps: DeliveryLoopDeps): DeliveryLoop {
   };
 }
 
+/** What the warn line of a delivery that gave up names besides the outcome (never the secret). */
+interface AttemptContext {
+  workspaceId: string;
+  eventId: string;
+}
+
 /** Collects attempt outcomes and writes them in one transaction; then applies the automatic switch-off. */
 function createSettler(deps: DeliveryLoopDeps, logger: Logger, retryAt: (at: number) => void) {
-  let pending: AttemptOutcome[] = [];
+  let pending: (AttemptOutcome & AttemptContext)[] = [];
   let scheduled: Promise<void> | null = null;
 
   const flush = async (): Promise<void> => {
@@ -140,20 +146,21 @@ function createSettler(deps: DeliveryLoopDeps, logger: Logger, retryAt: (at: num
     scheduled = null;
     if (outcomes.length === 0) return;
     try {
-      const touched = await deps.webhooks.settle(outcomes);
+      const touched = await deps.webhooks.settle(outcomes.map(({ workspaceId: _w, eventId: _e, ...outcome }) => outcome));
       for (const outcome of outcomes) {
         if (outcome.nextAttemptAt) retryAt(Date.parse(outcome.nextAttemptAt));
-        if (!outcome.succeeded) logger.info({ deliveryId: outcome.deliveryId, webhookId: outcome.webhookId, status: outcome.status, error: outcome.error }, 'delivery attempt failed');
+        if (outcome.status === 'failed') logGaveUp(logger, outcome);
+        else if (!outcome.succeeded) logger.info({ deliveryId: outcome.deliveryId, webhookId: outcome.webhookId, status: outcome.status, error: outcome.error }, 'delivery attempt failed');
       }
-      for (const webhook of touched) await switchOffIfDue(deps, logger, webhook);
+      for (const webhook of touched) await switchOffIfDue(deps, logger, webhook, outcomes.findLast((outcome) => outcome.webhookId === webhook.id)?.responseCode ?? null);
     } catch (error) {
       logger.error({ err: error, outcomes: outcomes.length }, 'could not record delivery outcomes; those deliveries are retried when their lease ends');
     }
   };
 
   return {
-    add(outcome: AttemptOutcome): Promise<void> {
-      pending.push(outcome);
+    add(outcome: AttemptOutcome, context: AttemptContext): Promise<void> {
+      pending.push({ ...outcome, ...context });
       scheduled ??= new Promise((resolve) => setTimeout(resolve, SETTLE_DELAY_MS)).then(flush);
       return scheduled;
     },
@@ -161,7 +168,23 @@ function createSettler(deps: DeliveryLoopDeps, logger: Logger, retryAt: (at: num
   };
 }
 
-async function switchOffIfDue(deps: DeliveryLoopDeps, logger: Logger, webhook: Webhook): Promise<void> {
+/** An operational event (as Svix's `message.attempt.exhausted`): the last attempt of a delivery failed. */
+function logGaveUp(logger: Logger, outcome: AttemptOutcome & AttemptContext): void {
+  logger.warn(
+    {
+      webhookId: outcome.webhookId,
+      workspace: outcome.workspaceId,
+      eventId: outcome.eventId,
+      deliveryId: outcome.deliveryId,
+      attempts: outcome.attempts,
+      responseCode: outcome.responseCode,
+      reason: outcome.error,
+    },
+    'webhook delivery failed for good: no more attempts',
+  );
+}
+
+async function switchOffIfDue(deps: DeliveryLoopDeps, logger: Logger, webhook: Webhook, lastResponseCode: number | null): Promise<void> {
   const reason = autoSwitchOffReason(webhook, deps.clock());
   if (!reason) return;
   // The log first (as an admin's switch): the fan-out goes by it, and finishes the switch-off if
@@ -169,5 +192,5 @@ async function switchOffIfDue(deps: DeliveryLoopDeps, logger: Logger, webhook: W
   await deps.onSwitchedOff({ ...webhook, enabled: false, disabledReason: reason }, reason);
   const off = await deps.webhooks.setEnabled(webhook.id, false, reason);
   if (!off) return;
-  logger.warn({ webhookId: webhook.id, workspace: webhook.workspaceId, failures: webhook.consecutiveFailures }, 'webhook switched off automatically');
+  logger.warn({ webhookId: webhook.id, workspace: webhook.workspaceId, failures: webhook.consecutiveFailures, reason, lastResponseCode }, 'webhook switched off automatically');
 }

@@ -1,6 +1,7 @@
 import { RECORD_STREAM_PREFIX, upcast } from '../events/records.js';
 import type { RecordedEvent } from '../eventstore/port.js';
-import type { AttemptOutcome, BulkGroup, EventKind, Webhook } from './port.js';
+import { createHash } from 'node:crypto';
+import type { AttemptOutcome, BulkGroup, EventKind, Webhook, WebhookPayload } from './port.js';
 
 /**
  * The rules of spec 3.2 and 6.2 as pure functions: which record events are sent and to whom,
@@ -70,6 +71,41 @@ export function wants(webhook: Webhook, object: string, kind: EventKind): boolea
     (webhook.objects === 'all' || webhook.objects.includes(object)) &&
     (webhook.events === 'all' || webhook.events.includes(kind))
   );
+}
+
+/** Whose due deliveries a claim takes: a dispatcher's (no listener named) or one listen session's. */
+export function claimableBy(webhook: Webhook, listener: string | undefined): boolean {
+  return listener === undefined ? webhook.listener !== true : webhook.id === listener && webhook.listener === true;
+}
+
+/**
+ * A bulk event's payload from one chunk of its group's members (log order). Its id is derived
+ * from the action, object, kind and first member, so that `csr webhooks recover` rebuilds the
+ * event under the id it was first sent with and receivers can drop the repeat.
+ */
+export function bulkPayload(
+  group: Pick<BulkGroup, 'workspaceId' | 'actionId' | 'object' | 'kind' | 'source'>,
+  members: readonly { eventId: string; recordId: string; occurredAt: string }[],
+): WebhookPayload {
+  return {
+    id: bulkEventId(group.actionId, group.object, group.kind, members[0]!.eventId),
+    workspaceId: group.workspaceId,
+    event: eventName(group.object, group.kind, true),
+    object: group.object,
+    source: group.source,
+    // The change is complete when its last record changed.
+    occurredAt: members.map((member) => member.occurredAt).reduce((a, b) => (a >= b ? a : b)),
+    data: { count: members.length, ids: members.map((member) => member.recordId) },
+  };
+}
+
+/** A UUID (version 8, RFC 9562's custom form) from the hash of what identifies a chunk. */
+function bulkEventId(actionId: string, object: string, kind: EventKind, firstEventId: string): string {
+  const bytes = createHash('sha256').update(`bulk\n${actionId}\n${object}\n${kind}\n${firstEventId}`).digest().subarray(0, 16);
+  bytes[6] = (bytes[6]! & 0x0f) | 0x80;
+  bytes[8] = (bytes[8]! & 0x3f) | 0x80;
+  const hex = bytes.toString('hex');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }
 
 export interface BulkChunk {

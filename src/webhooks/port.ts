@@ -30,6 +30,11 @@ export interface Webhook {
   /** Failed attempts in a row since the last delivered one. */
   consecutiveFailures: number;
   lastSuccessAt: string | null;
+  /**
+   * A `csr webhooks listen` session's temporary webhook: its deliveries are pulled and sent by
+   * that process to a local address; no dispatcher sends them (absent on every other webhook).
+   */
+  listener?: true;
 }
 
 /**
@@ -172,8 +177,9 @@ export interface WebhookStore {
    * Marks due deliveries (waiting or retrying, next attempt <= now, no live claim) as claimed until
    * `leaseUntil` and returns them, at most `quota(webhookId)` per webhook and `limit` in all,
    * taking webhooks in turn so that one with many due deliveries does not hold back the others.
+   * Listener webhooks are left out, unless `listener` names one: then only its deliveries are claimed.
    */
-  claimDue(now: string, leaseUntil: string, limit: number, quota: (webhookId: string) => number): Promise<ClaimedDelivery[]>;
+  claimDue(now: string, leaseUntil: string, limit: number, quota: (webhookId: string) => number, options?: { listener?: string }): Promise<ClaimedDelivery[]>;
   /**
    * Applies attempt outcomes to deliveries still waiting or retrying, and updates each webhook's
    * failure count and last success. Returns the webhooks touched.

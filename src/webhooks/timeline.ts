@@ -94,3 +94,15 @@ export function latestState(timeline: TimelineEntry[], webhookId: string): { ena
 }
 
 export const ADMIN_SWITCH_OFF_REASON = 'switched off by an administrator';
+
+/** When each webhook that the log last switched off was switched off (the commit time of that event). */
+export function switchedOffAt(events: RecordedEvent[]): Map<string, string> {
+  const off = new Map<string, string>();
+  for (const event of events) {
+    const entry = timelineEntry(event);
+    if (!entry) continue;
+    if (entry.type === 'WebhookSwitchedOff') off.set(entry.webhookId, event.created.toISOString());
+    else if (entry.type !== 'WebhookChanged') off.delete(entry.webhookId);
+  }
+  return off;
+}

@@ -52,7 +52,7 @@ describe('csr webhooks', () => {
     expect(created.secret).toMatch(/^whsec_[A-Za-z0-9_-]{43}$/);
 
     const listed = await csr.json<unknown[]>('webhooks', 'list', '--workspace', slug);
-    expect(listed).toEqual([{ id: created.id, name: 'CRM', url: `${receiver.origin}/crm`, events: 'all', objects: 'all', enabled: true, disabledReason: null }]);
+    expect(listed).toEqual([{ id: created.id, name: 'CRM', url: `${receiver.origin}/crm`, events: 'all', objects: 'all', enabled: true, disabledReason: null, disabledAt: null }]);
     expect(JSON.stringify(listed)).not.toContain(created.secret);
 
     expect((await api.post('/api/v1/clients', { name: 'Acme' })).status).toBe(201);

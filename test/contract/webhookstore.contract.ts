@@ -281,6 +281,21 @@ export function webhookStoreContract(name: string, open: () => Promise<WebhookSt
       expect(await claim(at(31), [hook.id])).toHaveLength(1);
     });
 
+    it('a listen session\'s webhook is never claimed by a dispatcher, only by a claim naming it, which takes nothing else', async () => {
+      const listener = await webhook({ listener: true, url: 'http://localhost:3000/hooks' });
+      const ordinary = await webhook({ workspaceId: listener.workspaceId });
+      expect(await store.webhookById(listener.id)).toEqual(listener);
+      expect(await store.webhookById(ordinary.id)).not.toHaveProperty('listener');
+      await store.enqueue([{ payload: samplePayload(listener.workspaceId), webhookIds: [listener.id, ordinary.id] }], at(1));
+      const dispatcher = await claim(at(2), [listener.id, ordinary.id]);
+      expect(dispatcher.map((item) => item.webhook.id)).toEqual([ordinary.id]);
+      const pulled = await store.claimDue(at(2), at(32), 10, (id) => (id === listener.id || id === ordinary.id ? 10 : 0), { listener: listener.id });
+      expect(pulled.map((item) => [item.webhook.id, item.webhook.url])).toEqual([[listener.id, 'http://localhost:3000/hooks']]);
+      // Naming an ordinary webhook as the listener claims nothing: it is the dispatchers' to send.
+      await store.enqueue([{ payload: samplePayload(listener.workspaceId), webhookIds: [ordinary.id] }], at(3));
+      expect(await store.claimDue(at(4), at(34), 10, (id) => (id === ordinary.id ? 10 : 0), { listener: ordinary.id })).toEqual([]);
+    });
+
     it('lists the newest deliveries first, up to the limit', async () => {
       const hook = await webhook();
       const events = Array.from({ length: 5 }, () => samplePayload(hook.workspaceId));

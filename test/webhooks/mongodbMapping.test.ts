@@ -77,6 +77,14 @@ describe('webhook store mapping: webhooks and payloads', () => {
     expect(webhookFromDoc(doc)).toEqual(webhook);
   });
 
+  it('keeps the mark of a listen session\'s webhook, and leaves it off every other webhook', () => {
+    const listener: Webhook = { ...webhook, listener: true };
+    expect(webhookToDoc(listener)).toMatchObject({ listener: true });
+    expect(webhookFromDoc(webhookToDoc(listener))).toEqual(listener);
+    expect(webhookToDoc(webhook)).not.toHaveProperty('listener');
+    expect(webhookFromDoc(webhookToDoc(webhook))).not.toHaveProperty('listener');
+  });
+
   it('reads missing optional fields of a webhook document as the defaults', () => {
     const { consecutiveFailures: _c, lastSuccessAt: _l, disabledReason: _d, ...partial } = webhookToDoc(webhook);
     expect(webhookFromDoc(partial as ReturnType<typeof webhookToDoc>)).toMatchObject({ consecutiveFailures: 0, lastSuccessAt: null, disabledReason: null });

@@ -43,4 +43,24 @@ describe('SQLite webhook store: deliveries made before resends', () => {
     expect(await reopened.deliveryById(41)).toMatchObject({ status: 'delivered' });
     await reopened.close();
   });
+
+  it('a webhooks table made before listen sessions gets their column, its webhooks staying ordinary ones the dispatchers send', async () => {
+    const path = join(dir, 'before-listen.db');
+    const old = new Sqlite(path);
+    old.exec(`CREATE TABLE webhooks (
+      id TEXT PRIMARY KEY, workspace_id TEXT NOT NULL, name TEXT NOT NULL, url TEXT NOT NULL, events TEXT NOT NULL, objects TEXT NOT NULL,
+      enabled INTEGER NOT NULL, disabled_reason TEXT, secret TEXT NOT NULL, created_at TEXT NOT NULL,
+      consecutive_failures INTEGER NOT NULL DEFAULT 0, last_success_at TEXT)`);
+    old.prepare(`INSERT INTO webhooks (id, workspace_id, name, url, events, objects, enabled, secret, created_at) VALUES ('w-old', 'ws', 'Old', 'https://x.example/h', '"all"', '"all"', 1, 's', 'T')`).run();
+    old.close();
+    const store = openSqliteWebhookStore({ path });
+    const before = await store.webhookById('w-old');
+    expect(before).toMatchObject({ id: 'w-old', enabled: true });
+    expect(before).not.toHaveProperty('listener');
+    await store.enqueue([{ payload: samplePayload('ws'), webhookIds: ['w-old'] }], at(1));
+    expect(await store.claimDue(at(2), at(32), 10, () => 10)).toHaveLength(1);
+    const listener = await createWebhook(store, { workspaceId: 'ws', listener: true });
+    expect(await store.webhookById(listener.id)).toMatchObject({ listener: true });
+    await store.close();
+  });
 });

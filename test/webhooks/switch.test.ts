@@ -71,6 +71,8 @@ describe('automatic switch-off', () => {
     }
     expect(listed!.enabled).toBe(false);
     expect(listed!.disabledReason).toMatch(/^switched off automatically: \d+ failed attempts in a row and no successful delivery ever$/);
+    // When: the commit time of the switch-off in the log (the service's clock is a day ahead here).
+    expect(Date.parse(listed!.disabledAt!)).toBeGreaterThan(Date.now() - 60_000);
     const statuses = (await h.svc.webhooks.deliveries(webhook.id)).map((d) => d.status);
     expect(statuses).not.toContain('waiting');
     expect(statuses).not.toContain('retrying');

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { RecordedEvent } from '../../src/eventstore/port.js';
 import { formatPosition } from '../../src/eventstore/position.js';
-import { latestState, recipientsAt, timelineOf } from '../../src/webhooks/timeline.js';
+import { latestState, recipientsAt, switchedOffAt, timelineOf } from '../../src/webhooks/timeline.js';
 
 /** Who receives a change at a log position, by the log alone (issue 22 item 4): given, when, then. */
 
@@ -63,5 +63,25 @@ describe('latestState', () => {
     { given: [created(1, 'A'), off(2, 'A'), changed(3, 'A', {})], then: { enabled: false, reason: 'switched off by an administrator' } },
   ])('$given.length events -> $then', ({ given, then }) => {
     expect(latestState(timelineOf(given), 'A')).toEqual(then);
+  });
+});
+
+describe('switchedOffAt', () => {
+  const timed = (event: RecordedEvent, second: number): RecordedEvent => ({ ...event, created: new Date(Date.UTC(2026, 0, 1, 0, 0, second)) });
+  it('gives the time of the last switch-off of each webhook the log leaves off, and nothing for one switched on again or deleted', () => {
+    const events = [
+      timed(created(10, 'A'), 1),
+      timed(created(11, 'B'), 2),
+      timed(created(12, 'C'), 3),
+      timed(off(13, 'A'), 4),
+      timed(off(14, 'B'), 5),
+      timed(on(15, 'B'), 6),
+      timed(off(16, 'C', 'switched off automatically: 20 failed attempts'), 7),
+      timed(off(17, 'A'), 8),
+      timed(deleted(18, 'C'), 9),
+      // An edit of an off webhook leaves it off since then.
+      timed(logged(19, 'WebhookChanged', { webhookId: 'A', events: 'all', objects: ['tasks'] }), 10),
+    ];
+    expect(Object.fromEntries(switchedOffAt(events))).toEqual({ A: '2026-01-01T00:00:08.000Z' });
   });
 });

@@ -41,6 +41,7 @@ import {
   type WebhookDoc,
 } from './mapping.js';
 import type { ClaimedDelivery, Delivery, DeliveryStatus, Webhook, WebhookStore } from '../port.js';
+import { claimableBy } from '../policy.js';
 import { toDeliveryStats } from './stats.js';
 
 /**
@@ -196,8 +197,8 @@ export async function openMongoWebhookStore(options: { client: MongoClient; dbNa
       return writeEnqueue(plan, firstId, at, options?.claimedUntil ?? null);
     },
 
-    async claimDue(now, leaseUntil, limit, quota) {
-      const enabled = (await webhooks.find({ enabled: true }).toArray()).map(webhookFromDoc);
+    async claimDue(now, leaseUntil, limit, quota, options) {
+      const enabled = (await webhooks.find({ enabled: true }).toArray()).map(webhookFromDoc).filter((webhook) => claimableBy(webhook, options?.listener));
       const won: { delivery: DeliveryDoc; webhook: Webhook }[] = [];
       // Start at a different webhook each time, so that a full batch does not always favour the first ones.
       const start = enabled.length === 0 ? 0 : Math.floor(Math.random() * enabled.length);

@@ -102,6 +102,7 @@ export function webhookToDoc(webhook: Webhook): WebhookDoc {
     createdAt: webhook.createdAt,
     consecutiveFailures: webhook.consecutiveFailures,
     lastSuccessAt: webhook.lastSuccessAt,
+    ...(webhook.listener ? { listener: true as const } : {}),
   };
 }
 
@@ -119,6 +120,7 @@ export function webhookFromDoc(doc: WebhookDoc): Webhook {
     createdAt: doc.createdAt,
     consecutiveFailures: doc.consecutiveFailures ?? 0,
     lastSuccessAt: doc.lastSuccessAt ?? null,
+    ...(doc.listener === true ? { listener: true as const } : {}),
   };
 }
 

@@ -1,5 +1,6 @@
 import { redactPayloadData } from '../redact.js';
 import type Database from 'better-sqlite3';
+import { claimableBy } from '../policy.js';
 import { BOUND_COUNT, BOUND_VALUE, openSqliteFile } from '../../sqlite/file.js';
 import type {
   AttemptOutcome,
@@ -35,7 +36,8 @@ CREATE TABLE IF NOT EXISTS webhooks (
   secret TEXT NOT NULL,
   created_at TEXT NOT NULL,
   consecutive_failures INTEGER NOT NULL DEFAULT 0,
-  last_success_at TEXT
+  last_success_at TEXT,
+  listener INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS webhooks_by_workspace ON webhooks (workspace_id, created_at);
 
@@ -101,6 +103,7 @@ interface WebhookRow {
   created_at: string;
   consecutive_failures: number;
   last_success_at: string | null;
+  listener: number;
 }
 
 interface DeliveryRow {
@@ -159,6 +162,7 @@ function toWebhook(row: WebhookRow): Webhook {
     createdAt: row.created_at,
     consecutiveFailures: row.consecutive_failures,
     lastSuccessAt: row.last_success_at,
+    ...(row.listener === 1 ? { listener: true as const } : {}),
   };
 }
 
@@ -195,6 +199,7 @@ function toPayload(row: PayloadRow): WebhookPayload {
 export function openSqliteWebhookStore(options: { path: string }): WebhookStore {
   const db = openSqliteFile(options.path, { synchronous: 'FULL' });
   migrateDeliveries(db);
+  addListenerColumn(db);
   db.exec(SCHEMA);
   const s = prepare(db);
 
@@ -222,9 +227,9 @@ export function openSqliteWebhookStore(options: { path: string }): WebhookStore 
       return toDelivery(s.insertRedelivery.get({ webhookId, eventId: payload.id, event: payload.event, at, claimedUntil, cause, originalId }) as DeliveryRow);
     });
 
-  const claim = db.transaction((now: string, leaseUntil: string, limit: number, quota: (webhookId: string) => number) => {
+  const claim = db.transaction((now: string, leaseUntil: string, limit: number, quota: (webhookId: string) => number, listener?: string) => {
     const claimed: ClaimedDelivery[] = [];
-    const webhooks = (s.enabledWebhooks.all() as WebhookRow[]).map(toWebhook);
+    const webhooks = (s.enabledWebhooks.all() as WebhookRow[]).map(toWebhook).filter((webhook) => claimableBy(webhook, listener));
     // Start at a different webhook each time, so that a full batch does not always favour the first ones.
     const start = webhooks.length === 0 ? 0 : Math.floor(Math.random() * webhooks.length);
     for (let i = 0; i < webhooks.length && claimed.length < limit; i++) {
@@ -302,6 +307,7 @@ export function openSqliteWebhookStore(options: { path: string }): WebhookStore 
         events: JSON.stringify(webhook.events),
         objects: JSON.stringify(webhook.objects),
         enabled: webhook.enabled ? 1 : 0,
+        listener: webhook.listener ? 1 : 0,
       });
     },
     async webhookById(id) {
@@ -326,8 +332,8 @@ export function openSqliteWebhookStore(options: { path: string }): WebhookStore 
     async enqueue(items, at, options) {
       return db.transaction(enqueue).immediate(items, at, options?.claimedUntil ?? null);
     },
-    async claimDue(now, leaseUntil, limit, quota) {
-      return claim.immediate(now, leaseUntil, limit, quota);
+    async claimDue(now, leaseUntil, limit, quota, options) {
+      return claim.immediate(now, leaseUntil, limit, quota, options?.listener);
     },
     async settle(outcomes) {
       return settle.immediate(outcomes);
@@ -420,6 +426,13 @@ function migrateDeliveries(db: Database.Database): void {
   }).immediate();
 }
 
+/** A `webhooks.db` made before listen sessions gets their column (0: an ordinary webhook). */
+function addListenerColumn(db: Database.Database): void {
+  const columns = db.prepare("SELECT name FROM pragma_table_info('webhooks')").all() as { name: string }[];
+  if (columns.length === 0 || columns.some((column) => column.name === 'listener')) return;
+  db.exec('ALTER TABLE webhooks ADD COLUMN listener INTEGER NOT NULL DEFAULT 0');
+}
+
 /** Rows in (action, object, kind, position) order -> one group per (action, object, kind). */
 function groupMembers(rows: MemberRow[]): BulkGroup[] {
   const groups: BulkGroup[] = [];
@@ -446,8 +459,8 @@ function groupMembers(rows: MemberRow[]): BulkGroup[] {
 function prepare(db: Database.Database) {
   return {
     insertWebhook: db.prepare(
-      `INSERT INTO webhooks (id, workspace_id, name, url, events, objects, enabled, disabled_reason, secret, created_at, consecutive_failures, last_success_at)
-       VALUES (@id, @workspaceId, @name, @url, @events, @objects, @enabled, @disabledReason, @secret, @createdAt, @consecutiveFailures, @lastSuccessAt)`,
+      `INSERT INTO webhooks (id, workspace_id, name, url, events, objects, enabled, disabled_reason, secret, created_at, consecutive_failures, last_success_at, listener)
+       VALUES (@id, @workspaceId, @name, @url, @events, @objects, @enabled, @disabledReason, @secret, @createdAt, @consecutiveFailures, @lastSuccessAt, @listener)`,
     ),
     webhookById: db.prepare('SELECT * FROM webhooks WHERE id = ?'),
     listWebhooks: db.prepare(`SELECT * FROM webhooks WHERE workspace_id = ${BOUND_VALUE} ORDER BY created_at, id`),
