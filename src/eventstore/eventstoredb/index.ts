@@ -19,7 +19,7 @@ import type {
   ReadStreamOptions as EsdbReadStreamOptions,
   ResolvedEvent,
 } from '@eventstore/db-client';
-import { Conflict } from '../../core/errors.js';
+import { Conflict, InsufficientStorage } from '../../core/errors.js';
 import { asGroup } from '../port.js';
 import type {
   AppendGroup,
@@ -46,6 +46,7 @@ import {
   backoffDelay,
   classifySubscriptionError,
   describeRevision,
+  isServerDiskFull,
   fromEsdbPosition,
   isAfter,
   isKnownPosition,
@@ -144,6 +145,7 @@ export function openEventStoreDb(options: EventStoreDbOptions): EventStore {
           if (plan.retryable && attempt < CHAIN_ATTEMPTS) continue;
           throw new Conflict(stream, String(appendOptions.expectedRevision), describeRevision(error.actualVersion));
         }
+        if (isServerDiskFull(error)) throw new InsufficientStorage();
         throw error;
       }
     }

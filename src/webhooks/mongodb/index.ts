@@ -41,6 +41,7 @@ import {
 } from './mapping.js';
 import type { ClaimedDelivery, Delivery, DeliveryStatus, Webhook, WebhookStore } from '../port.js';
 import { toDeliveryStats } from './stats.js';
+import { mappingStorageErrors } from '../../readstore/mongodb/storageFull.js';
 
 /**
  * The webhook store on MongoDB. Collections `webhooks`, `webhookPayloads`, `deliveries`,
@@ -147,7 +148,7 @@ export async function openMongoWebhookStore(options: { client: MongoClient; dbNa
     return doc ? webhookFromDoc(doc) : null;
   }
 
-  return {
+  return mappingStorageErrors({
     async createWebhook(webhook) {
       await webhooks.insertOne(webhookToDoc(webhook));
     },
@@ -363,5 +364,5 @@ export async function openMongoWebhookStore(options: { client: MongoClient; dbNa
       closed = true;
       if (owned) await client.close();
     },
-  };
+  });
 }
