@@ -1,6 +1,5 @@
 import { Conflict } from '../../src/core/errors.js';
 import type { StreamAppend } from '../../src/eventstore/port.js';
-import { recordStream } from '../../src/events/records.js';
 import { filterKey } from '../../src/readstore/filterKey.js';
 import type { ReadStore, Values } from '../../src/readstore/port.js';
 import type { ObjectDef } from '../../src/schema/types.js';
@@ -18,7 +17,7 @@ import { loadTemplate, stepAppends } from './start.js';
  *
  * All or none: a new playbook is written in one group with its steps and tasks (one transaction
  * on the embedded store), so a failure midway leaves no playbook without them. A playbook that
- * exists already (an update naming a template) gets its missing steps and tasks as one group.
+ * exists already (an update naming a template) without steps gets them as one group.
  */
 export async function upsertPlaybooks(deps: CommandDeps, action: Action, object: ObjectDef, body: unknown, match: string | undefined): Promise<SaveResult> {
   const withSteps = new Set<string>();
@@ -50,26 +49,20 @@ async function templateAppends(readStore: ReadStore, action: Action, playbookId:
 }
 
 /**
- * An existing playbook naming a template: its steps and tasks, unless it has steps of its own.
- * Those of the template that are missing (a write interrupted on a store without multi-stream
- * transactions) are added; a concurrent request adding them first leaves nothing to do.
+ * An existing playbook naming a template and without steps (an update that sets the template):
+ * the template's steps and tasks as one group. One with steps keeps them as they are, also after
+ * its template changed; a concurrent request adding them first leaves nothing to do.
  */
 async function completeExisting(deps: CommandDeps, action: Action, id: string): Promise<void> {
   const { workspaceId } = action;
   const playbook = await deps.readStore.get(workspaceId, 'playbooks', id);
   if (!playbook) return;
+  const steps = await deps.readStore.find({ workspaceId, object: 'playbookSteps', filters: [{ field: 'playbook', value: filterKey(id) }], limit: 1, offset: 0 });
+  if (steps.total > 0) return;
   const appends = await templateAppends(deps.readStore, action, id, playbook.fields, playbook.createdAt.slice(0, 10));
   if (appends.length === 0) return;
-  const linked = async (object: string) =>
-    (await deps.readStore.find({ workspaceId, object, filters: [{ field: 'playbook', value: filterKey(id) }], limit: 1000, offset: 0 })).documents.map((document) => recordStream(document.id));
-  const ours = new Set(appends.map((append) => append.stream));
-  const steps = await linked('playbookSteps');
-  if (steps.some((stream) => !ours.has(stream))) return;
-  const existing = new Set([...steps, ...(await linked('tasks'))]);
-  const missing = appends.filter((append) => !existing.has(append.stream));
-  if (missing.length === 0) return;
   try {
-    const { first } = await deps.events.appendThen(missing, []);
+    const { first } = await deps.events.appendThen(appends, []);
     await deps.waitVisible(first.position);
   } catch (error) {
     if (!(error instanceof Conflict)) throw error;
