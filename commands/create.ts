@@ -30,6 +30,8 @@ export interface CreateRequest {
   matchKey: ReservationKey | null;
   /** Set when the record takes the object's auto number. */
   numbered: NumberedField | null;
+  /** Written in the record's group, after it: all or none with it on the embedded store. */
+  also?: StreamAppend[];
 }
 
 export type CreateOutcome = { kind: 'created'; position: Position } | { kind: 'matched'; holder: string };
@@ -67,7 +69,7 @@ export async function createRecord(deps: CommandDeps, request: CreateRequest, me
       if (pending) throw new Conflict('reservation', 'free', 'pending');
       const position = request.numbered
         ? await appendNumbered(deps, scope, request, decided, claims, metadata, numbersMetadata)
-        : await appendWithClaims(deps, claims, recordAppend(recordId, decided, metadata, 'no_stream'));
+        : await appendWithClaims(deps, claims, recordAppend(recordId, decided, metadata, 'no_stream'), request.also ?? []);
       return { kind: 'created', position };
     } catch (error) {
       if (!(error instanceof Conflict) || attempt === MAX_ATTEMPTS) throw error;
@@ -86,9 +88,9 @@ function keysToClaim(object: ObjectDef, values: Values, matchKey: ReservationKey
   return keys;
 }
 
-async function appendWithClaims(deps: CommandDeps, claims: StreamAppend[], record: StreamAppend): Promise<Position> {
-  if (claims.length === 0) return (await deps.events.append(record.stream, record.events, { expectedRevision: record.expectedRevision })).position;
-  return (await deps.events.appendThen([...claims, record], [])).first.position;
+async function appendWithClaims(deps: CommandDeps, claims: StreamAppend[], record: StreamAppend, also: StreamAppend[]): Promise<Position> {
+  if (claims.length === 0 && also.length === 0) return (await deps.events.append(record.stream, record.events, { expectedRevision: record.expectedRevision })).position;
+  return (await deps.events.appendThen([...claims, record, ...also], [])).first.position;
 }
 
 /**
@@ -111,7 +113,7 @@ async function appendNumbered(
     const outcomes = await deps.autoNumbers.reserveAndAppend(request.workspaceId, numbered, 1, numbersMetadata, ([assigned]) => {
       request.values[numbered.field] = assigned!.value;
       const withNumber = decided.map((event) => numberedEvent(event, numbered.field, assigned!.value));
-      return [[assigned!.claim(request.recordId), recordAppend(request.recordId, withNumber, metadata, 'no_stream')]];
+      return [[assigned!.claim(request.recordId), recordAppend(request.recordId, withNumber, metadata, 'no_stream'), ...(request.also ?? [])]];
     });
     outcome = outcomes[0]!;
   } catch (error) {

@@ -1,5 +1,5 @@
 import { AppError, InsufficientStorage, ValidationFailed } from '../src/core/errors.js';
-import type { EventMetadata } from '../src/eventstore/port.js';
+import type { EventMetadata, StreamAppend } from '../src/eventstore/port.js';
 import type { Position } from '../src/eventstore/position.js';
 import { newId } from '../src/core/ids.js';
 import { filterKey } from '../src/readstore/filterKey.js';
@@ -22,6 +22,16 @@ import { ReferenceResolver } from './references.js';
 export const MAX_RECORDS_PER_REQUEST = 1000;
 /** Records planned between two turns of the event loop. */
 const PLAN_SLICE = 50;
+
+export interface UpsertOptions {
+  /** Validate, resolve and match, and write nothing (csv import --dry-run). */
+  dryRun?: boolean;
+  /**
+   * Appends that belong to a new record and are written in the same group as its own create
+   * (all or none on the embedded store): the steps and tasks of a playbook made from a template.
+   */
+  withCreate?: (recordId: string, values: Values) => Promise<StreamAppend[]>;
+}
 
 export interface SaveResult {
   created: number;
@@ -46,7 +56,7 @@ export async function upsertRecords(
   object: ObjectDef,
   body: unknown,
   match: string | undefined,
-  options: { dryRun?: boolean } = {},
+  options: UpsertOptions = {},
 ): Promise<SaveResult> {
   const inputs = recordsOf(body);
   const matchFields = match === undefined ? null : parseMatch(object, match);
@@ -76,7 +86,7 @@ export async function upsertRecords(
 
   const metadata = metadataFor(action, { [object.key]: new Set(plans.map((plan) => plan.recordId)).size });
   const numbersMetadata = metadataFor(action, {});
-  const outcomes = await Promise.allSettled(plans.map((plan) => savePlan(deps, action, object, plan, metadata, numbersMetadata)));
+  const outcomes = await Promise.allSettled(plans.map((plan) => savePlan(deps, action, object, plan, metadata, numbersMetadata, options.withCreate)));
 
   const positions: Position[] = [];
   const failedPlans = new Map<Plan, string>();
@@ -117,10 +127,19 @@ export async function upsertRecords(
  * request created it first) updates that record instead, as if the requests had run one after
  * the other.
  */
-async function savePlan(deps: CommandDeps, action: Action, object: ObjectDef, plan: Plan, metadata: EventMetadata, numbersMetadata: EventMetadata): Promise<Position | null> {
+async function savePlan(
+  deps: CommandDeps,
+  action: Action,
+  object: ObjectDef,
+  plan: Plan,
+  metadata: EventMetadata,
+  numbersMetadata: EventMetadata,
+  withCreate: UpsertOptions['withCreate'],
+): Promise<Position | null> {
   if (plan.kind === 'create') {
     const numbered = numberedField(object, plan.values);
-    const request = { workspaceId: action.workspaceId, object, recordId: plan.recordId, values: plan.values, matchKey: plan.matchKey, numbered };
+    const also = withCreate ? await withCreate(plan.recordId, plan.values) : [];
+    const request = { workspaceId: action.workspaceId, object, recordId: plan.recordId, values: plan.values, matchKey: plan.matchKey, numbered, also };
     const outcome = await createRecord(deps, request, metadata, numbersMetadata);
     if (outcome.kind === 'created') return outcome.position;
     plan.kind = 'update';

@@ -13,6 +13,8 @@ import { startProjection, type RunningProjection } from './runner.js';
  * playbook automation and the client health score, each on the projection runner with its own
  * checkpoint, plus their daily pass, made when they start and then whenever the clock's
  * date (UTC) changes, looked at every `dailyCheckMs`; a restart on a day that had its pass skips it.
+ * "Changes" includes going back: a clock corrected backwards makes a pass as of the earlier date,
+ * so the date-relative inputs (an overdue task) are scored against the corrected date at once.
  */
 
 export interface ReactorRole extends ReactorDeps {

@@ -88,12 +88,11 @@ export async function appendPlaybook(events: EventStore, action: Action, built: 
   }
 }
 
-/** Steps and tasks for a playbook that exists already (POST /playbooks with a template). */
-export async function appendSteps(events: EventStore, action: Action, built: Omit<BuiltPlaybook, 'playbook'>): Promise<Position | null> {
+/**
+ * The creates of a template's steps and tasks, the steps before the tasks (a task counted in its
+ * step's roll-up needs the step first), each with "no stream yet".
+ */
+export function stepAppends(action: Action, built: Omit<BuiltPlaybook, 'playbook'>): StreamAppend[] {
   const counts = { playbookSteps: built.steps.length, tasks: built.tasks.length };
-  return appendMissing(
-    events,
-    built.steps.map((step) => createAppend(action, 'playbookSteps', step, counts)),
-    built.tasks.map((task) => createAppend(action, 'tasks', task, counts)),
-  );
+  return [...built.steps.map((step) => createAppend(action, 'playbookSteps', step, counts)), ...built.tasks.map((task) => createAppend(action, 'tasks', task, counts))];
 }

@@ -30,15 +30,46 @@ export interface ReservationState {
   holder: string | null;
   /** Commit time of the claim, to tell a create still under way from one that never came. */
   since: Date | null;
+  /** The action that wrote the claim (and, with it or right after it, the holder's change). */
+  actionId: string | null;
 }
 
-export const FREE: ReservationState = { expectedRevision: 'no_stream', holder: null, since: null };
+export const FREE: ReservationState = { expectedRevision: 'no_stream', holder: null, since: null, actionId: null };
 
 /** The state after the stream's last event (only the last one matters). */
 export function reservationState(last: RecordedEvent | undefined): ReservationState {
   if (!last) return FREE;
   const holder = last.type === 'ValueReserved' ? String(last.data['recordId']) : null;
-  return { expectedRevision: last.revision, holder, since: holder ? last.created : null };
+  return { expectedRevision: last.revision, holder, since: holder ? last.created : null, actionId: holder ? (last.metadata?.actionId ?? null) : null };
+}
+
+/** The holder record's last change, as its stream's last event says. */
+export interface HolderChange {
+  created: Date;
+  actionId: string | null;
+}
+
+function young(state: ReservationState, now: Date): boolean {
+  return state.since !== null && now.getTime() - state.since.getTime() < CREATE_GRACE_MS;
+}
+
+/**
+ * A live holder without the value whose claim is young: either its change is still on the way
+ * (EventStoreDB writes the claim, then the record's change), or it dropped the value later. Only
+ * the holder's last change tells them apart, so only then is it read (judgeKey).
+ */
+export function needsHolderChange(state: ReservationState, holder: RecordState | null, object: ObjectDef, key: ReservationKey, now: Date): boolean {
+  return holder?.status === 'live' && !recordHasKey(object, key, holder.fields) && young(state, now);
+}
+
+/**
+ * Whether the change the claim protects has reached the holder's record: the holder's last change
+ * is the claim's own action, or was committed after the claim. One committed before it means the
+ * change is still on the way.
+ */
+function changeLanded(state: ReservationState, last: HolderChange | null): boolean {
+  if (last === null || state.since === null) return false;
+  return (state.actionId !== null && last.actionId === state.actionId) || last.created.getTime() > state.since.getTime();
 }
 
 /**
@@ -67,15 +98,22 @@ export function judge(
   key: ReservationKey,
   self: string,
   now: Date,
+  /** The holder's last change; read only when needsHolderChange (undefined: not read). */
+  holderChange?: HolderChange | null,
 ): Judgement {
   if (state.holder === null) return { kind: 'free', expectedRevision: state.expectedRevision };
   if (state.holder === self) return { kind: 'mine' };
   if (holder === null || holder.status === 'absent') {
-    const young = state.since !== null && now.getTime() - state.since.getTime() < CREATE_GRACE_MS;
-    return young ? { kind: 'pending', holder: state.holder } : { kind: 'stale', expectedRevision: state.expectedRevision, holder: state.holder };
+    return young(state, now) ? { kind: 'pending', holder: state.holder } : { kind: 'stale', expectedRevision: state.expectedRevision, holder: state.holder };
   }
-  const holds = holder.status === 'live' && holder.workspaceId === workspaceId && holder.object === object.key && recordHasKey(object, key, holder.fields);
-  return holds ? { kind: 'held', holder: state.holder } : { kind: 'stale', expectedRevision: state.expectedRevision, holder: state.holder };
+  const ours = holder.status === 'live' && holder.workspaceId === workspaceId && holder.object === object.key;
+  if (ours && recordHasKey(object, key, holder.fields)) return { kind: 'held', holder: state.holder };
+  // A holder's change that gains the value (a rename to it) follows its claim on EventStoreDB:
+  // until it lands, the holder is pending, as a create under way is.
+  if (ours && holderChange !== undefined && needsHolderChange(state, holder, object, key, now) && !changeLanded(state, holderChange)) {
+    return { kind: 'pending', holder: state.holder };
+  }
+  return { kind: 'stale', expectedRevision: state.expectedRevision, holder: state.holder };
 }
 
 /** The events of a claim: a stale holder is released first, in the same append. */

@@ -3,7 +3,8 @@ import { newId } from '../../src/core/ids.js';
 import type { ObjectDef } from '../../src/schema/types.js';
 import type { RecordState } from '../record/decider.js';
 import { reservationStream, type ReservationKey } from './keys.js';
-import { claimEvents, judge, reservationState, type Judgement, type ReleaseReason, type ReservationEvent } from './reservation.js';
+import { recordStream } from '../../src/events/records.js';
+import { claimEvents, judge, needsHolderChange, reservationState, type HolderChange, type Judgement, type ReleaseReason, type ReservationEvent } from './reservation.js';
 
 /** Reads reservation streams and builds their appends; the decisions are in reservation.ts. */
 
@@ -20,7 +21,13 @@ export async function judgeKey(scope: ReservationScope, key: ReservationKey, sel
   const [last] = await scope.events.readStream(reservationStream(scope.workspaceId, scope.object.key, key), { direction: 'backwards', maxCount: 1 });
   const state = reservationState(last);
   const holder = state.holder !== null && state.holder !== self ? await scope.loadState(state.holder) : null;
-  return judge(state, holder, scope.object, scope.workspaceId, key, self, new Date());
+  const now = new Date();
+  let holderChange: HolderChange | null | undefined;
+  if (state.holder !== null && needsHolderChange(state, holder, scope.object, key, now)) {
+    const [last] = await scope.events.readStream(recordStream(state.holder), { direction: 'backwards', maxCount: 1 });
+    holderChange = last ? { created: last.created, actionId: last.metadata.actionId } : null;
+  }
+  return judge(state, holder, scope.object, scope.workspaceId, key, self, now, holderChange);
 }
 
 export function claimAppend(

@@ -40,6 +40,8 @@ export class Overloaded extends AppError {
   constructor(
     message: string,
     readonly retryAfterSeconds: number,
+    /** The request's body is left unread: the connection closes after the answer instead of reading it only to drop it. */
+    readonly bodyUnread = false,
   ) {
     super(message);
   }

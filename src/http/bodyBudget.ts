@@ -10,7 +10,8 @@ import type { AppEnv } from './types.js';
  * bound. A body above SMALL_BODY_BYTES takes its size (its Content-Length; the maximum when it
  * is sent chunked) from the budget for as long as its request runs; one that finds the budget
  * spent waits, in arrival order, up to MAX_WAIT_MS, and is otherwise answered 503 with
- * Retry-After without its body being read. Small bodies (almost every request) never wait.
+ * Retry-After without its body being read (the connection closes). Small bodies (almost every
+ * request) never wait.
  */
 
 export const SMALL_BODY_BYTES = 64 * 1024;
@@ -75,7 +76,9 @@ export function bodyBudget(budget = new BodyBudget(BUDGET_BYTES, MAX_WAIT_MS)): 
     const bytes = announced === undefined ? MAX_BODY_BYTES : Number(announced);
     if (bytes <= SMALL_BODY_BYTES) return next();
     const release = await budget.acquire(bytes);
-    if (!release) throw new Overloaded(`too many large requests at once; retry in ${RETRY_AFTER_S} seconds`, RETRY_AFTER_S);
+    // Closing rather than keeping the connection: Node would otherwise read the whole unread body
+    // (up to 5 MiB) only to drop it, for every request refused.
+    if (!release) throw new Overloaded(`too many large requests at once; retry in ${RETRY_AFTER_S} seconds`, RETRY_AFTER_S, true);
     try {
       await next();
     } finally {

@@ -18,6 +18,7 @@ export function handleError(error: unknown, c: Context, logger: Logger): Respons
   if (error instanceof AppError) {
     if (error.status === 401) c.header('WWW-Authenticate', 'Bearer');
     if (error instanceof Overloaded) c.header('Retry-After', String(error.retryAfterSeconds));
+    if (error instanceof Overloaded && error.bodyUnread) c.header('Connection', 'close');
   }
   const { status, message } = describeError(error, c, logger);
   return errorResponse(c, status, message);

@@ -51,6 +51,8 @@ describe('large bodies', () => {
     const answer = await refused.answer;
     expect(answer.status).toBe(503);
     expect(answer.headers['retry-after']).toBe(String(RETRY_AFTER_S));
+    // Its body is never read: the connection closes rather than reading 5 MiB only to drop them.
+    expect(answer.headers['connection']).toBe('close');
     expect(JSON.parse(answer.body)).toEqual({ error: { status: 503, message: expect.stringMatching(/too many large requests at once; retry in/) } });
     expect(Date.now() - started).toBeGreaterThanOrEqual(MAX_WAIT_MS - 50);
     refused.req.destroy();

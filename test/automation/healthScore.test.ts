@@ -131,7 +131,7 @@ describe('health score', () => {
     await scoreBecomes(client, 85);
   });
 
-  it('moves once a day for date-relative inputs (a task falling overdue), with the clock', async () => {
+  it('moves once a day for date-relative inputs (a task falling overdue), with the clock, and back when the clock is set back', async () => {
     const client = await newClient('Clock Co');
     await post('tasks', { subject: 'Due tomorrow', client, status: 'Waiting', dueDate: day(1) });
     await scoreBecomes(client, 85);
@@ -141,6 +141,8 @@ describe('health score', () => {
     } finally {
       now = new Date();
     }
+    // The clock set back (a wrong clock corrected): the next daily check scores as of the real date again.
+    await scoreBecomes(client, 85);
   });
 
   it('is written to the log with source "health score" (updated_since sees it); an unchanged score appends nothing', async () => {

@@ -193,6 +193,55 @@ describe('Manually', () => {
     expect((await api.get(`/api/v1/tasks?playbook=${playbookId}`)).body.total).toBe(3);
   });
 
+  it('POST /playbooks with a template is all or none: a failure writing its last task leaves no playbook, step or task, and the retry makes them once', async () => {
+    const { ws, api, ana, bo } = await workspace();
+    await template(api, { name: 'Atomic', triggerType: 'Manually' }, bo);
+    const clientId = await save(api, 'clients', { name: 'Atomic Co', owner: ana });
+    const body = { name: 'Atomic for Atomic Co', client: clientId, owner: 'Bo Chen', status: 'Not started', startDate: '2030-01-01', template: 'Atomic' };
+    const store = h.svc.service.backends.events as any;
+    const appendThen = store.appendThen;
+    let injected = 0;
+    // A real failure inside the store, after the playbook and its steps are written in the same group:
+    // the last task's data cannot be stored (a BigInt is no JSON).
+    store.appendThen = (first: any, then: any) => {
+      const group = Array.isArray(first) ? first : [first];
+      const lastTask = group.findLast((append: any) => append.events[0]?.data?.object === 'tasks');
+      if (lastTask && group.some((append: any) => append.events[0]?.data?.object === 'playbooks')) {
+        injected++;
+        const [event] = lastTask.events;
+        lastTask.events = [{ ...event, data: { ...event.data, fields: { ...event.data.fields, broken: 1n } } }];
+      }
+      return appendThen.call(store, first, then);
+    };
+    let failed;
+    try {
+      failed = await api.post('/api/v1/playbooks', body);
+    } finally {
+      store.appendThen = appendThen;
+    }
+    expect(injected).toBeGreaterThan(0);
+    expect(failed.status).toBe(422);
+    expect(failed.body.ids).toEqual([]);
+    const written = await h.svc.service.backends.events.readAll({ from: 'start', maxCount: 100_000 });
+    expect(written.filter((event) => event.data['workspaceId'] === ws.id && ['playbooks', 'playbookSteps', 'tasks'].includes(String(event.data['object'])))).toEqual([]);
+    expect((await api.get(`/api/v1/playbooks?client=${clientId}`)).body.total).toBe(0);
+    expect((await api.get(`/api/v1/tasks?client=${clientId}`)).body.total).toBe(0);
+
+    // The same request again, now with an Idempotency-Key: one playbook with its 2 steps and 3 tasks, and a replay of it adds nothing.
+    const headers = { 'Idempotency-Key': `atomic-${ws.id}` };
+    const saved = await api.post('/api/v1/playbooks', body, headers);
+    expect(saved.status).toBe(201);
+    const replay = await api.post('/api/v1/playbooks', body, headers);
+    expect(replay.body).toEqual(saved.body);
+    const playbookId = saved.body.ids[0];
+    expect((await api.get(`/api/v1/playbookSteps?playbook=${playbookId}`)).body.total).toBe(2);
+    expect((await api.get(`/api/v1/tasks?client=${clientId}`)).body.total).toBe(3);
+    // Saved again without the key (matched by name, an update): still 3 tasks.
+    expect((await api.post('/api/v1/playbooks', body)).status).toBe(200);
+    expect((await api.get(`/api/v1/tasks?client=${clientId}`)).body.total).toBe(3);
+    expect((await api.get(`/api/v1/playbooks?client=${clientId}`)).body.total).toBe(1);
+  });
+
   it('more than 20 tasks of one firing are one action: bulk webhook events', async () => {
     const { ws, api, ana } = await workspace();
     const templateId = await save(api, 'playbookTemplates', { name: 'Big', active: true, triggerType: 'When a client is created' });

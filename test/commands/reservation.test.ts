@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { RecordState } from '../../commands/record/decider.js';
 import { fieldsKey, heldKeys, nameKey, recordHasKey, reservationStream } from '../../commands/reservations/keys.js';
-import { claimEvents, CREATE_GRACE_MS, FREE, judge, reservationState, type Judgement } from '../../commands/reservations/reservation.js';
+import { claimEvents, CREATE_GRACE_MS, FREE, judge, needsHolderChange, reservationState, type Judgement } from '../../commands/reservations/reservation.js';
 import type { RecordedEvent } from '../../src/eventstore/port.js';
 import { defaultObject } from '../../src/schema/catalogue.js';
 
@@ -73,6 +73,59 @@ describe('judge: who holds a key value', () => {
 
   it.each(cases)('$name', ({ given, holder, then }) => {
     expect(judge(reservationState(given), holder, clients, 'w1', acme, 'self', now)).toEqual(then);
+  });
+
+  // EventStoreDB writes a claim, then the holder's change that gains the value (a rename to it):
+  // between the two, the holder's last change says whether that change has landed.
+  const claimedAt = new Date(now.getTime() - 1_000);
+  const claimBy = (actionId: string, created = claimedAt): RecordedEvent => ({ ...reservedBy('r1', 3, created), metadata: { actionId } as RecordedEvent['metadata'] });
+  const changes: { name: string; given: RecordedEvent; holder: RecordState; holderChange: { created: Date; actionId: string | null } | null; then: Judgement }[] = [
+    {
+      name: 'a live holder without the value whose last change came before its young claim is pending (its change is on the way)',
+      given: claimBy('rename'),
+      holder: live({ name: 'Beta' }),
+      holderChange: { created: new Date(claimedAt.getTime() - 5_000), actionId: 'create' },
+      then: { kind: 'pending', holder: 'r1' },
+    },
+    {
+      name: 'the same once the claim is older than the grace period is stale (its process died between the two)',
+      given: claimBy('rename', new Date(now.getTime() - CREATE_GRACE_MS - 1)),
+      holder: live({ name: 'Beta' }),
+      holderChange: { created: new Date(now.getTime() - CREATE_GRACE_MS - 5_000), actionId: 'create' },
+      then: { kind: 'stale', expectedRevision: 3, holder: 'r1' },
+    },
+    {
+      name: 'a holder whose last change is the claim\'s own action and has not the value is stale (renamed away since, or it never set it)',
+      given: claimBy('rename'),
+      holder: live({ name: 'Beta' }),
+      holderChange: { created: claimedAt, actionId: 'rename' },
+      then: { kind: 'stale', expectedRevision: 3, holder: 'r1' },
+    },
+    {
+      name: 'a holder changed after its claim that no longer has the value is stale',
+      given: claimBy('create'),
+      holder: live({ name: 'Beta' }),
+      holderChange: { created: new Date(claimedAt.getTime() + 10), actionId: 'later' },
+      then: { kind: 'stale', expectedRevision: 3, holder: 'r1' },
+    },
+    {
+      name: 'a holder that has the value holds it, whatever its last change',
+      given: claimBy('rename'),
+      holder: live({ name: 'ACME' }),
+      holderChange: { created: new Date(claimedAt.getTime() - 5_000), actionId: 'create' },
+      then: { kind: 'held', holder: 'r1' },
+    },
+  ];
+
+  it.each(changes)('$name', ({ given, holder, holderChange, then }) => {
+    expect(judge(reservationState(given), holder, clients, 'w1', acme, 'self', now, holderChange)).toEqual(then);
+  });
+
+  it('the holder\'s last change is read only for a live holder without the value and a young claim', () => {
+    expect(needsHolderChange(reservationState(claimBy('x')), live({ name: 'Beta' }), clients, acme, now)).toBe(true);
+    expect(needsHolderChange(reservationState(claimBy('x')), live({ name: 'Acme' }), clients, acme, now)).toBe(false);
+    expect(needsHolderChange(reservationState(claimBy('x', new Date(now.getTime() - CREATE_GRACE_MS))), live({ name: 'Beta' }), clients, acme, now)).toBe(false);
+    expect(needsHolderChange(reservationState(claimBy('x')), { status: 'absent' }, clients, acme, now)).toBe(false);
   });
 
   it('a claim over a stale holder releases it first, in the same append', () => {

@@ -8,6 +8,7 @@ import {
   describeRevision,
   fromEsdbPosition,
   isAfter,
+  isServerDiskFull,
   isKnownPosition,
   matchesFilter,
   persistentGroupSettings,
@@ -293,5 +294,24 @@ describe('subscription errors', () => {
     expect(backoffDelay(20, () => 0)).toBe(5_000);
     expect(backoffDelay(20, () => 1)).toBe(6_000);
     expect(backoffDelay(-3, () => 0)).toBe(100);
+  });
+});
+
+describe('a full disk on the server', () => {
+  // Given an append error as the client reports it, when it is classified, then only the
+  // server's out-of-space failures say "disk full" (the adapter answers InsufficientStorage, 507).
+  const table: [string, unknown, boolean][] = [
+    ['an unknown error carrying the Linux IOException', { type: 'unknown', message: '2 UNKNOWN: System.IO.IOException: No space left on device' }, true],
+    ['an unknown error carrying the Windows IOException', { type: 'unknown', message: 'Exception was thrown by handler.', details: 'There is not enough space on the disk.' }, true],
+    ['ENOSPC in the details', { type: 'unknown', message: 'write failed', details: 'ENOSPC' }, true],
+    ['a wrong expected version whose stream name says disk full', { type: 'wrong-expected-version', message: 'stream disk-full-notes at 3' }, false],
+    ['an unavailable node (stopped, or restarting)', { type: 'unavailable', message: '14 UNAVAILABLE: No connection established' }, false],
+    ['a deadline exceeded', { type: 'deadline-exceeded', message: '4 DEADLINE_EXCEEDED' }, false],
+    ['an unknown error about something else', { type: 'unknown', message: 'Object reference not set to an instance of an object' }, false],
+    ['no error object', 'No space left on device', false],
+    ['null', null, false],
+  ];
+  it.each(table)('%s', (_given, error, full) => {
+    expect(isServerDiskFull(error)).toBe(full);
   });
 });

@@ -20,7 +20,7 @@ import type {
   ReadStreamOptions as EsdbReadStreamOptions,
   ResolvedEvent,
 } from '@eventstore/db-client';
-import { Conflict, ValidationFailed } from '../../core/errors.js';
+import { Conflict, InsufficientStorage, ValidationFailed } from '../../core/errors.js';
 import { asGroup } from '../port.js';
 import type {
   AppendGroup,
@@ -47,6 +47,7 @@ import {
   backoffDelay,
   classifySubscriptionError,
   describeRevision,
+  isServerDiskFull,
   fromEsdbPosition,
   isAfter,
   isKnownPosition,
@@ -146,6 +147,7 @@ export function openEventStoreDb(options: EventStoreDbOptions): EventStore {
           if (plan.retryable && attempt < CHAIN_ATTEMPTS) continue;
           throw new Conflict(stream, String(appendOptions.expectedRevision), describeRevision(error.actualVersion));
         }
+        if (isServerDiskFull(error)) throw new InsufficientStorage();
         throw error;
       }
     }

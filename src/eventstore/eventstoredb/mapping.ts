@@ -329,3 +329,24 @@ export function backoffDelay(attempt: number, random: () => number = Math.random
   const base = Math.min(100 * 2 ** Math.max(0, attempt), 5_000);
   return Math.round(base * (1 + 0.2 * random()));
 }
+
+// ---------------------------------------------------------------------------------------------
+// Full disk
+
+/**
+ * What the server says when its disk is full. The client has no error type for it: the server's
+ * writer fails with an IOException ("No space left on device" on Linux, "There is not enough space
+ * on the disk" on Windows), which reaches the client as an error of type 'unknown' carrying that
+ * text, when it reaches it at all (servers before 22.10.1 and some later ones stop the node, and
+ * the client then sees it as unavailable).
+ */
+const SERVER_DISK_FULL = /no space left on device|not enough space on the disk|ENOSPC|disk (is )?full|out of disk space/i;
+
+/** True for an append error that says the server's disk is full. */
+export function isServerDiskFull(error: unknown): boolean {
+  if (typeof error !== 'object' || error === null) return false;
+  const { type, message, details } = error as { type?: unknown; message?: unknown; details?: unknown };
+  // A wrong expected version or a refused argument is never about space, whatever a stream name says.
+  if (type === 'wrong-expected-version' || type === 'invalid-argument' || type === 'stream-deleted') return false;
+  return [message, details].some((text) => typeof text === 'string' && SERVER_DISK_FULL.test(text));
+}

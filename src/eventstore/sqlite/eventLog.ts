@@ -52,6 +52,8 @@ export interface Page {
   cursor: number;
   /** True when the page reached the head of the log as it was when read. */
   caughtUp: boolean;
+  /** The stored size of the page's events (data and metadata, in UTF-16 code units). */
+  bytes: number;
 }
 
 /** Opens the log file: WAL with synchronous=FULL, so an acknowledged append survives kill -9 and power loss. */
@@ -121,7 +123,7 @@ export class EventLog {
    * canonicalJson follows JSON.stringify's rules, so the hash of the values given equals the one
    * verification computes from the stored text.
    */
-  insert(stream: string, revision: number, event: NewEvent, created: number, previous: string): { seq: number; hash: string } {
+  insert(stream: string, revision: number, event: NewEvent, created: number, previous: string): { seq: number; hash: string; bytes: number } {
     // Stored as canonical JSON, the very text hashed (chain.ts: storedMetadataJson).
     const data = canonicalJson(event.data);
     const { hash: _ignored, ...metadata } = event.metadata as EventMetadata & { hash?: unknown };
@@ -129,7 +131,7 @@ export class EventLog {
     const hash = chainHashOfJson(previous, { id: event.id, stream, revision, type: event.type, created, data, metadata: metadataJson });
     const stored = storedMetadataJson(metadataJson, hash);
     const seq = Number(this.insertStmt.run(event.id, stream, revision, event.type, created, data, stored).lastInsertRowid);
-    return { seq, hash };
+    return { seq, hash, bytes: data.length + stored.length };
   }
 
   /** Read inside the write transaction: the hash the next event chains on (GENESIS before the chain began). */
@@ -160,10 +162,13 @@ export class EventLog {
     const rows = this.pageStatement(filter).all(cursor, head, ...(filter?.streamPrefixes ?? []), limit);
     const full = rows.length === limit;
     const last = rows[rows.length - 1];
+    let bytes = 0;
+    for (const row of rows) bytes += row.data.length + row.metadata.length;
     return {
       entries: rows.map((row) => ({ seq: row.seq, event: toRecordedEvent(row) })),
       cursor: full && last ? last.seq : Math.max(cursor, head),
       caughtUp: !full,
+      bytes,
     };
   }
 

@@ -4,6 +4,7 @@ import { Consumer } from './groupConsumer.js';
 import type { EventLog, LogEntry } from './eventLog.js';
 import type { GroupTables, ParkedRecord } from './groupTables.js';
 import type { LogWatcher } from './logWatcher.js';
+import { nextPageSize } from './catchUpSubscription.js';
 
 const GROUP_PAGE_SIZE = 500;
 /** A group writes its checkpoint at most this often: every write is an fsync on the event loop. */
@@ -47,6 +48,8 @@ export class PersistentGroup {
   private dirty = false;
   private persistTimer: NodeJS.Timeout | undefined;
   private feeding = false;
+  /** Events per page read, sized by the last page (nextPageSize): large events come fewer at a time. */
+  private pageSize = GROUP_PAGE_SIZE;
   private cancelWait: (() => void) | undefined;
   private stopped = false;
 
@@ -228,7 +231,8 @@ export class PersistentGroup {
   private async feed(): Promise<void> {
     try {
       while (!this.stopped && this.queue.length === 0 && this.consumers.some((c) => c.hungry)) {
-        const page = this.log.readAfter(this.readCursor, this.settings.filter, GROUP_PAGE_SIZE);
+        const page = this.log.readAfter(this.readCursor, this.settings.filter, this.pageSize);
+        this.pageSize = nextPageSize(page.entries.length, page.bytes, GROUP_PAGE_SIZE);
         for (const entry of page.entries) this.enqueueNew(entry);
         this.readCursor = page.cursor;
         // Events outside the filter or parked before a restart are done without a hand-out.

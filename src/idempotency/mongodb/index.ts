@@ -1,6 +1,7 @@
 import { MongoServerError, type Collection } from 'mongodb';
 import { mongoDatabase, type MongoStoreOptions } from '../../readstore/mongodb/index.js';
 import type { Claim, ClaimOptions, IdempotencyStore, IdempotentRequest } from '../port.js';
+import { mappingStorageErrors } from '../../readstore/mongodb/storageFull.js';
 
 /**
  * Idempotency keys on MongoDB: one document per (workspace, key), `_id` `<workspaceId>:<key>`.
@@ -72,7 +73,7 @@ export async function openMongoIdempotencyStore(options: MongoStoreOptions): Pro
     return { kind: 'running' };
   }
 
-  return {
+  return mappingStorageErrors({
     claim,
     async complete(request, answer) {
       await keys.updateOne({ _id: idOf(request), fingerprint: request.fingerprint, status: null }, { $set: { status: answer.status, body: answer.body } });
@@ -83,5 +84,5 @@ export async function openMongoIdempotencyStore(options: MongoStoreOptions): Pro
     async close() {
       if (owned) await client.close();
     },
-  };
+  });
 }

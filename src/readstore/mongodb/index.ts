@@ -29,6 +29,7 @@ import {
   type MongoLinkEdge,
   type MongoRecord,
 } from './mapping.js';
+import { mappingStorageErrors } from './storageFull.js';
 
 /**
  * The production read store on MongoDB. Collections: `records` (every projected document, see
@@ -160,7 +161,7 @@ export async function openMongoReadStore(options: MongoStoreOptions): Promise<Re
 
   const collectionNames = async () => (await db.listCollections({}, { nameOnly: true }).toArray()).map((c) => c.name);
 
-  return {
+  return mappingStorageErrors({
     async find(query: FindQuery): Promise<FindResult> {
       const records = await live();
       const filter = toMongoFilter(query);
@@ -283,7 +284,7 @@ export async function openMongoReadStore(options: MongoStoreOptions): Promise<Re
       watcher.stop();
       if (owned) await client.close();
     },
-  };
+  });
 }
 
 /** MongoDB's own words for "transactions need a replica set" are cryptic; say what to do. */

@@ -2,6 +2,7 @@ import { MongoServerError, type Collection, type IndexDescription } from 'mongod
 import { ValidationFailed } from '../../core/errors.js';
 import { mongoDatabase, type MongoStoreOptions } from '../../readstore/mongodb/index.js';
 import type { ApiKey, SetupStore, User, Workspace } from '../port.js';
+import { mappingStorageErrors } from '../../readstore/mongodb/storageFull.js';
 
 /**
  * Setup data on MongoDB: `workspaces` (unique slug), `apiKeys` (unique fingerprint, listed per
@@ -92,7 +93,7 @@ export async function openMongoSetupStore(options: MongoStoreOptions): Promise<S
     if (!found) throw new ValidationFailed(`workspace ${workspaceId} does not exist`);
   }
 
-  return {
+  return mappingStorageErrors({
     async createWorkspace(workspace) {
       try {
         await workspaces.insertOne({ _id: workspace.id, slug: workspace.slug, name: workspace.name, createdAt: workspace.createdAt });
@@ -188,5 +189,5 @@ export async function openMongoSetupStore(options: MongoStoreOptions): Promise<S
       closed = true;
       if (owned) await client.close();
     },
-  };
+  });
 }

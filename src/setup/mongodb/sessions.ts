@@ -1,6 +1,7 @@
 import type { Collection } from 'mongodb';
 import { mongoDatabase, type MongoStoreOptions } from '../../readstore/mongodb/index.js';
 import type { Session, SessionStore, SignInLink } from '../sessionPort.js';
+import { mappingStorageErrors } from '../../readstore/mongodb/storageFull.js';
 
 /**
  * Setup page sign-ins on MongoDB: `signInLinks` and `setupSessions`, keyed by their hashes.
@@ -37,7 +38,7 @@ export async function openMongoSessionStore(options: MongoStoreOptions): Promise
   const links: Collection<LinkDoc> = db.collection<LinkDoc>('signInLinks');
   const sessions: Collection<SessionDoc> = db.collection<SessionDoc>('setupSessions');
   let closed = false;
-  return {
+  return mappingStorageErrors({
     async createLink({ tokenHash, ...rest }) {
       await links.insertOne({ _id: tokenHash, ...rest });
     },
@@ -69,5 +70,5 @@ export async function openMongoSessionStore(options: MongoStoreOptions): Promise
       closed = true;
       if (owned) await client.close();
     },
-  };
+  });
 }

@@ -43,6 +43,7 @@ import {
 import type { ClaimedDelivery, Delivery, DeliveryStatus, Webhook, WebhookStore } from '../port.js';
 import { claimableBy } from '../policy.js';
 import { toDeliveryStats } from './stats.js';
+import { mappingStorageErrors } from '../../readstore/mongodb/storageFull.js';
 
 /**
  * The webhook store on MongoDB. Collections `webhooks`, `webhookPayloads`, `deliveries`,
@@ -149,7 +150,7 @@ export async function openMongoWebhookStore(options: { client: MongoClient; dbNa
     return doc ? webhookFromDoc(doc) : null;
   }
 
-  return {
+  return mappingStorageErrors({
     async createWebhook(webhook) {
       await webhooks.insertOne(webhookToDoc(webhook));
     },
@@ -384,5 +385,5 @@ export async function openMongoWebhookStore(options: { client: MongoClient; dbNa
       closed = true;
       if (owned) await client.close();
     },
-  };
+  });
 }
