@@ -12,6 +12,8 @@ import type { ReadStore } from './readstore/port.js';
 import { openSqliteReadStore } from './readstore/sqlite/index.js';
 import type { SetupStore } from './setup/port.js';
 import { openSqliteSetupStore } from './setup/sqlite/index.js';
+import type { SessionStore } from './setup/sessionPort.js';
+import { openSqliteSessionStore } from './setup/sqlite/sessions.js';
 import { createHttpsSender, type WebhookSender } from './webhooks/httpsSender.js';
 import type { WebhookStore } from './webhooks/port.js';
 import { openSqliteWebhookStore } from './webhooks/sqlite/index.js';
@@ -27,6 +29,8 @@ export interface Backends {
   setup: SetupStore;
   webhooks: WebhookStore;
   idempotency: IdempotencyStore;
+  /** Sign-ins to the Setup page (links and sessions). */
+  sessions: SessionStore;
   /**
    * Runs `start` only while this process may be the one active projector, and `stop` when it
    * may no longer be (production: a lease in MongoDB). The embedded store runs it at once: its
@@ -42,13 +46,14 @@ export function productionUrls(config: Config): { eventStore: string; mongoDb: s
 }
 
 /** The embedded store's files in DATA_DIR, one per port. */
-export function embeddedFiles(dataDir: string): Record<'events' | 'readStore' | 'setup' | 'webhooks' | 'idempotency', string> {
+export function embeddedFiles(dataDir: string): Record<'events' | 'readStore' | 'setup' | 'webhooks' | 'idempotency' | 'sessions', string> {
   return {
     events: join(dataDir, 'events.db'),
     readStore: join(dataDir, 'read.db'),
     setup: join(dataDir, 'setup.db'),
     webhooks: join(dataDir, 'webhooks.db'),
     idempotency: join(dataDir, 'idempotency.db'),
+    sessions: join(dataDir, 'sessions.db'),
   };
 }
 
@@ -66,18 +71,20 @@ export async function openBackends(config: Config, logger?: Logger): Promise<Bac
   const setup = openSqliteSetupStore({ path: files.setup });
   const webhooks = openSqliteWebhookStore({ path: files.webhooks });
   const idempotency = openSqliteIdempotencyStore({ path: files.idempotency });
+  const sessions = openSqliteSessionStore({ path: files.sessions });
   return {
     events,
     readStore,
     setup,
     webhooks,
     idempotency,
+    sessions,
     whileSoleProjector(start, stop) {
       start();
       return { stop };
     },
     async close() {
-      await Promise.all([events.close(), readStore.close(), setup.close(), webhooks.close(), idempotency.close()]);
+      await Promise.all([events.close(), readStore.close(), setup.close(), webhooks.close(), idempotency.close(), sessions.close()]);
     },
   };
 }
@@ -86,7 +93,7 @@ export async function openBackends(config: Config, logger?: Logger): Promise<Bac
 async function openProductionBackends(eventStoreUrl: string, mongoDbUrl: string, logger?: Logger): Promise<Backends> {
   // Loaded only here: their clients take a noticeable share of a second to load, which every
   // embedded start and every `csr` command would pay (docs/performance.md).
-  const [{ openEventStoreDb }, { mongoDatabase, openMongoReadStore }, { keepLease }, { openMongoSetupStore }, { openMongoWebhookStore }, { openMongoIdempotencyStore }] =
+  const [{ openEventStoreDb }, { mongoDatabase, openMongoReadStore }, { keepLease }, { openMongoSetupStore }, { openMongoWebhookStore }, { openMongoIdempotencyStore }, { openMongoSessionStore }] =
     await Promise.all([
       import('./eventstore/eventstoredb/index.js'),
       import('./readstore/mongodb/index.js'),
@@ -94,6 +101,7 @@ async function openProductionBackends(eventStoreUrl: string, mongoDbUrl: string,
       import('./setup/mongodb/index.js'),
       import('./webhooks/mongodb/index.js'),
       import('./idempotency/mongodb/index.js'),
+      import('./setup/mongodb/sessions.js'),
     ]);
   const events = openEventStoreDb({ connectionString: eventStoreUrl, ...(logger ? { logger } : {}) });
   const { client, db } = await mongoDatabase({ url: mongoDbUrl });
@@ -101,12 +109,14 @@ async function openProductionBackends(eventStoreUrl: string, mongoDbUrl: string,
   const setup = await openMongoSetupStore({ client });
   const webhooks = await openMongoWebhookStore({ client });
   const idempotency = await openMongoIdempotencyStore({ client });
+  const sessions = await openMongoSessionStore({ client });
   return {
     events,
     readStore,
     setup,
     webhooks,
     idempotency,
+    sessions,
     whileSoleProjector(start, stop) {
       // Taken over within seconds (the lease's ttl) when the holder dies.
       const keeper = keepLease(db, {
@@ -118,7 +128,7 @@ async function openProductionBackends(eventStoreUrl: string, mongoDbUrl: string,
       return { stop: () => keeper.stop() };
     },
     async close() {
-      await Promise.all([events.close(), readStore.close(), setup.close(), webhooks.close(), idempotency.close()]);
+      await Promise.all([events.close(), readStore.close(), setup.close(), webhooks.close(), idempotency.close(), sessions.close()]);
       await client.close();
     },
   };

@@ -20,6 +20,7 @@ import { createLogger } from './core/logger.js';
 import { comparePositions, type Position } from './eventstore/position.js';
 import type { Hono } from 'hono';
 import { createApp } from './http/app.js';
+import { composeSetupPage } from './http/setup/compose.js';
 import { Catalogues } from './schema/catalogues.js';
 import type { AppEnv } from './http/types.js';
 import { RECORDS_PROJECTION } from './readstore/port.js';
@@ -59,6 +60,7 @@ export async function startService(
   const projections: RunningProjection[] = [];
   let dispatcher: RunningDispatcher | null = null;
   let sender: WebhookSender | null = null;
+  let pageSender: WebhookSender | null = null;
   let server: ServerType | null = null;
   let url: string | null = null;
   let app: Hono<AppEnv> | null = null;
@@ -116,6 +118,8 @@ export async function startService(
   }
   if (config.roles.includes('api')) {
     observability = await observeApi(config, backends, catalogues);
+    // The Setup page's own: its test event and resends are sent from the API process.
+    pageSender = createWebhookSender(config);
     const commands: CommandDeps = {
       events: observability.events,
       readStore: backends.readStore,
@@ -135,6 +139,14 @@ export async function startService(
       metrics: observability.metrics,
       serveMetrics: config.metricsOnApi,
       readiness: observability.readiness,
+      setupPage: composeSetupPage(backends, {
+        sender: pageSender,
+        retryDelaysMs: config.webhookRetryDelaysMs,
+        allowPrivateTargets: config.webhookAllowPrivateTargets,
+        catalogues,
+        logger,
+        clock,
+      }),
     });
     server = await listen(app.fetch, config);
     const address = server.address() as AddressInfo;
@@ -151,6 +163,7 @@ export async function startService(
       await observability?.stop();
       await dispatcher?.stop();
       sender?.close();
+      pageSender?.close();
       await Promise.all(projections.map((projection) => projection.stop()));
       await catalogues.close();
       await backends.close();

@@ -14,6 +14,7 @@ import { imports } from './import.js';
 import { automation, playbooks } from './playbooks.js';
 import { get, history } from './history.js';
 import { records } from './records.js';
+import { setupPage } from './setupPage.js';
 import { didYouMean } from './suggest.js';
 import { users } from './users.js';
 import { webhooks } from './webhooks.js';
@@ -26,7 +27,7 @@ import { workspaces } from './workspaces.js';
  * code 2 for wrong usage and 1 for anything else, and then stdout stays empty.
  */
 
-const RESOURCES: readonly CliResource[] = [workspaces, keys, users, webhooks, records, objects, fields, openapi, history, get, audit, projections, backup, restore, playbooks, automation, imports];
+const RESOURCES: readonly CliResource[] = [workspaces, keys, users, webhooks, records, objects, fields, openapi, history, get, audit, projections, backup, restore, playbooks, automation, imports, setupPage];
 
 const GLOBAL_OPTIONS = {
   json: { type: 'boolean' },

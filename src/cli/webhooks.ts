@@ -56,6 +56,16 @@ export const webhooks: CliResource = {
       },
       text: secretNotice,
     },
+    update: {
+      usage: '<id> [--name <text>] [--url <https-url>] [--events created,updated,deleted|all] [--objects a,b|all]',
+      description: 'change a webhook: what is not given stays; new filters apply to changes made from now on',
+      positionals: ['id'],
+      options: { name: { type: 'string' }, url: { type: 'string' }, events: { type: 'string' }, objects: { type: 'string' } },
+      async run({ positionals, values }, context) {
+        const changes = { name: stringOption(values, 'name'), url: stringOption(values, 'url'), events: listOption(values, 'events'), objects: listOption(values, 'objects') };
+        return shown(await context.webhooks.update(positionals[0]!, changes));
+      },
+    },
     list: {
       usage: '--workspace <slug>',
       description: "list a workspace's webhooks, with the reason when one is off",

@@ -11,6 +11,7 @@ import { openApiRoute } from './openapiRoute.js';
 import { historyRoutes } from './history.js';
 import { recordRoutes } from './records.js';
 import { RequestLog } from './requestLog.js';
+import { setupPage } from './setup/index.js';
 import type { ApiDeps, AppEnv } from './types.js';
 
 const REQUEST_ID = /^[\w.-]{1,128}$/;
@@ -49,6 +50,7 @@ export function createApp(deps: ApiDeps): Hono<AppEnv> {
   openApiRoute(app, deps);
   historyRoutes(app, deps);
   recordRoutes(app, deps);
+  if (deps.setupPage) app.route('/setup', setupPage(deps.setupPage));
 
   app.notFound((c) => errorResponse(c, 404, `no such path: ${c.req.path}`));
   app.onError((error, c) => handleError(error, c, deps.logger));

@@ -18,9 +18,15 @@ export function handleError(error: unknown, c: Context, logger: Logger): Respons
   if (error instanceof AppError) {
     if (error.status === 401) c.header('WWW-Authenticate', 'Bearer');
     if (error instanceof Overloaded) c.header('Retry-After', String(error.retryAfterSeconds));
-    return errorResponse(c, error.status, error.message);
   }
+  const { status, message } = describeError(error, c, logger);
+  return errorResponse(c, status, message);
+}
+
+/** An error's status and message as said to the caller (the Setup page renders them as HTML); an unexpected one is logged. */
+export function describeError(error: unknown, c: Context, logger: Logger): { status: number; message: string } {
+  if (error instanceof AppError) return { status: error.status, message: error.message };
   const log = (c.get('log') as RequestLog | undefined)?.logger ?? logger;
   log.error({ err: error }, 'unexpected error');
-  return errorResponse(c, 500, 'internal error; the change, if any, was not acknowledged');
+  return { status: 500, message: 'internal error; the change, if any, was not acknowledged' };
 }

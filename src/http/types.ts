@@ -9,6 +9,7 @@ import type { Catalogues } from '../schema/catalogues.js';
 import type { SetupStore } from '../setup/port.js';
 import type { Caller } from './auth.js';
 import type { RequestLog } from './requestLog.js';
+import type { SetupPageDeps } from './setup/deps.js';
 
 /** What the HTTP layer is given, and what each request carries: shared by the app and its routes. */
 
@@ -26,6 +27,8 @@ export interface ApiDeps {
   serveMetrics?: boolean;
   /** The conditions of GET /health/ready. */
   readiness?: ReadinessCheck[];
+  /** The Setup web page at /setup (docs/setup.md); absent: not served. */
+  setupPage?: SetupPageDeps;
 }
 
 export type AppEnv = { Bindings: HttpBindings; Variables: { requestId: string; log: RequestLog; caller: Caller } };

@@ -16,6 +16,7 @@ export type SetupEventType =
   | 'ApiKeyRenamed'
   | 'UserAdded'
   | 'WebhookCreated'
+  | 'WebhookChanged'
   | 'WebhookSwitchedOn'
   | 'WebhookSwitchedOff'
   | 'WebhookSecretRotated'

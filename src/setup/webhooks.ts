@@ -69,6 +69,10 @@ function parseTime(option: string, text: string): Date {
   return time;
 }
 
+function definedOnly<T extends object>(input: T): Partial<T> {
+  return Object.fromEntries(Object.entries(input).filter(([, value]) => value !== undefined)) as Partial<T>;
+}
+
 /** 32 random bytes; the prefix tells a leaked value for what it is. */
 function newSecret(): string {
   return `whsec_${randomBytes(32).toString('base64url')}`;
@@ -107,6 +111,22 @@ export class WebhookSetup {
     await this.audit(webhook, 'WebhookCreated', { name: webhook.name, url, events, objects });
     await this.options.webhooks.createWebhook(webhook);
     return { webhook, secret: webhook.secret };
+  }
+
+  /**
+   * A new name, URL, events and objects, checked as at creation (the address rule too). New
+   * filters apply to changes made after the edit, by the log like everything the fan-out decides.
+   */
+  async update(id: string, input: Partial<NewWebhookInput>): Promise<Webhook> {
+    const current = await this.webhook(id);
+    const valid = parse(WebhookInput, { name: current.name, url: current.url, events: current.events, objects: current.objects, ...definedOnly(input) });
+    const url = await this.checkAddress(valid.url);
+    const events: Webhook['events'] = valid.events === 'all' ? 'all' : [...new Set(valid.events as EventKind[])];
+    const objects = valid.objects === 'all' ? 'all' : checkObjectKeys((await loadCatalogue(this.options.events, current.workspaceId)).objects.map((object) => object.key), valid.objects);
+    await this.audit(current, 'WebhookChanged', { name: valid.name, url, events, objects });
+    const changed = await this.options.webhooks.updateWebhook(id, { name: valid.name, url, events, objects });
+    if (!changed) throw new NotFound(`webhook ${id} not found`);
+    return changed;
   }
 
   async list(workspaceSlug: string): Promise<Webhook[]> {

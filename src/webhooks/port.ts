@@ -155,6 +155,8 @@ export interface WebhookStore {
    */
   setEnabled(id: string, enabled: boolean, reason: string | null): Promise<Webhook | null>;
   setSecret(id: string, secret: string): Promise<Webhook | null>;
+  /** A new name, URL and filters (an edit in Setup); the changed webhook, or null when unknown. */
+  updateWebhook(id: string, changes: Pick<Webhook, 'name' | 'url' | 'events' | 'objects'>): Promise<Webhook | null>;
   /** Removes a webhook and its deliveries (none is sent afterwards); the removed webhook, or null when unknown. */
   deleteWebhook(id: string): Promise<Webhook | null>;
 

@@ -14,7 +14,7 @@ import type { EventKind, Webhook } from './port.js';
  * change must verify with the secret the receiver now holds).
  */
 
-export const WEBHOOK_EVENT_TYPES = ['WebhookCreated', 'WebhookSwitchedOn', 'WebhookSwitchedOff', 'WebhookDeleted'] as const;
+export const WEBHOOK_EVENT_TYPES = ['WebhookCreated', 'WebhookChanged', 'WebhookSwitchedOn', 'WebhookSwitchedOff', 'WebhookDeleted'] as const;
 type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 
 export interface TimelineEntry {
@@ -42,7 +42,7 @@ export function timelineEntry(event: RecordedEvent): TimelineEntry | null {
     position: event.position,
     webhookId: data.webhookId,
     type: event.type as WebhookEventType,
-    ...(event.type === 'WebhookCreated' ? { events: data.events ?? 'all', objects: data.objects ?? 'all' } : {}),
+    ...(event.type === 'WebhookCreated' || event.type === 'WebhookChanged' ? { events: data.events ?? 'all', objects: data.objects ?? 'all' } : {}),
     ...(typeof data.reason === 'string' ? { reason: data.reason } : {}),
   };
 }
@@ -64,6 +64,11 @@ export function recipientsAt(timeline: TimelineEntry[], position: string, object
     }
     const current = state.get(entry.webhookId);
     if (!current) continue;
+    // New filters apply to changes made after the edit; what was decided before keeps its recipients.
+    if (entry.type === 'WebhookChanged') {
+      if (before) current.hook = { id: entry.webhookId, events: entry.events!, objects: entry.objects! };
+      continue;
+    }
     // A deleted webhook is off for good: from its deletion on, and for what was waiting.
     if (before) current.on = entry.type === 'WebhookSwitchedOn';
     else if (entry.type === 'WebhookSwitchedOff' || entry.type === 'WebhookDeleted') current.offSince = true;
@@ -81,7 +86,7 @@ function matches(hook: LoggedWebhook, object: string, kind: EventKind): boolean 
 export function latestState(timeline: TimelineEntry[], webhookId: string): { enabled: boolean; reason: string | null } | null {
   let state: { enabled: boolean; reason: string | null } | null = null;
   for (const entry of timeline) {
-    if (entry.webhookId !== webhookId) continue;
+    if (entry.webhookId !== webhookId || entry.type === 'WebhookChanged') continue;
     if (entry.type === 'WebhookCreated' || entry.type === 'WebhookSwitchedOn') state = { enabled: true, reason: null };
     else state = { enabled: false, reason: entry.reason ?? ADMIN_SWITCH_OFF_REASON };
   }

@@ -238,6 +238,14 @@ export function webhookStoreContract(name: string, open: () => Promise<WebhookSt
       expect(await claim(at(600), [hook.id])).toEqual([]);
     });
 
+    it('an edited webhook keeps its id, secret and state, with the new name, URL and filters', async () => {
+      const hook = await webhook();
+      const changes = { name: 'Edited', url: 'https://edited.example.com/hook', events: ['deleted'] as Webhook['events'], objects: ['tasks'] };
+      expect(await store.updateWebhook(hook.id, changes)).toEqual({ ...hook, ...changes });
+      expect(await store.webhookById(hook.id)).toEqual({ ...hook, ...changes });
+      expect(await store.updateWebhook(randomUUID(), changes)).toBeNull();
+    });
+
     it('a rotated secret is what the next claim signs with', async () => {
       const hook = await webhook();
       await store.enqueue([{ payload: samplePayload(hook.workspaceId), webhookIds: [hook.id] }], at(1));

@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, normalize, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -15,7 +15,7 @@ function sourceFiles(dir: string): string[] {
   return readdirSync(join(root, dir)).flatMap((name) => {
     const path = join(dir, name);
     if (statSync(join(root, path)).isDirectory()) return sourceFiles(path);
-    return path.endsWith('.ts') ? [path] : [];
+    return /\.tsx?$/.test(path) ? [path] : [];
   });
 }
 
@@ -24,9 +24,11 @@ function importGraph(): Map<string, string[]> {
   const graph = new Map<string, string[]>();
   for (const file of SOURCE_DIRS.flatMap(sourceFiles)) {
     const text = readFileSync(join(root, file), 'utf8');
-    const targets = [...text.matchAll(/(?:from\s+|import\(\s*)['"](\.{1,2}\/[^'"]+)['"]/g)].map((match) =>
-      normalize(join(dirname(file), match[1]!.replace(/\.js$/, '.ts'))),
-    );
+    const targets = [...text.matchAll(/(?:from\s+|import\(\s*)['"](\.{1,2}\/[^'"]+)['"]/g)].map((match) => {
+      const target = normalize(join(dirname(file), match[1]!.replace(/\.js$/, '.ts')));
+      // A JSX module (the Setup page) is imported as .js too: it is the .tsx beside it.
+      return existsSync(join(root, target)) || !existsSync(join(root, `${target}x`)) ? target : `${target}x`;
+    });
     graph.set(file, targets);
   }
   return graph;

@@ -21,6 +21,7 @@ const created = (n: number, id: string, filters: Record<string, unknown> = {}) =
 const off = (n: number, id: string, reason?: string) => logged(n, 'WebhookSwitchedOff', { webhookId: id, ...(reason ? { reason } : {}) });
 const on = (n: number, id: string) => logged(n, 'WebhookSwitchedOn', { webhookId: id });
 const deleted = (n: number, id: string) => logged(n, 'WebhookDeleted', { webhookId: id });
+const changed = (n: number, id: string, filters: Record<string, unknown>) => logged(n, 'WebhookChanged', { webhookId: id, name: 'x', url: 'https://x.test', events: 'all', objects: 'all', ...filters });
 
 describe('recipientsAt', () => {
   it.each([
@@ -38,6 +39,10 @@ describe('recipientsAt', () => {
     { given: [created(10, 'A', { events: ['deleted'] })], change: 20, then: [], why: 'another kind' },
     { given: [created(10, 'A'), created(11, 'B'), off(15, 'B')], change: 20, then: ['A'], why: 'each webhook on its own' },
     { given: [on(5, 'A'), created(10, 'A')], change: 20, then: ['A'], why: 'events of a webhook before its creation are ignored' },
+    { given: [created(10, 'A'), changed(15, 'A', { objects: ['tasks'] })], change: 20, then: [], why: 'edited to another object before the change' },
+    { given: [created(10, 'A', { objects: ['tasks'] }), changed(15, 'A', { objects: ['clients'] })], change: 20, then: ['A'], why: 'edited to this object before the change' },
+    { given: [created(10, 'A'), changed(30, 'A', { events: ['deleted'] })], change: 20, then: ['A'], why: 'edited after the change: the change keeps its recipients' },
+    { given: [created(10, 'A'), off(12, 'A'), changed(15, 'A', {})], change: 20, then: [], why: 'an edit does not switch a webhook on' },
   ])('$why', ({ given, change, then }) => {
     expect(recipientsAt(timelineOf(given), at(change), 'clients', 'updated')).toEqual(then);
   });
@@ -55,6 +60,7 @@ describe('latestState', () => {
     { given: [created(1, 'A'), off(2, 'A', 'switched off automatically: 20 failed attempts')], then: { enabled: false, reason: 'switched off automatically: 20 failed attempts' } },
     { given: [created(1, 'A'), off(2, 'A'), on(3, 'A')], then: { enabled: true, reason: null } },
     { given: [created(1, 'B')], then: null },
+    { given: [created(1, 'A'), off(2, 'A'), changed(3, 'A', {})], then: { enabled: false, reason: 'switched off by an administrator' } },
   ])('$given.length events -> $then', ({ given, then }) => {
     expect(latestState(timelineOf(given), 'A')).toEqual(then);
   });

@@ -183,6 +183,11 @@ export async function openMongoWebhookStore(options: { client: MongoClient; dbNa
       return changed ? webhookFromDoc(changed) : null;
     },
 
+    async updateWebhook(id, { name, url, events, objects }) {
+      const changed = await webhooks.findOneAndUpdate({ _id: id }, { $set: { name, url, events, objects } }, { returnDocument: 'after' });
+      return changed ? webhookFromDoc(changed) : null;
+    },
+
     async enqueue(items, at, options) {
       const plan = planEnqueue(items);
       if (plan.pairs.length === 0) return [];

@@ -318,6 +318,10 @@ export function openSqliteWebhookStore(options: { path: string }): WebhookStore 
     async setSecret(id, secret) {
       return s.setSecret.run(secret, id).changes === 0 ? null : webhookById(id);
     },
+    async updateWebhook(id, changes) {
+      const changed = s.updateWebhook.run(changes.name, changes.url, JSON.stringify(changes.events), JSON.stringify(changes.objects), id).changes;
+      return changed === 0 ? null : webhookById(id);
+    },
     async enqueue(items, at, options) {
       return db.transaction(enqueue).immediate(items, at, options?.claimedUntil ?? null);
     },
@@ -435,6 +439,7 @@ function prepare(db: Database.Database) {
     deleteDeliveries: db.prepare('DELETE FROM deliveries WHERE webhook_id = ?'),
     resetFailures: db.prepare('UPDATE webhooks SET consecutive_failures = 0 WHERE id = ?'),
     setSecret: db.prepare('UPDATE webhooks SET secret = ? WHERE id = ?'),
+    updateWebhook: db.prepare('UPDATE webhooks SET name = ?, url = ?, events = ?, objects = ? WHERE id = ?'),
     skipWaiting: db.prepare(
       "UPDATE deliveries SET status = 'skipped', next_attempt_at = NULL, claimed_until = NULL WHERE webhook_id = ? AND status IN ('waiting', 'retrying')",
     ),
