@@ -4,7 +4,7 @@ import { todayUtc } from '../../queries/recordFormat.js';
 import { awaitRecords, Serial } from '../awaitRecords.js';
 import type { Projection } from '../projection.js';
 import type { ReactorDeps } from '../reactorDeps.js';
-import { affectedBy } from './affected.js';
+import { affectedBy, readsCurrent } from './affected.js';
 import { healthScore } from './formula.js';
 import { findAllDocuments, loadHealthInputs } from './inputs.js';
 
@@ -38,7 +38,7 @@ export function healthScoreReactor(deps: ReactorDeps): HealthScoreReactor {
       const recordEvent = upcast(event);
       if (!recordEvent) continue;
       const { workspaceId, object, recordId } = recordEvent.data;
-      const current = recordEvent.type === 'RecordUpdated' || recordEvent.type === 'RecordRollupsChanged' ? await deps.readStore.get(workspaceId, object, recordId) : null;
+      const current = readsCurrent(recordEvent) ? await deps.readStore.get(workspaceId, object, recordId) : null;
       const affected = affectedBy(recordEvent, current);
       for (const client of affected.clients) mark(workspaceId, client);
       for (const via of affected.via) {
