@@ -18,6 +18,9 @@ import { findAllDocuments, loadHealthInputs } from './inputs.js';
 
 export const HEALTH_SCORE_REACTOR = 'health score';
 
+/** Clients scored between two turns of the event loop. */
+const SCORE_SLICE = 20;
+
 export interface HealthScoreReactor extends Projection {
   /** Recomputes every client of the workspace (the daily pass). */
   sweep(workspaceId: string): Promise<void>;
@@ -53,7 +56,12 @@ export function healthScoreReactor(deps: ReactorDeps): HealthScoreReactor {
   async function recompute(workspaceId: string, clientIds: Iterable<string>): Promise<void> {
     const today = todayUtc(deps.clock());
     const scores: [string, number][] = [];
+    let computed = 0;
     for (const clientId of clientIds) {
+      // The reads below answer at once (settled promises): without a turn of the event loop now
+      // and then, scoring a thousand new clients would hold up the records projection that runs
+      // in this thread, and with it every write waiting to be visible.
+      if (++computed % SCORE_SLICE === 0) await new Promise((resolve) => setImmediate(resolve));
       scores.push([clientId, healthScore(await loadHealthInputs(deps.readStore, workspaceId, clientId, today), today)]);
     }
     await deps.writeHealthScores(workspaceId, scores);
