@@ -18,6 +18,8 @@ export interface HistoryEntry {
   actor: Actor;
   via: string;
   changes: Record<string, { from: unknown; to: unknown }>;
+  /** Personal fields of this change that were erased since: they read null (docs/privacy.md). */
+  erased?: string[];
 }
 
 export interface HistoryPage {
@@ -92,6 +94,7 @@ export async function recordHistory(ctx: HistoryContext, object: ObjectDef, reco
       actor: actorOf(recorded.metadata),
       via: viaText(recorded.metadata),
       changes,
+      ...(event.data.erased?.length ? { erased: event.data.erased } : {}),
     };
   });
   return { data, total: all.length, limit, offset };

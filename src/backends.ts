@@ -17,6 +17,9 @@ import { openSqliteSessionStore } from './setup/sqlite/sessions.js';
 import { createHttpsSender, type WebhookSender } from './webhooks/httpsSender.js';
 import type { WebhookStore } from './webhooks/port.js';
 import { openSqliteWebhookStore } from './webhooks/sqlite/index.js';
+import { withPrivacy } from './privacy/index.js';
+import { openSqliteKeyStore } from './privacy/sqlite/index.js';
+import { truncateWal } from './sqlite/file.js';
 
 /**
  * The one place that chooses adapters: the embedded store (SQLite files in DATA_DIR) by default,
@@ -37,6 +40,8 @@ export interface Backends {
    * projector commits batches and checkpoint together, so a second one only replays no-ops.
    */
   whileSoleProjector(start: () => void, stop: () => Promise<void>): { stop(): Promise<void> };
+  /** After an erasure: leaves no old page of the store files on disk (the embedded store's WALs). */
+  scrub(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -46,7 +51,7 @@ export function productionUrls(config: Config): { eventStore: string; mongoDb: s
 }
 
 /** The embedded store's files in DATA_DIR, one per port. */
-export function embeddedFiles(dataDir: string): Record<'events' | 'readStore' | 'setup' | 'webhooks' | 'idempotency' | 'sessions', string> {
+export function embeddedFiles(dataDir: string): Record<'events' | 'readStore' | 'setup' | 'webhooks' | 'idempotency' | 'sessions' | 'keys', string> {
   return {
     events: join(dataDir, 'events.db'),
     readStore: join(dataDir, 'read.db'),
@@ -54,19 +59,24 @@ export function embeddedFiles(dataDir: string): Record<'events' | 'readStore' | 
     webhooks: join(dataDir, 'webhooks.db'),
     idempotency: join(dataDir, 'idempotency.db'),
     sessions: join(dataDir, 'sessions.db'),
+    keys: join(dataDir, 'keys.db'),
   };
 }
 
 export async function openBackends(config: Config, logger?: Logger): Promise<Backends> {
   const urls = productionUrls(config);
-  if (urls) return openProductionBackends(urls.eventStore, urls.mongoDb, logger);
+  if (urls) return openProductionBackends(config, urls.eventStore, urls.mongoDb, logger);
   const files = embeddedFiles(config.dataDir);
   try {
     mkdirSync(config.dataDir, { recursive: true });
   } catch (error) {
     throw new Error(`cannot use DATA_DIR=${resolve(config.dataDir)} for the store: ${(error as Error).message} (it must be a folder this user can write)`);
   }
-  const events = openSqliteEventStore({ path: files.events });
+  const stored = openSqliteEventStore({ path: files.events });
+  const events = await withPrivacy(stored, openSqliteKeyStore({ path: files.keys }), config).catch(async (error: unknown) => {
+    await stored.close();
+    throw error;
+  });
   const readStore = openSqliteReadStore({ path: files.readStore });
   const setup = openSqliteSetupStore({ path: files.setup });
   const webhooks = openSqliteWebhookStore({ path: files.webhooks });
@@ -83,6 +93,11 @@ export async function openBackends(config: Config, logger?: Logger): Promise<Bac
       start();
       return { stop };
     },
+    async scrub() {
+      const stuck: string[] = [];
+      for (const path of Object.values(files)) if (!(await truncateWal(path))) stuck.push(path);
+      if (stuck.length > 0) throw new Error(`an erasure could not checkpoint ${stuck.length} store file(s) while other readers held them; run csr privacy erase again`);
+    },
     async close() {
       await Promise.all([events.close(), readStore.close(), setup.close(), webhooks.close(), idempotency.close(), sessions.close()]);
     },
@@ -90,10 +105,19 @@ export async function openBackends(config: Config, logger?: Logger): Promise<Bac
 }
 
 /** EventStoreDB for the log, MongoDB (a replica set: projections commit in transactions) for the rest. */
-async function openProductionBackends(eventStoreUrl: string, mongoDbUrl: string, logger?: Logger): Promise<Backends> {
+async function openProductionBackends(config: Config, eventStoreUrl: string, mongoDbUrl: string, logger?: Logger): Promise<Backends> {
   // Loaded only here: their clients take a noticeable share of a second to load, which every
   // embedded start and every `csr` command would pay (docs/performance.md).
-  const [{ openEventStoreDb }, { mongoDatabase, openMongoReadStore }, { keepLease }, { openMongoSetupStore }, { openMongoWebhookStore }, { openMongoIdempotencyStore }, { openMongoSessionStore }] =
+  const [
+    { openEventStoreDb },
+    { mongoDatabase, openMongoReadStore },
+    { keepLease },
+    { openMongoSetupStore },
+    { openMongoWebhookStore },
+    { openMongoIdempotencyStore },
+    { openMongoSessionStore },
+    { openMongoKeyStore },
+  ] =
     await Promise.all([
       import('./eventstore/eventstoredb/index.js'),
       import('./readstore/mongodb/index.js'),
@@ -102,9 +126,10 @@ async function openProductionBackends(eventStoreUrl: string, mongoDbUrl: string,
       import('./webhooks/mongodb/index.js'),
       import('./idempotency/mongodb/index.js'),
       import('./setup/mongodb/sessions.js'),
+      import('./privacy/mongodb/index.js'),
     ]);
-  const events = openEventStoreDb({ connectionString: eventStoreUrl, ...(logger ? { logger } : {}) });
   const { client, db } = await mongoDatabase({ url: mongoDbUrl });
+  const events = await withPrivacy(openEventStoreDb({ connectionString: eventStoreUrl, ...(logger ? { logger } : {}) }), await openMongoKeyStore({ client }), config);
   const readStore = await openMongoReadStore({ client });
   const setup = await openMongoSetupStore({ client });
   const webhooks = await openMongoWebhookStore({ client });
@@ -127,6 +152,8 @@ async function openProductionBackends(eventStoreUrl: string, mongoDbUrl: string,
       });
       return { stop: () => keeper.stop() };
     },
+    // MongoDB and EventStoreDB keep their own files; what they leave on disk is theirs to manage (docs/privacy.md).
+    async scrub() {},
     async close() {
       await Promise.all([events.close(), readStore.close(), setup.close(), webhooks.close(), idempotency.close(), sessions.close()]);
       await client.close();

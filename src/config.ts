@@ -32,6 +32,8 @@ export interface Config {
   readyMaxLagMs: number;
   /** How often the reactors look whether the date (UTC) changed, to make their daily pass. */
   reactorDailyCheckMs: number;
+  /** The master key wrapping personal data's keys (docs/privacy.md); null: DATA_DIR/master.key, made on first start. */
+  masterKeyFile: string | null;
 }
 
 const ROLES: readonly Role[] = ['api', 'projector', 'dispatcher'];
@@ -63,6 +65,7 @@ const Env = v.object({
   METRICS_PORT: v.optional(v.pipe(v.string(), v.regex(/^\d+$/, 'METRICS_PORT must be a port number'))),
   READY_MAX_LAG: v.optional(v.string(), '30s'),
   REACTOR_DAILY_CHECK: v.optional(v.string(), '1m'),
+  MASTER_KEY_FILE: v.optional(v.string()),
 });
 
 /** A duration variable's value, or an error naming the variable and the accepted forms. */
@@ -109,5 +112,6 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     metricsPort: e.METRICS_PORT === undefined ? null : Number(e.METRICS_PORT),
     readyMaxLagMs: parseDuration(e.READY_MAX_LAG),
     reactorDailyCheckMs: parseDuration(e.REACTOR_DAILY_CHECK),
+    masterKeyFile: e.MASTER_KEY_FILE ?? null,
   };
 }

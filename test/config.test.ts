@@ -23,6 +23,7 @@ describe('loadConfig', () => {
       metricsPort: null,
       readyMaxLagMs: 30_000,
       reactorDailyCheckMs: 60_000,
+      masterKeyFile: null,
     });
   });
 

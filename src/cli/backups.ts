@@ -1,10 +1,12 @@
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { productionUrls } from '../backends.js';
 import type { Config } from '../config.js';
 import { runningServers } from '../runtime/serverPids.js';
 import { backupEmbeddedStore, restoreEmbeddedStore } from '../sqlite/backup.js';
-import type { CliResource } from './context.js';
+import { openCliContext, stringOption, type CliResource } from './context.js';
+import { parseLedger, type LedgerEntry } from '../privacy/ledger.js';
+import { reapplyLedger } from './privacy.js';
 
 /** `csr backup <file>` and `csr restore <file>`: the embedded store (production backends have their own tools). */
 
@@ -35,18 +37,36 @@ export const restore: CliResource = {
   description: 'put a backup back in place of the embedded store (the server must be stopped)',
   commands: {},
   direct: {
-    usage: '<file>',
-    description: 'replace the store in DATA_DIR with the backup in <file>; the server catches up or rebuilds read models when started',
+    usage: '<file> [--reapply-erasures <ledger>]',
+    description:
+      'replace the store in DATA_DIR with the backup in <file>; the server catches up or rebuilds read models when started. ' +
+      'With --reapply-erasures, erasures listed in <ledger> (csr privacy erasures --json) made after the backup are made again',
     positionals: ['file'],
+    options: { 'reapply-erasures': { type: 'string' } },
     withoutStores: true,
-    async run({ positionals }, context) {
+    async run({ positionals, values }, context) {
       embeddedOnly(context.config, 'csr restore');
       if (!existsSync(resolve(positionals[0]!))) throw new Error(`no backup file at ${resolve(positionals[0]!)}`);
       const running = runningServers(context.config.dataDir);
       if (running.length > 0) {
         throw new Error(`a server is running on ${resolve(context.config.dataDir)} (pid ${running.join(', ')}): stop it first, then restore`);
       }
-      return restoreEmbeddedStore(context.config.dataDir, resolve(positionals[0]!));
+      const ledgerFile = stringOption(values, 'reapply-erasures');
+      // Read before anything is replaced: a bad ledger must not leave a restored, unerased store.
+      const ledger = ledgerFile === undefined ? null : readLedger(resolve(ledgerFile));
+      const restored = await restoreEmbeddedStore(context.config.dataDir, resolve(positionals[0]!));
+      if (!ledger) return restored;
+      const stores = await openCliContext(context.config);
+      try {
+        return { ...restored, reapplied: (await reapplyLedger(stores, ledger)).erased.length };
+      } finally {
+        await stores.close();
+      }
     },
   },
 };
+
+function readLedger(path: string): LedgerEntry[] {
+  if (!existsSync(path)) throw new Error(`no erasure ledger at ${path}`);
+  return parseLedger(readFileSync(path, 'utf8'));
+}

@@ -4,6 +4,7 @@ import { loadConfig } from '../config.js';
 import { openCliContext, UsageError, type CliCommand, type CliContext, type CliResource, type OptionValues } from './context.js';
 import { audit } from './audit.js';
 import { backup, restore } from './backups.js';
+import { privacy } from './privacy.js';
 import { fields } from './fields.js';
 import { keys } from './keys.js';
 import { objects } from './objects.js';
@@ -27,7 +28,7 @@ import { workspaces } from './workspaces.js';
  * code 2 for wrong usage and 1 for anything else, and then stdout stays empty.
  */
 
-const RESOURCES: readonly CliResource[] = [workspaces, keys, users, webhooks, records, objects, fields, openapi, history, get, audit, projections, backup, restore, playbooks, automation, imports, setupPage];
+const RESOURCES: readonly CliResource[] = [workspaces, keys, users, webhooks, records, objects, fields, openapi, history, get, audit, projections, backup, restore, playbooks, automation, imports, setupPage, privacy];
 
 const GLOBAL_OPTIONS = {
   json: { type: 'boolean' },

@@ -17,6 +17,8 @@ interface RecordEventBase {
   workspaceId: string;
   object: string;
   recordId: string;
+  /** Set by readers, never stored: personal fields whose values this event held and that were erased since (they read null). */
+  erased?: string[];
 }
 
 export interface RecordCreatedData extends RecordEventBase {
@@ -32,6 +34,18 @@ export interface RecordUpdatedData extends RecordEventBase {
   /** Only the fields that changed, each with its previous value. */
   changes: Record<string, FieldChange>;
 }
+
+/**
+ * The erasure of a record's personal data (docs/privacy.md): its data key was deleted, so these
+ * fields read null in every event; never a value. Read as an update setting them to null, so that
+ * every reader (state, read models, webhooks) forgets them with no code of its own.
+ */
+export interface RecordErasedData extends RecordEventBase {
+  fields: string[];
+  reason: string | null;
+}
+
+export const RECORD_ERASED = 'RecordErased';
 
 export interface RecordDeletedData extends RecordEventBase {
   /** The record as last saved, so consumers never depend on a read model that forgot it. */
@@ -60,12 +74,17 @@ export type RecordEvent =
 
 export type RecordEventType = RecordEvent['type'];
 
-const RECORD_EVENT_TYPES: ReadonlySet<string> = new Set<RecordEventType>(['RecordCreated', 'RecordUpdated', 'RecordDeleted', 'RecordRollupsChanged']);
+const RECORD_EVENT_TYPES: ReadonlySet<string> = new Set<string>(['RecordCreated', 'RecordUpdated', 'RecordDeleted', 'RecordRollupsChanged', RECORD_ERASED]);
 
 /** The current-version record event held by a recorded event, or null for other event types. */
 export function upcast(event: RecordedEvent): RecordEvent | null {
   if (!RECORD_EVENT_TYPES.has(event.type)) return null;
   const version = event.data['schemaVersion'];
   if (version !== 1) throw new Error(`${event.type} ${event.id}: unknown schemaVersion ${String(version)}`);
+  if (event.type === RECORD_ERASED) {
+    const { fields, reason: _reason, ...base } = event.data as unknown as RecordErasedData;
+    const changes = Object.fromEntries(fields.map((key) => [key, { from: null, to: null }]));
+    return { type: 'RecordUpdated', data: { ...base, changes, erased: fields } };
+  }
   return { type: event.type, data: event.data } as unknown as RecordEvent;
 }

@@ -20,6 +20,17 @@ import type { ChainScope, EventMetadata, NewEvent } from './port.js';
 
 export const GENESIS = '0'.repeat(64);
 
+/**
+ * Set on an event whose data a reader made readable (personal values opened, src/privacy): the
+ * data as stored, which is what the chain covers.
+ */
+export const STORED_DATA: unique symbol = Symbol('stored data');
+
+/** The data the chain covers: as stored, even when the event reads with opened values. */
+export function storedDataOf(event: { data: unknown; [STORED_DATA]?: unknown }): unknown {
+  return event[STORED_DATA] ?? event.data;
+}
+
 export type { ChainScope };
 
 /** What the hash covers. `created` only where the store assigns it before hashing (the log scope). */

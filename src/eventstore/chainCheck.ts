@@ -1,4 +1,4 @@
-import { chainHash, GENESIS, hashOf, withoutHash, type ChainScope } from './chain.js';
+import { chainHash, GENESIS, hashOf, storedDataOf, withoutHash, type ChainScope } from './chain.js';
 import type { RecordedEvent } from './port.js';
 import type { Position } from './position.js';
 
@@ -47,7 +47,7 @@ export class ChainCheck {
       revision: event.revision,
       type: event.type,
       ...(this.scope === 'log' ? { created: event.created.getTime() } : {}),
-      data: event.data,
+      data: storedDataOf(event),
       metadata: withoutHash(event.metadata),
     });
     if (expected !== hash) {

@@ -30,6 +30,7 @@ export function instrumentAppends(events: EventStore, metrics: Metrics): EventSt
     persistentSubscription: (group, options) => events.persistentSubscription(group, options),
     replayParked: (...args: Parameters<EventStore['replayParked']>) => events.replayParked(...args),
     headPosition: () => events.headPosition(),
+    rewriteUnchained: (stream, rewrite) => events.rewriteUnchained(stream, rewrite),
     close: () => events.close(),
   };
 }

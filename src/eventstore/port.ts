@@ -203,5 +203,13 @@ export interface EventStore {
   replayParked(group: string): Promise<number>;
   /** Position of the newest event in the log (null when empty). */
   headPosition(): Promise<Position | null>;
+  /**
+   * Replaces the data of the stream's events written before the audit chain (those without a
+   * hash, which the chain does not cover) with what `rewrite` answers (null: left as it is), in
+   * one transaction; answers how many changed. Chained events are never changed. Used only to
+   * encrypt personal values written before encryption existed (docs/privacy.md). A store whose
+   * events cannot be edited (EventStoreDB) rejects with ValidationFailed and changes nothing.
+   */
+  rewriteUnchained(stream: string, rewrite: (event: RecordedEvent) => Record<string, unknown> | null): Promise<number>;
   close(): Promise<void>;
 }

@@ -46,6 +46,9 @@ export function openSqliteFile(path: string, options: SqliteFileOptions): Databa
     switchToWal(db);
     db.pragma(`synchronous = ${options.synchronous}`);
     db.pragma(`wal_autocheckpoint = ${WAL_CHECKPOINT_PAGES}`);
+    // Deleted and overwritten content is zeroed, not left in free space: an erasure must leave
+    // no byte of a personal value in the files (docs/privacy.md).
+    db.pragma('secure_delete = ON');
   }
   db.pragma('foreign_keys = ON');
   return db;
@@ -98,3 +101,22 @@ export const BOUND_COUNT = 'CAST(? AS INTEGER)';
  * no comparison (neither `?` nor `+?` has an affinity), and the column's index is still used.
  */
 export const BOUND_VALUE = '+?';
+
+/**
+ * Copies the WAL into the database file and truncates it to nothing, so that no old page image
+ * (e.g. of a value just erased) stays on disk. Retries while another connection reads.
+ */
+export async function truncateWal(path: string, timeoutMs = 10_000): Promise<boolean> {
+  const db = openSqliteFile(path, { synchronous: 'FULL' });
+  try {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const [result] = db.pragma('wal_checkpoint(TRUNCATE)') as { busy: number; log: number; checkpointed: number }[];
+      if (result && result.busy === 0) return true;
+      if (Date.now() > deadline) return false;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  } finally {
+    db.close();
+  }
+}

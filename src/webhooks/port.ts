@@ -185,6 +185,12 @@ export interface WebhookStore {
   /** The stored payload of an event (kept while a delivery needs it), or null. */
   payloadById(id: string): Promise<WebhookPayload | null>;
   /**
+   * An erasure (docs/privacy.md): in every stored payload of the workspace that shows one of these
+   * records (itself or a link to it), those fields and the record's name become null, so that
+   * pending and retried deliveries carry no erased value. Answers how many payloads changed.
+   */
+  redactPayloads(workspaceId: string, recordIds: readonly string[], fields: readonly string[]): Promise<number>;
+  /**
    * Stores each payload (once per id, first stored wins) and a new delivery for each item, even
    * when the webhook already has one for that event (resend, recover). Returns them in order.
    */

@@ -18,6 +18,8 @@ import type {
 import { retryDelayMs } from '../../src/eventstore/port.js';
 
 export interface EventStoreContractOptions {
+  /** Whether the store can edit events written before the audit chain (the embedded one can; EventStoreDB cannot). */
+  rewritesUnchained?: boolean;
   /** How long to wait for an event that must arrive (default 5 s; a remote server may need more). */
   waitMs?: number;
   /** Allowed difference between this machine's clock and the log's commit time (default 5 s). */
@@ -118,6 +120,17 @@ export function eventStoreContract(
       expect((error as Conflict).stream).toBe(stream);
       expect((error as Conflict).status).toBe(409);
     }
+
+    describe('rewriteUnchained', () => {
+      it(options.rewritesUnchained ? 'never changes a chained event' : 'is refused with a clear error, changing nothing', async () => {
+        const stream = streamName();
+        const { event } = await appendOne(stream);
+        const rewriting = store.rewriteUnchained(stream, (found) => ({ ...found.data, rewritten: true }));
+        if (options.rewritesUnchained) expect(await rewriting).toBe(0);
+        else await expect(rewriting).rejects.toThrow(/cannot edit a stored event/);
+        expect((await store.readStream(stream)).map((found) => found.data)).toEqual([event.data]);
+      });
+    });
 
     describe('append and readStream', () => {
       it('round-trips ids, types, data, metadata, revisions, positions and commit time', async () => {

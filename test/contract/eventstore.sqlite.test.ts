@@ -15,7 +15,7 @@ afterAll(() => rmSync(root, { recursive: true, force: true }));
 /** A fresh file in a directory that does not exist yet (the adapter creates it). */
 const freshPath = () => join(root, randomUUID(), 'events.sqlite');
 
-eventStoreContract('sqlite', () => openSqliteEventStore({ path: freshPath() }), { waitMs: 2_000, clockSkewMs: 1_000 });
+eventStoreContract('sqlite', () => openSqliteEventStore({ path: freshPath() }), { waitMs: 2_000, clockSkewMs: 1_000, rewritesUnchained: true });
 
 const QUICK = { initialMs: 10, maxMs: 50 };
 

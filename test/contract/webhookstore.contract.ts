@@ -77,6 +77,25 @@ export function webhookStoreContract(name: string, open: () => Promise<WebhookSt
       };
     }
 
+    it('redacts erased records in stored payloads (the record and links to it); a pending delivery then carries null', async () => {
+      const hook = await webhook();
+      const contact = randomUUID();
+      const own = samplePayload(hook.workspaceId, { event: 'contacts.created', object: 'contacts', data: { id: contact, name: 'Ann Lee', email: 'ann@example.com', role: 'CEO' } });
+      const linking = samplePayload(hook.workspaceId, { event: 'conversations.created', object: 'conversations', data: { id: randomUUID(), contacts: [{ id: contact, name: 'Ann Lee' }] } });
+      const other = samplePayload(randomUUID(), { data: { id: contact, name: 'Ann Lee', email: 'ann@example.com' } });
+      await store.enqueue([{ payload: own, webhookIds: [hook.id] }, { payload: linking, webhookIds: [hook.id] }], at(1));
+      await store.enqueue([{ payload: other, webhookIds: [hook.id] }], at(1));
+      expect(await store.redactPayloads(hook.workspaceId, [contact], ['email', 'firstName'])).toBe(2);
+      expect((await store.payloadById(own.id))!.data).toEqual({ id: contact, name: null, email: null, role: 'CEO' });
+      expect((await store.payloadById(linking.id))!.data).toEqual({ id: linking.data && (linking.data as { id: string }).id, contacts: [{ id: contact, name: null }] });
+      expect((await store.payloadById(other.id))!.data).toEqual(other.data);
+      const claimed = await claim(at(2), [hook.id]);
+      const mine = claimed.filter((each) => each.payload.workspaceId === hook.workspaceId);
+      expect(mine).toHaveLength(2);
+      expect(JSON.stringify(mine.map((each) => each.payload.data))).not.toContain('ann@example.com');
+      expect(await store.redactPayloads(hook.workspaceId, [contact], ['email', 'firstName'])).toBe(0);
+    });
+
     it('stores webhooks and lists them per workspace in creation order', async () => {
       const first = await webhook({ events: ['created', 'deleted'], objects: ['clients', 'billing'] });
       const second = await webhook({ workspaceId: first.workspaceId, name: 'Second', createdAt: at(5) });

@@ -19,7 +19,7 @@ import type {
   ReadStreamOptions as EsdbReadStreamOptions,
   ResolvedEvent,
 } from '@eventstore/db-client';
-import { Conflict } from '../../core/errors.js';
+import { Conflict, ValidationFailed } from '../../core/errors.js';
 import { asGroup } from '../port.js';
 import type {
   AppendGroup,
@@ -435,7 +435,11 @@ export function openEventStoreDb(options: EventStoreDbOptions): EventStore {
     await client.dispose();
   }
 
-  return { chainScope: 'stream', append, appendThen, readAll, readStream, subscribeToAll, persistentSubscription, replayParked, headPosition, close };
+  async function rewriteUnchained(): Promise<number> {
+    throw new ValidationFailed('EventStoreDB cannot edit a stored event: values written there before encryption cannot be re-encrypted (docs/privacy.md)');
+  }
+
+  return { chainScope: 'stream', append, appendThen, readAll, readStream, subscribeToAll, persistentSubscription, replayParked, headPosition, rewriteUnchained, close };
 }
 
 /** How often an append expecting 'any' is tried again when another writer extends the stream's chain first. */

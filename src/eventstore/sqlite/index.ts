@@ -17,6 +17,7 @@ import type {
 } from '../port.js';
 import { fileSignal, type FileSignal } from '../../runtime/fileSignal.js';
 import { DEFAULT_RETRY_BACKOFF } from '../port.js';
+import { hashOf } from '../chain.js';
 import { formatPosition, parsePosition, type Position } from '../position.js';
 import { CatchUpSubscription } from './catchUpSubscription.js';
 import { EventLog, openLogFile, type Db } from './eventLog.js';
@@ -161,6 +162,23 @@ class SqliteEventStore implements EventStore {
     // Served here: at once; served by another process: at its next look (groupTables.ts).
     this.groups.get(group)?.takeReplays();
     return count;
+  }
+
+  async rewriteUnchained(stream: string, rewrite: (event: RecordedEvent) => Record<string, unknown> | null): Promise<number> {
+    this.assertOpen();
+    const events = await this.readStream(stream);
+    const update = this.db.prepare<[string, string]>("UPDATE events SET data = ? WHERE id = ? AND json_extract(metadata, '$.hash') IS NULL");
+    return this.db
+      .transaction(() => {
+        let count = 0;
+        for (const event of events) {
+          if (hashOf(event.metadata) !== null) continue;
+          const data = rewrite(event);
+          if (data !== null) count += update.run(JSON.stringify(data), event.id).changes;
+        }
+        return count;
+      })
+      .immediate();
   }
 
   async headPosition(): Promise<Position | null> {

@@ -1,3 +1,4 @@
+import { redactPayloadData } from '../redact.js';
 import type { ClientSession, Collection, MongoClient, TransactionOptions } from 'mongodb';
 import { explainTransactionError, mongoDatabase } from '../../readstore/mongodb/index.js';
 import {
@@ -271,6 +272,20 @@ export async function openMongoWebhookStore(options: { client: MongoClient; dbNa
     async payloadById(id) {
       const doc = await payloads.findOne({ _id: id });
       return doc ? payloadFromDoc(doc) : null;
+    },
+
+    async redactPayloads(workspaceId, recordIds, fields) {
+      const ids = new Set(recordIds);
+      const keys = new Set(fields);
+      const escaped = recordIds.map((id) => id.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
+      if (escaped.length === 0) return 0;
+      let count = 0;
+      for (const doc of await payloads.find({ workspaceId, data: { $regex: escaped.join('|') } }).toArray()) {
+        const redacted = redactPayloadData(JSON.parse(doc.data), ids, keys);
+        if (redacted === null) continue;
+        count += (await payloads.updateOne({ _id: doc._id }, { $set: { data: JSON.stringify(redacted) } })).modifiedCount;
+      }
+      return count;
     },
 
     async redeliver(items, at, options) {

@@ -1,3 +1,4 @@
+import { redactPayloadData } from '../redact.js';
 import type Database from 'better-sqlite3';
 import { BOUND_COUNT, BOUND_VALUE, openSqliteFile } from '../../sqlite/file.js';
 import type {
@@ -349,6 +350,23 @@ export function openSqliteWebhookStore(options: { path: string }): WebhookStore 
       const row = s.payloadById.get(id) as PayloadRow | undefined;
       return row ? toPayload(row) : null;
     },
+    async redactPayloads(workspaceId, recordIds, fields) {
+      const ids = new Set(recordIds);
+      const keys = new Set(fields);
+      return db.transaction(() => {
+        let count = 0;
+        const seen = new Set<string>();
+        for (const recordId of ids) {
+          for (const row of s.payloadsMentioning.all(workspaceId, recordId) as { id: string; data: string }[]) {
+            if (seen.has(row.id)) continue;
+            seen.add(row.id);
+            const redacted = redactPayloadData(JSON.parse(row.data), ids, keys);
+            if (redacted !== null) count += s.setPayloadData.run(JSON.stringify(redacted), row.id).changes;
+          }
+        }
+        return count;
+      }).immediate();
+    },
     async redeliver(items, at, options) {
       return db.transaction(redeliver).immediate(items, at, options?.claimedUntil ?? null);
     },
@@ -451,6 +469,8 @@ function prepare(db: Database.Database) {
        VALUES (@id, @workspaceId, @event, @object, @source, @occurredAt, @data) ON CONFLICT (id) DO NOTHING`,
     ),
     payloadById: db.prepare('SELECT * FROM payloads WHERE id = ?'),
+    payloadsMentioning: db.prepare('SELECT id, data FROM payloads WHERE workspace_id = ? AND instr(data, ?) > 0'),
+    setPayloadData: db.prepare('UPDATE payloads SET data = ? WHERE id = ?'),
     insertDelivery: db.prepare(
       `INSERT INTO deliveries (webhook_id, event_id, event, status, created_at, next_attempt_at, claimed_until)
        VALUES (@webhookId, @eventId, @event, 'waiting', @at, @at, @claimedUntil) ON CONFLICT (webhook_id, event_id) WHERE cause IS NULL DO NOTHING RETURNING *`,

@@ -1,0 +1,128 @@
+import type { AppendGroup, EventStore, NewEvent, PersistentEvent, PersistentSubscription, RecordedEvent, StreamAppend, Subscription } from '../eventstore/port.js';
+
+import { STORED_DATA } from '../eventstore/chain.js';
+import { RECORD_ERASED } from '../events/records.js';
+import { hasSealed, holdsPersonal, openData, recordIdOf, sealData } from './sealing.js';
+import type { Vault } from './vault.js';
+
+/**
+ * The event store as the rest of the service sees it: personal values are sealed on their way
+ * into the log and opened on their way out, so commands, projections, queries and webhooks read
+ * plaintext (or null, once erased) and never know encryption exists. The store underneath, and
+ * so the audit hash chain, only ever holds ciphertext; `stored` is that store, for the chain check.
+ */
+
+/** The personal fields of an object of a workspace (its catalogue's marks). */
+export type PersonalFields = (workspaceId: string, object: string) => Promise<ReadonlySet<string>>;
+
+export interface PrivateEventStore extends EventStore {
+  readonly stored: EventStore;
+  readonly vault: Vault;
+}
+
+export function privateEvents(stored: EventStore, vault: Vault, personalFields: PersonalFields, onClose?: () => Promise<void>): PrivateEventStore {
+  const sealEvent = async (event: NewEvent): Promise<NewEvent> => {
+    const { data } = event;
+    const workspaceId = data['workspaceId'];
+    const object = data['object'];
+    if (typeof workspaceId !== 'string' || typeof object !== 'string' || recordIdOf(data) === null) return event;
+    const personal = await personalFields(workspaceId, object);
+    if (!holdsPersonal(event.type, data, personal)) return event;
+    const key = await vault.keyFor(recordIdOf(data)!, event.type === 'RecordCreated');
+    return { ...event, data: sealData(event.type, data, personal, key) };
+  };
+  const sealAppend = async (append: StreamAppend): Promise<StreamAppend> => ({ ...append, events: await Promise.all(append.events.map(sealEvent)) });
+  const sealGroup = async (group: AppendGroup): Promise<AppendGroup> => (Array.isArray(group) ? Promise.all(group.map(sealAppend)) : sealAppend(group));
+
+  const openAll = async (events: RecordedEvent[]): Promise<RecordedEvent[]> => {
+    const ids = new Set<string>();
+    for (const event of events) if (hasSealed(event.type, event.data)) ids.add(recordIdOf(event.data)!);
+    if (ids.size === 0) return events;
+    const keys = await vault.existingKeys([...ids]);
+    return events.map((event) =>
+      hasSealed(event.type, event.data) ? { ...event, data: openData(event.type, event.data, keys.get(recordIdOf(event.data)!)), [STORED_DATA]: event.data } : event,
+    );
+  };
+  // Several subscribers of one process (projector, reactors, webhook fan-out) read the same new
+  // events: each is opened once. An erasure drops its record's entries, so no subscriber reads a
+  // value opened before it from here afterwards (the erased event comes after them in the log).
+  const opened = new OpenedEvents();
+  const openOne = async (event: RecordedEvent): Promise<RecordedEvent> => {
+    if (event.type === RECORD_ERASED) opened.forget(recordIdOf(event.data));
+    if (!hasSealed(event.type, event.data)) return event;
+    return opened.get(event.id) ?? opened.keep(event.id, recordIdOf(event.data), (await openAll([event]))[0]!);
+  };
+
+  return {
+    stored,
+    vault,
+    chainScope: stored.chainScope,
+    async append(stream, events, options) {
+      return stored.append(stream, await Promise.all(events.map(sealEvent)), options);
+    },
+    async appendThen(first, then) {
+      return stored.appendThen(await sealGroup(first), await Promise.all(then.map(sealGroup)));
+    },
+    async readStream(stream, options) {
+      return openAll(await stored.readStream(stream, options));
+    },
+    async readAll(options) {
+      return openAll(await stored.readAll(options));
+    },
+    subscribeToAll(options): Subscription {
+      const subscription = stored.subscribeToAll(options);
+      return {
+        close: () => subscription.close(),
+        async *[Symbol.asyncIterator]() {
+          for await (const event of subscription) yield await openOne(event);
+        },
+      };
+    },
+    persistentSubscription(group, options): PersistentSubscription {
+      const subscription = stored.persistentSubscription(group, options);
+      return {
+        close: () => subscription.close(),
+        connected: () => subscription.connected(),
+        async *[Symbol.asyncIterator]() {
+          for await (const handed of subscription) {
+            const event = await openOne(handed.event);
+            yield event === handed.event ? handed : ({ ...handed, event, ack: () => handed.ack(), nack: (a, r) => handed.nack(a, r) } satisfies PersistentEvent);
+          }
+        },
+      };
+    },
+    replayParked: (group) => stored.replayParked(group),
+    headPosition: () => stored.headPosition(),
+    rewriteUnchained: (stream, rewrite) => stored.rewriteUnchained(stream, rewrite),
+    async close() {
+      await onClose?.();
+      await stored.close();
+    },
+  };
+}
+
+/** The last events opened for subscribers, by event id (a bounded map, oldest dropped first). */
+class OpenedEvents {
+  private static readonly SIZE = 2000;
+  private readonly events = new Map<string, { recordId: string | null; event: RecordedEvent }>();
+
+  get(id: string): RecordedEvent | undefined {
+    return this.events.get(id)?.event;
+  }
+
+  keep(id: string, recordId: string | null, event: RecordedEvent): RecordedEvent {
+    this.events.set(id, { recordId, event });
+    if (this.events.size > OpenedEvents.SIZE) this.events.delete(this.events.keys().next().value!);
+    return event;
+  }
+
+  forget(recordId: string | null): void {
+    for (const [id, entry] of this.events) if (entry.recordId === recordId) this.events.delete(id);
+  }
+}
+
+/** The store underneath (ciphertext as stored), or the store itself when it seals nothing. */
+export function storedEvents(events: EventStore): EventStore {
+  return (events as Partial<PrivateEventStore>).stored ?? events;
+}
+
