@@ -20,6 +20,18 @@ function ids(...values: (StoredValue | undefined)[]): string[] {
   return values.filter((value): value is string => typeof value === 'string');
 }
 
+/**
+ * Whether `affectedBy` looks at the record as the read model shows it: only for updates (and
+ * roll-up changes) of records whose links it follows. A client's own updates (its score among
+ * them) need no read.
+ */
+export function readsCurrent(event: RecordEvent): boolean {
+  const { object } = event.data;
+  if (event.type === 'RecordRollupsChanged') return object === 'billing';
+  if (event.type !== 'RecordUpdated') return false;
+  return object === 'contacts' || object === 'invoiceLines' || DIRECT.has(object);
+}
+
 export function affectedBy(event: RecordEvent, current: RecordDocument | null): Affected {
   const { object, recordId } = event.data;
   // An invoice's balance is a roll-up of its lines, and its overdue state depends on it: that

@@ -4,7 +4,7 @@ import { todayUtc } from '../../queries/recordFormat.js';
 import { awaitRecords, Serial } from '../awaitRecords.js';
 import type { Projection } from '../projection.js';
 import type { ReactorDeps } from '../reactorDeps.js';
-import { affectedBy } from './affected.js';
+import { affectedBy, readsCurrent } from './affected.js';
 import { healthScore } from './formula.js';
 import { findAllDocuments, loadHealthInputs } from './inputs.js';
 
@@ -17,6 +17,9 @@ import { findAllDocuments, loadHealthInputs } from './inputs.js';
  */
 
 export const HEALTH_SCORE_REACTOR = 'health score';
+
+/** Clients scored between two turns of the event loop. */
+const SCORE_SLICE = 20;
 
 export interface HealthScoreReactor extends Projection {
   /** Recomputes every client of the workspace (the daily pass). */
@@ -38,7 +41,7 @@ export function healthScoreReactor(deps: ReactorDeps): HealthScoreReactor {
       const recordEvent = upcast(event);
       if (!recordEvent) continue;
       const { workspaceId, object, recordId } = recordEvent.data;
-      const current = recordEvent.type === 'RecordUpdated' || recordEvent.type === 'RecordRollupsChanged' ? await deps.readStore.get(workspaceId, object, recordId) : null;
+      const current = readsCurrent(recordEvent) ? await deps.readStore.get(workspaceId, object, recordId) : null;
       const affected = affectedBy(recordEvent, current);
       for (const client of affected.clients) mark(workspaceId, client);
       for (const via of affected.via) {
@@ -53,7 +56,12 @@ export function healthScoreReactor(deps: ReactorDeps): HealthScoreReactor {
   async function recompute(workspaceId: string, clientIds: Iterable<string>): Promise<void> {
     const today = todayUtc(deps.clock());
     const scores: [string, number][] = [];
+    let computed = 0;
     for (const clientId of clientIds) {
+      // The reads below answer at once (settled promises): without a turn of the event loop now
+      // and then, scoring a thousand new clients would hold up the records projection that runs
+      // in this thread, and with it every write waiting to be visible.
+      if (++computed % SCORE_SLICE === 0) await new Promise((resolve) => setImmediate(resolve));
       scores.push([clientId, healthScore(await loadHealthInputs(deps.readStore, workspaceId, clientId, today), today)]);
     }
     await deps.writeHealthScores(workspaceId, scores);

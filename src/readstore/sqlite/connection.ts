@@ -208,6 +208,27 @@ export function getOn(
   return row ? toDocument(workspaceId, object, row) : null;
 }
 
+/**
+ * A document and the live generation in one statement (one snapshot, where a lookup of the live
+ * generation and then of the document take two): `live` says whether `t` was still the live one.
+ */
+const getWithLiveSql = (t: Tables) =>
+  `SELECT r.live, ${DOCUMENT_COLUMNS} FROM read_model r LEFT JOIN ${t.documents} d ON d.coll = ? AND d.id = ? WHERE r.id = 1`;
+
+export function getCheckingLive(
+  cache: StatementCache,
+  t: Tables,
+  coll: number,
+  workspaceId: string,
+  object: string,
+  id: string,
+): { live: number; document: RecordDocument | null } | null {
+  const row = cache.documents(getWithLiveSql(t)).get(coll, id) as [number, ...DocumentRow] | undefined;
+  if (!row) return null;
+  const [live, ...document] = row;
+  return { live, document: document[0] === null ? null : toDocument(workspaceId, object, document as DocumentRow) };
+}
+
 export function checkpointOn(cache: StatementCache, projection: string): Position | null {
   const row = cache.get(checkpointSql).get(projection) as { position: string } | undefined;
   return row ? row.position : null;

@@ -7,6 +7,7 @@ import {
   collOn,
   DOCUMENT_COLUMNS,
   generationSchema,
+  getCheckingLive,
   getOn,
   openConnection,
   SCHEMA,
@@ -90,13 +91,16 @@ export function openSqliteReadStore(options: { path: string }): ReadStore {
     return coll;
   }
 
+  /** The live generation as the last read saw it (a `get` checks it in its own statement). */
+  let assumedLive = 1;
+
   /** A read of the live generation; asked again once if a promotion dropped its tables meanwhile. */
   function onLive<T>(readFn: (t: Tables) => T): T {
     try {
-      return readFn(tablesOf(liveOn(readCache)));
+      return readFn(tablesOf((assumedLive = liveOn(readCache))));
     } catch (error) {
       if (!isDroppedTable(error)) throw error;
-      return readFn(tablesOf(liveOn(readCache)));
+      return readFn(tablesOf((assumedLive = liveOn(readCache))));
     }
   }
 
@@ -242,6 +246,15 @@ export function openSqliteReadStore(options: { path: string }): ReadStore {
     },
 
     async get(workspaceId, object, id) {
+      // The generation the last read found live is assumed, and checked in the document's own
+      // statement; a promotion since (or the drop of its tables) is read again from the pointer.
+      try {
+        const coll = readColl(tablesOf(assumedLive), workspaceId, object);
+        const found = coll === null ? null : getCheckingLive(readCache, tablesOf(assumedLive), coll, workspaceId, object, id);
+        if (found && found.live === assumedLive) return found.document;
+      } catch (error) {
+        if (!isDroppedTable(error)) throw error;
+      }
       return onLive((t) => getOn(readCache, t, readColl(t, workspaceId, object), workspaceId, object, id));
     },
 
