@@ -11,6 +11,7 @@ import { checkRecordRules, validateRecord } from '../src/schema/validate.js';
 import { metadataFor, type Action } from './action.js';
 import type { CommandDeps } from './deps.js';
 import type { NumberedField } from './autoNumbers.js';
+import { newClientHealthScore } from '../src/schema/healthScore.js';
 import { createRecord } from './create.js';
 import type { RecordCommand } from './record/decider.js';
 import { executeRecordCommand, loadRecord, type LoadedRecord } from './record/repository.js';
@@ -139,7 +140,8 @@ async function savePlan(
   if (plan.kind === 'create') {
     const numbered = numberedField(object, plan.values);
     const also = withCreate ? await withCreate(plan.recordId, plan.values) : [];
-    const request = { workspaceId: action.workspaceId, object, recordId: plan.recordId, values: plan.values, matchKey: plan.matchKey, numbered, also };
+    const values = object.key === 'clients' ? { ...plan.values, healthScore: newClientHealthScore() } : plan.values;
+    const request = { workspaceId: action.workspaceId, object, recordId: plan.recordId, values, matchKey: plan.matchKey, numbered, also };
     const outcome = await createRecord(deps, request, metadata, numbersMetadata);
     if (outcome.kind === 'created') return outcome.position;
     plan.kind = 'update';

@@ -42,8 +42,10 @@ export function affectedBy(event: RecordEvent, current: RecordDocument | null): 
   const from = (key: string) => before[key]?.from;
 
   if (object === 'clients') {
-    // Its own score changes are the reactor's output, not an input; only a new client needs one.
-    return { clients: event.type === 'RecordCreated' ? [recordId] : [], via: [] };
+    // Its own score changes are the reactor's output, not an input. A new client's create carries
+    // its first score (nothing can link to it yet); one created without it (an older release) needs one.
+    const unscored = event.type === 'RecordCreated' && typeof event.data.fields['healthScore'] !== 'number';
+    return { clients: unscored ? [recordId] : [], via: [] };
   }
   if (object === 'contacts') {
     // The surveys of a contact count for the contact's client: moving or deleting it moves them.

@@ -2,7 +2,7 @@ import { comparePositions } from '../../src/eventstore/position.js';
 import { filterKey } from '../../src/readstore/filterKey.js';
 import type { FieldFilter, ReadStore, RecordDocument, Values } from '../../src/readstore/port.js';
 import { timeDependentCalculations } from '../../src/schema/calculated.js';
-import type { HealthInputs } from './formula.js';
+import type { HealthInputs } from '../../src/schema/healthScore.js';
 
 /**
  * Loads what a client's health score depends on from the records read model. Callers wait for

@@ -5,7 +5,7 @@ import { awaitRecords, Serial } from '../awaitRecords.js';
 import type { Projection } from '../projection.js';
 import type { ReactorDeps } from '../reactorDeps.js';
 import { affectedBy, readsCurrent } from './affected.js';
-import { healthScore } from './formula.js';
+import { healthScore } from '../../src/schema/healthScore.js';
 import { findAllDocuments, loadHealthInputs } from './inputs.js';
 
 /**

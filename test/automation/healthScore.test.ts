@@ -134,15 +134,18 @@ describe('health score', () => {
   it('moves once a day for date-relative inputs (a task falling overdue), with the clock, and back when the clock is set back', async () => {
     const client = await newClient('Clock Co');
     await post('tasks', { subject: 'Due tomorrow', client, status: 'Waiting', dueDate: day(1) });
-    await scoreBecomes(client, 85);
+    // A new client starts at 85 and the task does not move it: the goal after it does, which shows
+    // that the reactor has scored the task with today's date before the clock moves.
+    await post('goals', { name: 'Clock goal', client, status: 'At risk' });
+    await scoreBecomes(client, 75);
     now = new Date(now.getTime() + 2 * 86_400_000);
     try {
-      await scoreBecomes(client, 80);
+      await scoreBecomes(client, 70);
     } finally {
       now = new Date();
     }
     // The clock set back (a wrong clock corrected): the next daily check scores as of the real date again.
-    await scoreBecomes(client, 85);
+    await scoreBecomes(client, 75);
   });
 
   it('is written to the log with source "health score" (updated_since sees it); an unchanged score appends nothing', async () => {

@@ -104,9 +104,10 @@ describe('When a client is created', () => {
     const csr = csrTool(h.svc.dataDir);
     const history = await csr.json<{ via: string }[]>('history', 'playbooks', playbook.id, '--workspace', ws.slug);
     expect(history[0]!.via).toBe('via automation · Onboarding');
-    // The client's health score came from the reactor too.
-    const clientHistory = await csr.json<{ via: string }[]>('history', 'clients', clientId, '--workspace', ws.slug);
-    expect(clientHistory.map((entry) => entry.via)).toContain('via health score');
+    // The client's create carried its first health score; the playbook's tasks (none overdue) leave it.
+    const clientHistory = await csr.json<{ via: string; changes: Record<string, { to: unknown }> }[]>('history', 'clients', clientId, '--workspace', ws.slug);
+    expect(clientHistory.map((entry) => entry.via)).not.toContain('via health score');
+    expect(clientHistory.at(-1)!.changes['healthScore']).toMatchObject({ to: 85 });
   });
 });
 

@@ -1,5 +1,5 @@
-import type { StoredValue, Values } from '../../src/readstore/port.js';
-import { daysBetween } from '../../src/schema/dates.js';
+import type { StoredValue, Values } from '../readstore/port.js';
+import { daysBetween } from './dates.js';
 
 /**
  * The client health score of PRODUCT.md ("Health score") as a pure function of the client's
@@ -80,4 +80,16 @@ export function healthBreakdown(inputs: HealthInputs, today: string): HealthBrea
 export function healthScore(inputs: HealthInputs, today: string): number {
   const deductions = Object.values(healthBreakdown(inputs, today)).reduce((sum, value) => sum + value, 0);
   return Math.max(0, Math.min(100, 100 - deductions));
+}
+
+const NOTHING_LINKED: HealthInputs = { billing: [], surveys: [], meetings: [], conversations: [], tasks: [], renewals: [], goals: [] };
+
+/**
+ * A new client's score: no record can link to it before it exists, so its first score is the
+ * formula on empty inputs, whatever the date. Written in the create itself, it spares every new
+ * client a second event (and its projection, webhook and checkpoint) from the reactor.
+ */
+export function newClientHealthScore(): number {
+  // Every deduction that depends on the date needs a linked record: any date gives the same score.
+  return healthScore(NOTHING_LINKED, '2000-01-01');
 }

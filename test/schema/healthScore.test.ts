@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { healthBreakdown, healthScore, type HealthInputs } from '../../projections/health/formula.js';
+import { healthBreakdown, healthScore, type HealthInputs } from '../../src/schema/healthScore.js';
 
 const TODAY = '2026-06-30';
 const none: HealthInputs = { billing: [], surveys: [], meetings: [], conversations: [], tasks: [], renewals: [], goals: [] };
