@@ -4,6 +4,7 @@ import { definableFormats } from '../../schema/schemaDecider.js';
 import type { SetupEnv } from './deps.js';
 import { errorStatus, formText, refusedInput, type FormState } from './forms.js';
 import { Csrf, Field, Page } from './layout.js';
+import { Table } from './table.js';
 
 /** One object's fields in the Object Manager: add one, deactivate or reactivate one (as `csr fields`). */
 
@@ -26,43 +27,30 @@ async function renderFields(c: Context<SetupEnv>, object: string, add?: FormStat
           {refused}
         </p>
       ) : null}
-      <table>
-        <thead>
+      <Table columns={['Field', 'Key', 'Format and options', 'Required', 'Personal', 'Active', 'Actions']}>
+        {fields.map((field) => (
           <tr>
-            <th scope="col">Field</th>
-            <th scope="col">Key</th>
-            <th scope="col">Format and options</th>
-            <th scope="col">Required</th>
-            <th scope="col">Personal</th>
-            <th scope="col">Active</th>
-            <th scope="col">Actions</th>
+            <td>{field.label}</td>
+            <td>
+              <code>{field.key}</code>
+            </td>
+            <td>{field.format}</td>
+            <td>{yes(field.required)}</td>
+            <td>{yes(field.personal)}</td>
+            <td>{yes(field.active)}</td>
+            <td>
+              {field.custom ? (
+                <form method="post" action={`/setup/objects/${object}/fields/${field.key}/${field.active ? 'deactivate' : 'reactivate'}`} class="inline">
+                  <Csrf token={signedIn.csrfToken} />
+                  <button type="submit">{field.active ? 'Deactivate' : 'Reactivate'}</button>
+                </form>
+              ) : (
+                <span class="muted">default field</span>
+              )}
+            </td>
           </tr>
-        </thead>
-        <tbody>
-          {fields.map((field) => (
-            <tr>
-              <td>{field.label}</td>
-              <td>
-                <code>{field.key}</code>
-              </td>
-              <td>{field.format}</td>
-              <td>{yes(field.required)}</td>
-              <td>{yes(field.personal)}</td>
-              <td>{yes(field.active)}</td>
-              <td>
-                {field.custom ? (
-                  <form method="post" action={`/setup/objects/${object}/fields/${field.key}/${field.active ? 'deactivate' : 'reactivate'}`} class="inline">
-                    <Csrf token={signedIn.csrfToken} />
-                    <button type="submit">{field.active ? 'Deactivate' : 'Reactivate'}</button>
-                  </form>
-                ) : (
-                  <span class="muted">default field</span>
-                )}
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+        ))}
+      </Table>
       <form method="post" action={`/setup/objects/${object}/fields`} class="card">
         <h2>Add a field</h2>
         <Csrf token={signedIn.csrfToken} />

@@ -1,6 +1,7 @@
 import type { ApiKey } from '../../setup/port.js';
 import type { FormState } from './forms.js';
 import { Choices, Csrf, Field, ShownOnce, time } from './layout.js';
+import { Table } from './table.js';
 
 /** The API keys part of "API & Webhooks": the table, create, rename; revoke asks first (apiRoutes). */
 
@@ -22,50 +23,32 @@ export function KeysSection(props: KeysView) {
     <section aria-labelledby="keys">
       <h2 id="keys">API keys</h2>
       {props.created ? <ShownOnce id="new-key" label={`The new key "${props.created.name}"`} value={props.created.key} /> : null}
-      <table>
-        <thead>
-          <tr>
-            <th scope="col">Name</th>
-            <th scope="col">Access</th>
-            <th scope="col">Objects</th>
-            <th scope="col">Created</th>
-            <th scope="col">Last used</th>
-            <th scope="col">Revoked</th>
-            <th scope="col">Actions</th>
-          </tr>
-        </thead>
-        <tbody>
-          {props.keys.length === 0 ? (
+      <Table columns={['Name', 'Access', 'Objects', 'Created', 'Last used', 'Revoked', 'Actions']} empty={props.keys.length === 0 ? 'No API keys yet.' : undefined}>
+        {props.keys.map((key) => {
+          const renaming = props.rename?.id === key.id ? props.rename.state : undefined;
+          return (
             <tr>
-              <td colspan={7}>No API keys yet.</td>
+              <td>{key.name}</td>
+              <td>{key.access}</td>
+              <td>{objectsOf(key)}</td>
+              <td>{time(key.createdAt)}</td>
+              <td>{time(key.lastUsedAt)}</td>
+              <td>{time(key.revokedAt)}</td>
+              <td>
+                <form method="post" action={`/setup/keys/${key.id}/rename`} class="inline">
+                  <Csrf token={props.csrfToken} />
+                  <label>
+                    New name <input name="name" value={(renaming?.values.name as string | undefined) ?? key.name} size={14} aria-invalid={renaming?.errors.name ? 'true' : undefined} />
+                  </label>{' '}
+                  <button type="submit">Rename</button>
+                  {renaming?.errors.name ? <strong class="error">{renaming.errors.name}</strong> : null}
+                </form>{' '}
+                {key.revokedAt === null ? <a href={`/setup/keys/${key.id}/revoke`}>Revoke…</a> : null}
+              </td>
             </tr>
-          ) : null}
-          {props.keys.map((key) => {
-            const renaming = props.rename?.id === key.id ? props.rename.state : undefined;
-            return (
-              <tr>
-                <td>{key.name}</td>
-                <td>{key.access}</td>
-                <td>{objectsOf(key)}</td>
-                <td>{time(key.createdAt)}</td>
-                <td>{time(key.lastUsedAt)}</td>
-                <td>{time(key.revokedAt)}</td>
-                <td>
-                  <form method="post" action={`/setup/keys/${key.id}/rename`} class="inline">
-                    <Csrf token={props.csrfToken} />
-                    <label>
-                      New name <input name="name" value={(renaming?.values.name as string | undefined) ?? key.name} size={14} aria-invalid={renaming?.errors.name ? 'true' : undefined} />
-                    </label>{' '}
-                    <button type="submit">Rename</button>
-                    {renaming?.errors.name ? <strong class="error">{renaming.errors.name}</strong> : null}
-                  </form>{' '}
-                  {key.revokedAt === null ? <a href={`/setup/keys/${key.id}/revoke`}>Revoke…</a> : null}
-                </td>
-              </tr>
-            );
-          })}
-        </tbody>
-      </table>
+          );
+        })}
+      </Table>
       <form method="post" action="/setup/keys" class="card">
         <h3>Create an API key</h3>
         <Csrf token={props.csrfToken} />

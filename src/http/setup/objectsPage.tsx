@@ -3,6 +3,7 @@ import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { SetupEnv } from './deps.js';
 import { errorStatus, formText, refusedInput, type FormState } from './forms.js';
 import { Csrf, Field, Page } from './layout.js';
+import { Table } from './table.js';
 
 /** The Object Manager: the workspace's objects, and adding one (as `csr objects`); fields in fieldsPage. */
 
@@ -13,32 +14,21 @@ async function renderObjects(c: Context<SetupEnv>, create?: FormState, status = 
   const errors = create?.errors ?? {};
   return c.html(
     <Page title="Object Manager" section="/setup/objects" signedIn={signedIn}>
-      <table>
-        <thead>
+      <Table columns={['Object', 'Key', 'Fields', 'Record name', 'Defined by']}>
+        {objects.map((object) => (
           <tr>
-            <th scope="col">Object</th>
-            <th scope="col">Key</th>
-            <th scope="col">Fields</th>
-            <th scope="col">Record name</th>
-            <th scope="col">Defined by</th>
+            <td>
+              <a href={`/setup/objects/${object.key}`}>{object.label}</a>
+            </td>
+            <td>
+              <code>{object.key}</code>
+            </td>
+            <td>{object.fields}</td>
+            <td>{object.recordName.join(' ')}</td>
+            <td>{object.custom ? 'this workspace' : 'default'}</td>
           </tr>
-        </thead>
-        <tbody>
-          {objects.map((object) => (
-            <tr>
-              <td>
-                <a href={`/setup/objects/${object.key}`}>{object.label}</a>
-              </td>
-              <td>
-                <code>{object.key}</code>
-              </td>
-              <td>{object.fields}</td>
-              <td>{object.recordName.join(' ')}</td>
-              <td>{object.custom ? 'this workspace' : 'default'}</td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+        ))}
+      </Table>
       <form method="post" action="/setup/objects" class="card">
         <h2>Add an object</h2>
         <Csrf token={signedIn.csrfToken} />

@@ -1,6 +1,7 @@
 import type { Hono } from 'hono';
 import type { SetupEnv, SetupPageDeps } from './deps.js';
 import { Page, time } from './layout.js';
+import { Table } from './table.js';
 
 /** Projections, read only: the table of `csr projections status`. */
 export function projectionRoutes(app: Hono<SetupEnv>, deps: SetupPageDeps): void {
@@ -12,36 +13,21 @@ export function projectionRoutes(app: Hono<SetupEnv>, deps: SetupPageDeps): void
         {rows === null ? (
           <p>This server does not report projection status.</p>
         ) : (
-          <table>
-            <thead>
+          <Table columns={['Name', 'Kind', 'Version', 'Generation', 'State', 'Lag (events)', 'Lag (s)', 'Events/s', 'Last error']}>
+            {rows.map((row) => (
               <tr>
-                <th scope="col">Name</th>
-                <th scope="col">Kind</th>
-                <th scope="col">Version</th>
-                <th scope="col">Generation</th>
-                <th scope="col">State</th>
-                <th scope="col">Lag (events)</th>
-                <th scope="col">Lag (s)</th>
-                <th scope="col">Events/s</th>
-                <th scope="col">Last error</th>
+                <td>{row.name}</td>
+                <td>{row.kind}</td>
+                <td>{row.version ?? '-'}</td>
+                <td>{row.generation ?? '—'}</td>
+                <td>{row.state}</td>
+                <td>{row.lagEvents}</td>
+                <td>{(row.lagMs / 1000).toFixed(1)}</td>
+                <td>{row.eventsPerSecond}</td>
+                <td>{row.lastError === null ? '—' : `${time(row.lastErrorAt)} ${row.lastError}`}</td>
               </tr>
-            </thead>
-            <tbody>
-              {rows.map((row) => (
-                <tr>
-                  <td>{row.name}</td>
-                  <td>{row.kind}</td>
-                  <td>{row.version ?? '-'}</td>
-                  <td>{row.generation ?? '—'}</td>
-                  <td>{row.state}</td>
-                  <td>{row.lagEvents}</td>
-                  <td>{(row.lagMs / 1000).toFixed(1)}</td>
-                  <td>{row.eventsPerSecond}</td>
-                  <td>{row.lastError === null ? '—' : `${time(row.lastErrorAt)} ${row.lastError}`}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
+            ))}
+          </Table>
         )}
       </Page>,
     );

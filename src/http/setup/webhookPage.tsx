@@ -6,6 +6,7 @@ import { allOrList, errorStatus, formList, formText, ownWebhook, refusedInput, t
 import { WEBHOOK_FIELDS } from './apiRoutes.js';
 import { Csrf, Page, ShownOnce, time } from './layout.js';
 import { OnOff, WebhookForm } from './webhooks.js';
+import { Table } from './table.js';
 
 /** One webhook: on/off, rotate its secret, send the test event, and its last 50 deliveries. */
 
@@ -18,37 +19,20 @@ interface Extras {
 
 export function DeliveryRows(props: { deliveries: Delivery[] }) {
   return (
-    <table>
-      <thead>
+    <Table columns={['Time', 'Event', 'Status', 'Response', 'Attempts', 'Error']} empty={props.deliveries.length === 0 ? 'No deliveries yet.' : undefined}>
+      {props.deliveries.map((delivery) => (
         <tr>
-          <th scope="col">Time</th>
-          <th scope="col">Event</th>
-          <th scope="col">Status</th>
-          <th scope="col">Response</th>
-          <th scope="col">Attempts</th>
-          <th scope="col">Error</th>
+          <td>
+            <a href={`/setup/deliveries/${delivery.id}`}>{time(delivery.lastAttemptAt ?? delivery.createdAt)}</a>
+          </td>
+          <td>{delivery.event}</td>
+          <td>{delivery.status}</td>
+          <td>{delivery.responseCode ?? '—'}</td>
+          <td>{delivery.attempts}</td>
+          <td>{delivery.error ?? ''}</td>
         </tr>
-      </thead>
-      <tbody>
-        {props.deliveries.length === 0 ? (
-          <tr>
-            <td colspan={6}>No deliveries yet.</td>
-          </tr>
-        ) : null}
-        {props.deliveries.map((delivery) => (
-          <tr>
-            <td>
-              <a href={`/setup/deliveries/${delivery.id}`}>{time(delivery.lastAttemptAt ?? delivery.createdAt)}</a>
-            </td>
-            <td>{delivery.event}</td>
-            <td>{delivery.status}</td>
-            <td>{delivery.responseCode ?? '—'}</td>
-            <td>{delivery.attempts}</td>
-            <td>{delivery.error ?? ''}</td>
-          </tr>
-        ))}
-      </tbody>
-    </table>
+      ))}
+    </Table>
   );
 }
 

@@ -1,6 +1,7 @@
 import { EVENT_KINDS, type Webhook } from '../../webhooks/port.js';
 import type { FormState } from './forms.js';
 import { Choices, Csrf, Field, ShownOnce } from './layout.js';
+import { Table } from './table.js';
 
 /** The webhooks part of "API & Webhooks": the table and the create form. */
 
@@ -32,37 +33,21 @@ export function WebhooksSection(props: WebhooksView) {
           <ShownOnce id="new-secret" label="Its signing secret" value={props.created.secret} />
         </>
       ) : null}
-      <table>
-        <thead>
+      <Table columns={['Name', 'URL', 'Events', 'Objects', 'State']} empty={props.webhooks.length === 0 ? 'No webhooks yet.' : undefined}>
+        {props.webhooks.map((webhook) => (
           <tr>
-            <th scope="col">Name</th>
-            <th scope="col">URL</th>
-            <th scope="col">Events</th>
-            <th scope="col">Objects</th>
-            <th scope="col">State</th>
+            <td>
+              <a href={`/setup/webhooks/${webhook.id}`}>{webhook.name}</a>
+            </td>
+            <td>{webhook.url}</td>
+            <td>{list(webhook.events)}</td>
+            <td>{list(webhook.objects)}</td>
+            <td>
+              <OnOff webhook={webhook} />
+            </td>
           </tr>
-        </thead>
-        <tbody>
-          {props.webhooks.length === 0 ? (
-            <tr>
-              <td colspan={5}>No webhooks yet.</td>
-            </tr>
-          ) : null}
-          {props.webhooks.map((webhook) => (
-            <tr>
-              <td>
-                <a href={`/setup/webhooks/${webhook.id}`}>{webhook.name}</a>
-              </td>
-              <td>{webhook.url}</td>
-              <td>{list(webhook.events)}</td>
-              <td>{list(webhook.objects)}</td>
-              <td>
-                <OnOff webhook={webhook} />
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+        ))}
+      </Table>
       <WebhookForm action="/setup/webhooks" title="Create a webhook" button="Create webhook" objects={props.objects} csrfToken={props.csrfToken} state={{ values, errors }} />
     </section>
   );
