@@ -120,3 +120,25 @@ export async function truncateWal(path: string, timeoutMs = 10_000): Promise<boo
     db.close();
   }
 }
+
+/**
+ * Creates tables and indexes (statements that are no-ops when they exist) in one write
+ * transaction taken up front, tried again while SQLITE_BUSY for as long as busy_timeout. The role
+ * threads of a server starting on a new DATA_DIR create theirs in the same files at once, and a
+ * plain CREATE, which begins as a read and only then asks for the write lock, was refused at once
+ * with SQLITE_BUSY there (a webhook fan-out in CI). BEGIN IMMEDIATE asks for the lock first.
+ */
+export function applySchema(db: Database.Database, sql: string): void {
+  const create = db.transaction(() => db.exec(sql));
+  const deadline = Date.now() + BUSY_TIMEOUT_MS;
+  for (;;) {
+    try {
+      create.immediate();
+      return;
+    } catch (error) {
+      if (!isBusy(error) || Date.now() >= deadline) throw error;
+      // Schemas are applied as a store opens, before it serves anything: pausing holds up nothing.
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, WAL_SWITCH_RETRY_MS);
+    }
+  }
+}

@@ -2,7 +2,7 @@ import type Database from 'better-sqlite3';
 import type { EventFilter, EventMetadata, NewEvent, RecordedEvent } from '../port.js';
 import { canonicalJson, chainHashOfJson, GENESIS, storedMetadataJson } from '../chain.js';
 import { formatPosition } from '../position.js';
-import { BOUND_COUNT, BOUND_VALUE, openSqliteFile } from '../../sqlite/file.js';
+import { applySchema, BOUND_COUNT, BOUND_VALUE, openSqliteFile } from '../../sqlite/file.js';
 
 /**
  * The events table: one row per event, `seq` (INTEGER autoincrement) is the global position and
@@ -59,7 +59,7 @@ export interface Page {
 /** Opens the log file: WAL with synchronous=FULL, so an acknowledged append survives kill -9 and power loss. */
 export function openLogFile(path: string): Db {
   const db = openSqliteFile(path, { synchronous: 'FULL' });
-  db.exec(EVENTS_SCHEMA);
+  applySchema(db, EVENTS_SCHEMA);
   return db;
 }
 

@@ -1,3 +1,4 @@
+import { applySchema } from '../../sqlite/file.js';
 import type { Db } from './eventLog.js';
 
 /**
@@ -59,7 +60,7 @@ export class GroupTables {
   readonly save;
 
   constructor(db: Db) {
-    db.exec(GROUPS_SCHEMA);
+    applySchema(db, GROUPS_SCHEMA);
     // A new group starts at the current end of the log: it must not re-send history.
     this.ensureStmt = db.prepare<[string]>(
       'INSERT INTO persistent_groups (name, checkpoint) VALUES (?, (SELECT coalesce(max(seq), 0) FROM events)) ON CONFLICT (name) DO NOTHING',
