@@ -1,6 +1,6 @@
 import { NotFound, ValidationFailed } from '../../src/core/errors.js';
 import type { Actor, EventStore } from '../../src/eventstore/port.js';
-import type { Position } from '../../src/eventstore/position.js';
+import type { Firing, FiringResult } from '../../src/events/firing.js';
 import type { ReadStore } from '../../src/readstore/port.js';
 import { newAction } from '../action.js';
 import { derivedId } from '../derivedIds.js';
@@ -14,21 +14,6 @@ import { appendPlaybook, loadTemplate } from './start.js';
  * A firing that cannot be done (a template without steps, a client gone) is recorded as a failed
  * run and answered as such; it never throws for those, so it never blocks the firings behind it.
  */
-
-export interface Firing {
-  workspaceId: string;
-  templateId: string;
-  clientId: string;
-  /** The trigger type (playbooks.source). */
-  trigger: string;
-  /** Deterministic per trigger instance: `<templateId>:<clientId>:<instance>`. */
-  triggerKey: string;
-  startDate: string;
-}
-
-export type FiringResult =
-  | { status: 'fired'; playbookId: string; created: boolean; position: Position | null }
-  | { status: 'failed'; reason: string };
 
 export function automationActor(templateId: string, templateName: string | null): Actor {
   return { type: 'system', id: templateId, name: templateName ?? templateId };
