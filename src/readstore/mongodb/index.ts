@@ -149,14 +149,7 @@ export async function openMongoReadStore(options: MongoStoreOptions): Promise<Re
 
   async function inTransaction<T>(fn: (session: ClientSession) => Promise<T>): Promise<T> {
     if (closed) throw new Error('the read store is closed');
-    const session = client.startSession();
-    try {
-      return await session.withTransaction(() => fn(session), TRANSACTION_OPTIONS);
-    } catch (error) {
-      throw explainTransactionError(error);
-    } finally {
-      await session.endSession();
-    }
+    return inMongoTransaction(client, fn);
   }
 
   const collectionNames = async () => (await db.listCollections({}, { nameOnly: true }).toArray()).map((c) => c.name);
@@ -285,6 +278,21 @@ export async function openMongoReadStore(options: MongoStoreOptions): Promise<Re
       if (owned) await client.close();
     },
   });
+}
+
+/**
+ * Runs `fn` in a snapshot transaction with majority writes (retried by the driver on transient
+ * errors), ending the session whatever happens. Shared by the MongoDB adapters.
+ */
+export async function inMongoTransaction<T>(client: MongoClient, fn: (session: ClientSession) => Promise<T>): Promise<T> {
+  const session = client.startSession();
+  try {
+    return await session.withTransaction(() => fn(session), TRANSACTION_OPTIONS);
+  } catch (error) {
+    throw explainTransactionError(error);
+  } finally {
+    await session.endSession();
+  }
 }
 
 /** MongoDB's own words for "transactions need a replica set" are cryptic; say what to do. */

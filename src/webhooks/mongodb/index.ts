@@ -1,6 +1,6 @@
 import { redactPayloadData } from '../redact.js';
-import type { ClientSession, Collection, MongoClient, TransactionOptions } from 'mongodb';
-import { explainTransactionError, mongoDatabase } from '../../readstore/mongodb/index.js';
+import type { ClientSession, Collection, MongoClient } from 'mongodb';
+import { inMongoTransaction, mongoDatabase } from '../../readstore/mongodb/index.js';
 import {
   COLLECTIONS,
   DELIVERY_COUNTER,
@@ -70,12 +70,6 @@ import { mappingStorageErrors } from '../../readstore/mongodb/storageFull.js';
  * their session and compute their result from what they read.
  */
 
-const TRANSACTION_OPTIONS: TransactionOptions = {
-  readConcern: { level: 'snapshot' },
-  writeConcern: { w: 'majority' },
-  readPreference: 'primary',
-};
-
 /** Deliveries deleted per purge transaction (a transaction should stay small and short). */
 const PURGE_BATCH = 1_000;
 
@@ -100,14 +94,7 @@ export async function openMongoWebhookStore(options: { client: MongoClient; dbNa
 
   async function transaction<T>(fn: (session: ClientSession) => Promise<T>): Promise<T> {
     if (closed) throw new Error('the webhook store is closed');
-    const session = client.startSession();
-    try {
-      return await session.withTransaction(() => fn(session), TRANSACTION_OPTIONS);
-    } catch (error) {
-      throw explainTransactionError(error);
-    } finally {
-      await session.endSession();
-    }
+    return inMongoTransaction(client, fn);
   }
 
   const inSession = (session?: ClientSession) => (session ? { session } : {});
