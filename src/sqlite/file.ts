@@ -122,8 +122,8 @@ export async function truncateWal(path: string, timeoutMs = 10_000): Promise<boo
 }
 
 /**
- * Creates tables and indexes (statements that are no-ops when they exist) in one write
- * transaction taken up front, tried again while SQLITE_BUSY for as long as busy_timeout. The role
+ * Creates tables and indexes (statements that are no-ops when they exist) as every embedded store
+ * opens, in one write transaction taken up front, tried again while SQLITE_BUSY for as long as busy_timeout. The role
  * threads of a server starting on a new DATA_DIR create theirs in the same files at once, and a
  * plain CREATE, which begins as a read and only then asks for the write lock, was refused at once
  * with SQLITE_BUSY there (a webhook fan-out in CI). BEGIN IMMEDIATE asks for the lock first.

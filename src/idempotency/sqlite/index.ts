@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import { openSqliteFile } from '../../sqlite/file.js';
+import { applySchema, openSqliteFile } from '../../sqlite/file.js';
 import type { Claim, ClaimOptions, IdempotencyStore, IdempotentRequest, StoredAnswer } from '../port.js';
 import { asStorageError } from '../../sqlite/errors.js';
 
@@ -36,7 +36,7 @@ const SWEEP_EVERY = 1000;
 
 export function openSqliteIdempotencyStore(options: { path: string }): IdempotencyStore {
   const db: Database.Database = openSqliteFile(options.path, { synchronous: 'FULL' });
-  db.exec(SCHEMA);
+  applySchema(db, SCHEMA);
   const select = db.prepare<[string, string], Row>('SELECT fingerprint, created, lease_until, status, body FROM idempotency_keys WHERE workspace_id = ? AND key = ?');
   const upsert = db.prepare<[string, string, string, number, number]>(
     `INSERT INTO idempotency_keys (workspace_id, key, fingerprint, created, lease_until, status, body) VALUES (?, ?, ?, ?, ?, NULL, NULL)

@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import { openSqliteFile } from '../../sqlite/file.js';
+import { applySchema, openSqliteFile } from '../../sqlite/file.js';
 import type { KeyStore } from '../port.js';
 
 /**
@@ -21,7 +21,7 @@ export function openSqliteKeyStore(options: { path: string }): KeyStore {
   const db: Database.Database = openSqliteFile(options.path, { synchronous: 'FULL' });
   // Deleted keys are overwritten with zeros in the file, not only unlinked from the b-tree.
   db.pragma('secure_delete = ON');
-  db.exec(SCHEMA);
+  applySchema(db, SCHEMA);
   const insert = db.prepare<[string, Buffer]>('INSERT OR IGNORE INTO data_keys (id, wrapped) VALUES (?, ?)');
   const select = db.prepare<[string], { wrapped: Buffer }>('SELECT wrapped FROM data_keys WHERE id = ?');
   const remove = db.prepare<[string]>('DELETE FROM data_keys WHERE id = ?');

@@ -1,6 +1,7 @@
 import { filterKey } from '../filterKey.js';
 import type { BeginGeneration, FindQuery, FindResult, ReadStore, ReadTransaction, RunnerStatus } from '../port.js';
 import type { Position } from '../../eventstore/position.js';
+import { applySchema } from '../../sqlite/file.js';
 import { CheckpointWaiters } from './checkpointWaiters.js';
 import {
   checkpointOn,
@@ -49,7 +50,7 @@ import { dropTables, ensureReadModelRow, generationsOn, generationsWithTables, i
 
 export function openSqliteReadStore(options: { path: string }): ReadStore {
   const write = openConnection(options.path, false);
-  write.exec(SCHEMA);
+  applySchema(write, SCHEMA);
   ensureReadModelRow(write);
   const read = openConnection(options.path, true);
   const writeCache = new StatementCache(write);

@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import { ValidationFailed } from '../../core/errors.js';
-import { BOUND_VALUE, openSqliteFile } from '../../sqlite/file.js';
+import { applySchema, BOUND_VALUE, openSqliteFile } from '../../sqlite/file.js';
 import { Sqlite } from '../../sqlite/driver.js';
 import type { ApiKey, KeyAccess, SetupStore, User, Workspace } from '../port.js';
 
@@ -163,7 +163,7 @@ class KeyCache {
 
 export function openSqliteSetupStore(options: { path: string }): SetupStore {
   const db = openSqliteFile(options.path, { synchronous: 'FULL' });
-  db.exec(SCHEMA);
+  applySchema(db, SCHEMA);
   const touchDb = openSqliteFile(options.path, { synchronous: 'NORMAL' });
   const keyCache = new KeyCache(db);
   /** Runs a write on the main connection and tells the key cache about it. */

@@ -1,4 +1,4 @@
-import { openSqliteFile } from '../../sqlite/file.js';
+import { applySchema, openSqliteFile } from '../../sqlite/file.js';
 import type { LinkUse, Session, SessionActor, SessionStore, SignInLink } from '../sessionPort.js';
 
 /**
@@ -61,7 +61,7 @@ const toSession = (row: SessionRow): Session => ({
 
 export function openSqliteSessionStore(options: { path: string }): SessionStore {
   const db = openSqliteFile(options.path, { synchronous: 'NORMAL' });
-  db.exec(SCHEMA);
+  applySchema(db, SCHEMA);
   const insertLink = db.prepare('INSERT INTO sign_in_links VALUES (?, ?, ?, ?, ?, ?)');
   const linkByHash = db.prepare<[string], LinkRow>('SELECT * FROM sign_in_links WHERE token_hash = ?');
   const markUsed = db.prepare('UPDATE sign_in_links SET used_at = ? WHERE token_hash = ? AND used_at IS NULL AND expires_at > ?');

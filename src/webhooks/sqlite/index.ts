@@ -1,7 +1,7 @@
 import { redactPayloadData } from '../redact.js';
 import type Database from 'better-sqlite3';
 import { claimableBy } from '../policy.js';
-import { BOUND_COUNT, BOUND_VALUE, openSqliteFile } from '../../sqlite/file.js';
+import { applySchema, BOUND_COUNT, BOUND_VALUE, openSqliteFile } from '../../sqlite/file.js';
 import type {
   AttemptOutcome,
   BulkGroup,
@@ -200,7 +200,7 @@ export function openSqliteWebhookStore(options: { path: string }): WebhookStore 
   const db = openSqliteFile(options.path, { synchronous: 'FULL' });
   migrateDeliveries(db);
   addListenerColumn(db);
-  db.exec(SCHEMA);
+  applySchema(db, SCHEMA);
   const s = prepare(db);
 
   const webhookById = (id: string): Webhook | null => {
