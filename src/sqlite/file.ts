@@ -129,11 +129,21 @@ export async function truncateWal(path: string, timeoutMs = 10_000): Promise<boo
  * with SQLITE_BUSY there (a webhook fan-out in CI). BEGIN IMMEDIATE asks for the lock first.
  */
 export function applySchema(db: Database.Database, sql: string): void {
-  const create = db.transaction(() => db.exec(sql));
+  changeSchema(db, () => db.exec(sql));
+}
+
+/**
+ * Runs a store's schema work (migrations that look at the tables first, then its CREATEs) in one
+ * write transaction taken up front, as applySchema does: another thread opening the same file at
+ * the same moment waits, then finds the work done, instead of doing it again (an ALTER TABLE run
+ * twice fails with "duplicate column name").
+ */
+export function changeSchema(db: Database.Database, change: () => void): void {
+  const run = db.transaction(change);
   const deadline = Date.now() + BUSY_TIMEOUT_MS;
   for (;;) {
     try {
-      create.immediate();
+      run.immediate();
       return;
     } catch (error) {
       if (!isBusy(error) || Date.now() >= deadline) throw error;

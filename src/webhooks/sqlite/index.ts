@@ -1,7 +1,7 @@
 import { redactPayloadData } from '../redact.js';
 import type Database from 'better-sqlite3';
 import { claimableBy } from '../policy.js';
-import { applySchema, BOUND_COUNT, BOUND_VALUE, openSqliteFile } from '../../sqlite/file.js';
+import { changeSchema, BOUND_COUNT, BOUND_VALUE, openSqliteFile } from '../../sqlite/file.js';
 import type {
   AttemptOutcome,
   BulkGroup,
@@ -198,9 +198,11 @@ function toPayload(row: PayloadRow): WebhookPayload {
 
 export function openSqliteWebhookStore(options: { path: string }): WebhookStore {
   const db = openSqliteFile(options.path, { synchronous: 'FULL' });
-  migrateDeliveries(db);
-  addListenerColumn(db);
-  applySchema(db, SCHEMA);
+  changeSchema(db, () => {
+    migrateDeliveries(db);
+    addListenerColumn(db);
+    db.exec(SCHEMA);
+  });
   const s = prepare(db);
 
   const webhookById = (id: string): Webhook | null => {
@@ -413,17 +415,16 @@ export function openSqliteWebhookStore(options: { path: string }): WebhookStore 
 function migrateDeliveries(db: Database.Database): void {
   const columns = db.prepare("SELECT name FROM pragma_table_info('deliveries')").all() as { name: string }[];
   if (columns.length === 0 || columns.some((column) => column.name === 'cause')) return;
-  db.transaction(() => {
-    db.exec('ALTER TABLE deliveries RENAME TO deliveries_before_causes');
-    db.exec(SCHEMA);
-    db.exec(
-      `INSERT INTO deliveries (id, webhook_id, event_id, event, status, response_code, attempts, error, created_at, last_attempt_at, next_attempt_at, claimed_until)
-       SELECT id, webhook_id, event_id, event, status, response_code, attempts, error, created_at, last_attempt_at, next_attempt_at, claimed_until FROM deliveries_before_causes`,
-    );
-    const old = db.prepare("SELECT seq FROM sqlite_sequence WHERE name = 'deliveries_before_causes'").get() as { seq: number } | undefined;
-    if (old) db.prepare("UPDATE sqlite_sequence SET seq = max(seq, ?) WHERE name = 'deliveries'").run(old.seq);
-    db.exec('DROP TABLE deliveries_before_causes');
-  }).immediate();
+  // Inside the store's schema transaction (changeSchema): all of it or none.
+  db.exec('ALTER TABLE deliveries RENAME TO deliveries_before_causes');
+  db.exec(SCHEMA);
+  db.exec(
+    `INSERT INTO deliveries (id, webhook_id, event_id, event, status, response_code, attempts, error, created_at, last_attempt_at, next_attempt_at, claimed_until)
+     SELECT id, webhook_id, event_id, event, status, response_code, attempts, error, created_at, last_attempt_at, next_attempt_at, claimed_until FROM deliveries_before_causes`,
+  );
+  const old = db.prepare("SELECT seq FROM sqlite_sequence WHERE name = 'deliveries_before_causes'").get() as { seq: number } | undefined;
+  if (old) db.prepare("UPDATE sqlite_sequence SET seq = max(seq, ?) WHERE name = 'deliveries'").run(old.seq);
+  db.exec('DROP TABLE deliveries_before_causes');
 }
 
 /** A `webhooks.db` made before listen sessions gets their column (0: an ordinary webhook). */
