@@ -31,6 +31,10 @@ describe('SQLite event store', () => {
     for (const store of opened.splice(0)) await store.close();
   });
 
+  it('writes groups all or none (one transaction), as atomicGroups says', () => {
+    expect(open(freshPath()).atomicGroups).toBe(true);
+  });
+
   it('shows a live subscriber appends made through another instance on the same file', async () => {
     const path = freshPath();
     const server = open(path);

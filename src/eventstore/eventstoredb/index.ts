@@ -453,7 +453,7 @@ export function openEventStoreDb(options: EventStoreDbOptions): EventStore {
     throw new ValidationFailed('EventStoreDB cannot edit a stored event: values written there before encryption cannot be re-encrypted (docs/privacy.md)');
   }
 
-  return { chainScope: 'stream', append, appendThen, readAll, readStream, subscribeToAll, persistentSubscription, replayParked, groupCheckpoint, headPosition, rewriteUnchained, close };
+  return { chainScope: 'stream', atomicGroups: false, append, appendThen, readAll, readStream, subscribeToAll, persistentSubscription, replayParked, groupCheckpoint, headPosition, rewriteUnchained, close };
 }
 
 /** How often an append expecting 'any' is tried again when another writer extends the stream's chain first. */
