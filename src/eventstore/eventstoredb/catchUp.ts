@@ -2,7 +2,7 @@ import { START } from '@eventstore/db-client';
 import type { AllStreamResolvedEvent, AllStreamSubscription } from '@eventstore/db-client';
 import type { RecordedEvent, SubscribeToAllOptions, Subscription } from '../port.js';
 import type { Position } from '../position.js';
-import { Control, release, type SubscriptionContext } from './control.js';
+import { Control, release, tracked, type SubscriptionContext } from './control.js';
 import { backoffDelay, classifySubscriptionError, isAfter, matchesFilter, toEsdbPosition, toRecordedEvent, toServerFilter } from './mapping.js';
 
 /**
@@ -21,50 +21,39 @@ export function subscribeToAll(ctx: SubscriptionContext, subscribeOptions: Subsc
 
   async function* events(): AsyncGenerator<RecordedEvent> {
     let attempt = 0;
-    try {
-      while (!control.closed) {
-        const sub = client.subscribeToAll({
-          fromPosition: last === 'start' ? START : toEsdbPosition(last),
-          resolveLinkTos: false,
-          filter: serverFilter,
-        });
-        current = sub;
-        try {
-          for await (const resolved of sub as AsyncIterable<AllStreamResolvedEvent>) {
-            attempt = 0;
-            // Checkpoint-only items, system events and events outside the filter carry nothing for us.
-            const event = toRecordedEvent(resolved);
-            if (event === null || !matchesFilter(event, subscribeOptions.filter) || !isAfter(event.position, last)) continue;
-            last = event.position;
-            yield event;
-            if (control.closed) return;
-          }
+    while (!control.closed) {
+      const sub = client.subscribeToAll({
+        fromPosition: last === 'start' ? START : toEsdbPosition(last),
+        resolveLinkTos: false,
+        filter: serverFilter,
+      });
+      current = sub;
+      try {
+        for await (const resolved of sub as AsyncIterable<AllStreamResolvedEvent>) {
+          attempt = 0;
+          // Checkpoint-only items, system events and events outside the filter carry nothing for us.
+          const event = toRecordedEvent(resolved);
+          if (event === null || !matchesFilter(event, subscribeOptions.filter) || !isAfter(event.position, last)) continue;
+          last = event.position;
+          yield event;
           if (control.closed) return;
-          logger?.warn({ from: last }, 'EventStoreDB subscription ended by the server; resubscribing');
-        } catch (error) {
-          if (control.closed) return;
-          if (classifySubscriptionError(error) !== 'transient') throw error;
-          logger?.warn({ err: error, from: last, attempt }, 'EventStoreDB subscription dropped; resubscribing');
-        } finally {
-          current = null;
-          await release(sub);
         }
-        await control.sleep(backoffDelay(attempt++));
+        if (control.closed) return;
+        logger?.warn({ from: last }, 'EventStoreDB subscription ended by the server; resubscribing');
+      } catch (error) {
+        if (control.closed) return;
+        if (classifySubscriptionError(error) !== 'transient') throw error;
+        logger?.warn({ err: error, from: last, attempt }, 'EventStoreDB subscription dropped; resubscribing');
+      } finally {
+        current = null;
+        await release(sub);
       }
-    } finally {
-      control.closed = true;
-      open.delete(handle);
+      await control.sleep(backoffDelay(attempt++));
     }
   }
 
-  const handle = {
-    async close(): Promise<void> {
-      control.close();
-      open.delete(handle);
-      if (current) await release(current);
-    },
-  };
-  open.add(handle);
-  const iterator = events();
-  return { [Symbol.asyncIterator]: () => iterator, close: handle.close };
+  const { iterator, close } = tracked(open, control, events, async () => {
+    if (current) await release(current);
+  });
+  return { [Symbol.asyncIterator]: () => iterator, close };
 }

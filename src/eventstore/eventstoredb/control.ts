@@ -66,3 +66,33 @@ export async function release(sub: AllStreamSubscription | PersistentSubscriptio
   }
   if (!sub.destroyed) sub.destroy();
 }
+
+/**
+ * Runs a subscription's reconnect loop as one the store tracks: closed with the store (`close`
+ * stops the loop, then `closeCall` ends the call under way), and forgotten once the loop ends.
+ */
+export function tracked<T>(
+  open: SubscriptionContext['open'],
+  control: Control,
+  loop: () => AsyncGenerator<T>,
+  closeCall: () => Promise<void>,
+): { iterator: AsyncGenerator<T>; close(): Promise<void> } {
+  const handle = {
+    async close(): Promise<void> {
+      control.close();
+      open.delete(handle);
+      await closeCall();
+    },
+  };
+  open.add(handle);
+  async function* run(): AsyncGenerator<T> {
+    try {
+      yield* loop();
+    } finally {
+      control.closed = true;
+      open.delete(handle);
+    }
+  }
+  return { iterator: run(), close: handle.close };
+}
+

@@ -2,7 +2,7 @@ import { PARK, PersistentSubscriptionExistsError, RETRY } from '@eventstore/db-c
 import type { PersistentSubscriptionToAll, PersistentSubscriptionToAllResolvedEvent } from '@eventstore/db-client';
 import type { PersistentEvent, PersistentSubscription, PersistentSubscriptionOptions } from '../port.js';
 import { DEFAULT_RETRY_BACKOFF, retryDelayMs } from '../port.js';
-import { Control, release, type SubscriptionContext } from './control.js';
+import { Control, release, tracked, type SubscriptionContext } from './control.js';
 import {
   PERSISTENT_DEFAULTS,
   backoffDelay,
@@ -55,84 +55,73 @@ export function persistentSubscription(ctx: SubscriptionContext, group: string, 
   async function* events(): AsyncGenerator<PersistentEvent> {
     let attempt = 0;
     let groupReady = false;
-    try {
-      while (!control.closed) {
-        if (!groupReady) {
-          try {
-            await ensureGroup();
-            groupReady = true;
-          } catch (error) {
-            if (control.closed) return;
-            if (classifySubscriptionError(error) !== 'transient') throw error;
-            logger?.warn({ err: error, group, attempt }, 'EventStoreDB persistent subscription group not created yet; retrying');
-            await control.sleep(backoffDelay(attempt++));
+    while (!control.closed) {
+      if (!groupReady) {
+        try {
+          await ensureGroup();
+          groupReady = true;
+        } catch (error) {
+          if (control.closed) return;
+          if (classifySubscriptionError(error) !== 'transient') throw error;
+          logger?.warn({ err: error, group, attempt }, 'EventStoreDB persistent subscription group not created yet; retrying');
+          await control.sleep(backoffDelay(attempt++));
+          continue;
+        }
+      }
+      const sub = client.subscribeToPersistentSubscriptionToAll(group, { bufferSize });
+      sub.on('confirmation', () => (live = true));
+      const connection: Connection = { alive: true, pending: new Set() };
+      current = { sub, connection };
+      try {
+        for await (const resolved of sub as AsyncIterable<PersistentSubscriptionToAllResolvedEvent>) {
+          attempt = 0;
+          const event = toRecordedEvent(resolved);
+          if (event === null || !matchesFilter(event, subscribeOptions.filter)) {
+            await settle(connection, () => sub.ack(resolved));
             continue;
           }
-        }
-        const sub = client.subscribeToPersistentSubscriptionToAll(group, { bufferSize });
-        sub.on('confirmation', () => (live = true));
-        const connection: Connection = { alive: true, pending: new Set() };
-        current = { sub, connection };
-        try {
-          for await (const resolved of sub as AsyncIterable<PersistentSubscriptionToAllResolvedEvent>) {
-            attempt = 0;
-            const event = toRecordedEvent(resolved);
-            if (event === null || !matchesFilter(event, subscribeOptions.filter)) {
-              await settle(connection, () => sub.ack(resolved));
-              continue;
-            }
-            yield {
-              event,
-              retryCount: resolved.retryCount,
-              ack: () => settle(connection, () => sub.ack(resolved)),
-              nack: async (action, reason) => {
-                // The server would hand a retried event out again at once: wait first, longer each time.
-                if (action === 'retry') await control.sleepFor(retryDelayMs(resolved.retryCount, backoff));
-                await settle(connection, () => sub.nack(action === 'park' ? PARK : RETRY, reason, resolved));
-              },
-            };
-            if (control.closed) return;
-          }
+          yield {
+            event,
+            retryCount: resolved.retryCount,
+            ack: () => settle(connection, () => sub.ack(resolved)),
+            nack: async (action, reason) => {
+              // The server would hand a retried event out again at once: wait first, longer each time.
+              if (action === 'retry') await control.sleepFor(retryDelayMs(resolved.retryCount, backoff));
+              await settle(connection, () => sub.nack(action === 'park' ? PARK : RETRY, reason, resolved));
+            },
+          };
           if (control.closed) return;
-          logger?.error({ group }, 'EventStoreDB persistent subscription ended by the server; rejoining');
-        } catch (error) {
-          connection.alive = false; // acks can no longer reach the server: it redelivers instead
-          if (control.closed) return;
-          const kind = classifySubscriptionError(error);
-          if (kind === 'fatal') throw error;
-          if (kind === 'group-missing') groupReady = false;
-          logger?.error({ err: error, group, attempt }, 'EventStoreDB persistent subscription dropped; rejoining');
-        } finally {
-          live = false;
-          current = null;
-          if (connection.alive) await drain(connection);
-          connection.alive = false;
-          await release(sub);
         }
-        await control.sleep(backoffDelay(attempt++));
+        if (control.closed) return;
+        logger?.error({ group }, 'EventStoreDB persistent subscription ended by the server; rejoining');
+      } catch (error) {
+        connection.alive = false; // acks can no longer reach the server: it redelivers instead
+        if (control.closed) return;
+        const kind = classifySubscriptionError(error);
+        if (kind === 'fatal') throw error;
+        if (kind === 'group-missing') groupReady = false;
+        logger?.error({ err: error, group, attempt }, 'EventStoreDB persistent subscription dropped; rejoining');
+      } finally {
+        live = false;
+        current = null;
+        if (connection.alive) await drain(connection);
+        connection.alive = false;
+        await release(sub);
       }
-    } finally {
-      control.closed = true;
-      open.delete(handle);
+      await control.sleep(backoffDelay(attempt++));
     }
   }
 
-  const handle = {
-    async close(): Promise<void> {
-      control.close();
-      open.delete(handle);
-      const closing = current;
-      if (!closing) return;
-      // Let acks already given reach the server before the call is cancelled, so that the group
-      // does not hand those events out again.
-      await drain(closing.connection);
-      closing.connection.alive = false;
-      await release(closing.sub);
-    },
-  };
-  open.add(handle);
-  const iterator = events();
-  return { [Symbol.asyncIterator]: () => iterator, close: handle.close, connected: () => live && !control.closed };
+  const { iterator, close } = tracked(open, control, events, async () => {
+    const closing = current;
+    if (!closing) return;
+    // Let acks already given reach the server before the call is cancelled, so that the group
+    // does not hand those events out again.
+    await drain(closing.connection);
+    closing.connection.alive = false;
+    await release(closing.sub);
+  });
+  return { [Symbol.asyncIterator]: () => iterator, close, connected: () => live && !control.closed };
 }
 
 /** Milliseconds to wait for an ack/nack write before giving up on it (the server redelivers). */
