@@ -65,6 +65,8 @@ const outcome = (deliveryId: number, webhookId: string, overrides: Partial<Attem
   error: 'receiver answered 500',
   lastAttemptAt: '2026-01-01T00:00:02.000Z',
   nextAttemptAt: '2026-01-01T00:01:02.000Z',
+  sentAt: '2026-01-01T00:00:01.500Z',
+  signature: 'sha256=' + 'c'.repeat(64),
   ...overrides,
 });
 
@@ -146,6 +148,8 @@ describe('webhook store mapping: deliveries', () => {
       createdAt: '2026-01-01T00:00:02.000Z',
       lastAttemptAt: null,
       nextAttemptAt: '2026-01-01T00:00:02.000Z',
+      lastSentAt: null,
+      lastSignature: null,
       claimedUntil: '2026-01-01T00:01:02.000Z',
       cause: null,
       originalId: null,
@@ -163,6 +167,8 @@ describe('webhook store mapping: deliveries', () => {
       createdAt: '2026-01-01T00:00:02.000Z',
       lastAttemptAt: null,
       nextAttemptAt: '2026-01-01T00:00:02.000Z',
+      lastSentAt: null,
+      lastSignature: null,
       cause: null,
       originalId: null,
     });
@@ -210,6 +216,8 @@ describe('webhook store mapping: deliveries', () => {
         error: 'receiver answered 500',
         lastAttemptAt: '2026-01-01T00:00:02.000Z',
         nextAttemptAt: '2026-01-01T00:01:02.000Z',
+        lastSentAt: '2026-01-01T00:00:01.500Z',
+        lastSignature: 'sha256=' + 'c'.repeat(64),
         claimedUntil: null,
       },
     });

@@ -198,6 +198,8 @@ export function newDeliveryDoc(id: number, webhookId: string, payload: WebhookPa
     createdAt: at,
     lastAttemptAt: null,
     nextAttemptAt: at,
+    lastSentAt: null,
+    lastSignature: null,
     claimedUntil,
     cause: null,
     originalId: null,
@@ -226,6 +228,8 @@ export function deliveryFromDoc(doc: DeliveryDoc): Delivery {
     createdAt: doc.createdAt,
     lastAttemptAt: doc.lastAttemptAt ?? null,
     nextAttemptAt: doc.nextAttemptAt ?? null,
+    lastSentAt: doc.lastSentAt ?? null,
+    lastSignature: doc.lastSignature ?? null,
     cause: doc.cause ?? null,
     originalId: doc.originalId ?? null,
   };
@@ -274,6 +278,8 @@ export function settleUpdate(outcome: AttemptOutcome): UpdateFilter<DeliveryDoc>
       error: outcome.error,
       lastAttemptAt: outcome.lastAttemptAt,
       nextAttemptAt: outcome.nextAttemptAt,
+      lastSentAt: outcome.sentAt,
+      lastSignature: outcome.signature,
       claimedUntil: null,
     },
   };

@@ -32,6 +32,8 @@ export interface DeliveryRow {
   next_attempt_at: string | null;
   cause: DeliveryCause | null;
   original_id: number | null;
+  last_sent_at: string | null;
+  last_signature: string | null;
 }
 
 export interface PayloadRow {
@@ -88,6 +90,8 @@ export function toDelivery(row: DeliveryRow): Delivery {
     createdAt: row.created_at,
     lastAttemptAt: row.last_attempt_at,
     nextAttemptAt: row.next_attempt_at,
+    lastSentAt: row.last_sent_at ?? null,
+    lastSignature: row.last_signature ?? null,
     cause: row.cause ?? null,
     originalId: row.original_id ?? null,
   };

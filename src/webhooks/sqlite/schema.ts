@@ -7,6 +7,7 @@ export function applyWebhookSchema(db: Database.Database): void {
   changeSchema(db, () => {
     migrateDeliveries(db);
     addListenerColumn(db);
+    addLastAttemptColumns(db);
     db.exec(SCHEMA);
   });
 }
@@ -53,7 +54,9 @@ CREATE TABLE IF NOT EXISTS deliveries (
   next_attempt_at TEXT,
   claimed_until TEXT,
   cause TEXT,
-  original_id INTEGER
+  original_id INTEGER,
+  last_sent_at TEXT,
+  last_signature TEXT
 );
 CREATE UNIQUE INDEX IF NOT EXISTS deliveries_fan_out_unique ON deliveries (webhook_id, event_id) WHERE cause IS NULL;
 CREATE INDEX IF NOT EXISTS deliveries_due ON deliveries (webhook_id, next_attempt_at) WHERE status IN ('waiting', 'retrying');
@@ -103,4 +106,12 @@ function addListenerColumn(db: Database.Database): void {
   const columns = db.prepare("SELECT name FROM pragma_table_info('webhooks')").all() as { name: string }[];
   if (columns.length === 0 || columns.some((column) => column.name === 'listener')) return;
   db.exec('ALTER TABLE webhooks ADD COLUMN listener INTEGER NOT NULL DEFAULT 0');
+}
+
+/** A `webhooks.db` made before the Setup page showed the last attempt's headers gets their columns. */
+function addLastAttemptColumns(db: Database.Database): void {
+  const columns = db.prepare("SELECT name FROM pragma_table_info('deliveries')").all() as { name: string }[];
+  if (columns.length === 0 || columns.some((column) => column.name === 'last_signature')) return;
+  db.exec('ALTER TABLE deliveries ADD COLUMN last_sent_at TEXT');
+  db.exec('ALTER TABLE deliveries ADD COLUMN last_signature TEXT');
 }

@@ -45,7 +45,7 @@ export function prepare(db: Database.Database) {
     claimDelivery: db.prepare('UPDATE deliveries SET claimed_until = ? WHERE id = ?'),
     settleDelivery: db.prepare(
       `UPDATE deliveries SET status = @status, attempts = @attempts, response_code = @responseCode, error = @error,
-         last_attempt_at = @lastAttemptAt, next_attempt_at = @nextAttemptAt, claimed_until = NULL
+         last_attempt_at = @lastAttemptAt, next_attempt_at = @nextAttemptAt, last_sent_at = @sentAt, last_signature = @signature, claimed_until = NULL
        WHERE id = @deliveryId AND status IN ('waiting', 'retrying')`,
     ),
     deliveriesOf: db.prepare(`SELECT * FROM deliveries WHERE webhook_id = ${BOUND_VALUE} ORDER BY id DESC LIMIT ${BOUND_COUNT}`),
