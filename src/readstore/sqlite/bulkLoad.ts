@@ -12,8 +12,8 @@ import { keysOf } from './documentWriter.js';
  * from the documents and inserted in key order, the counts grouped from them, the indexes created
  * over full tables.
  *
- * The state is the schema itself: a generation whose documents table has no index of its own is
- * still loading. It commits with the transaction that changes it, so a rebuild killed at any
+ * The state is the schema itself: a generation none of whose declared indexes exists yet is still
+ * loading. It commits with the transaction that changes it, so a rebuild killed at any
  * moment resumes in the state it left (and one begun before this existed resumes row by row).
  */
 
@@ -25,9 +25,16 @@ export function bulkSchema(t: Tables): string {
     .join(';');
 }
 
-/** True while the generation's documents have no index of their own (UNIQUE constraints' autoindexes have no SQL). */
+/** The secondary indexes `generationSchema` declares for the generation's tables. */
+function declaredIndexes(t: Tables): string[] {
+  return [...generationSchema(t).matchAll(/CREATE\s+(?:UNIQUE\s+)?INDEX\s+(?:IF\s+NOT\s+EXISTS\s+)?(\w+)/gi)].map((match) => match[1]!);
+}
+
+/** True while none of the generation's declared indexes exists yet (a generation with none declared is never loading). */
 export function isBulkLoading(write: Database.Database, t: Tables): boolean {
-  const found = write.prepare("SELECT 1 FROM sqlite_master WHERE type = 'index' AND tbl_name = ? AND sql IS NOT NULL LIMIT 1").get(t.documents);
+  const declared = declaredIndexes(t);
+  if (declared.length === 0) return false;
+  const found = write.prepare("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name IN (SELECT value FROM json_each(?)) LIMIT 1").get(JSON.stringify(declared));
   return found === undefined;
 }
 
