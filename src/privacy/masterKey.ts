@@ -1,5 +1,6 @@
-import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { closeSync, existsSync, fsyncSync, linkSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import { KEY_BYTES, newKey } from './cipher.js';
 
 /**
@@ -20,17 +21,9 @@ export function masterKeyPath(dataDir: string, masterKeyFile: string | null): st
 export function loadMasterKey(dataDir: string, masterKeyFile: string | null): Buffer {
   const path = masterKeyPath(dataDir, masterKeyFile);
   if (masterKeyFile === null && !existsSync(path)) {
-    const key = newKey();
-    try {
-      writeFileSync(path, `${key.toString('hex')}\n`, { mode: 0o600, flag: 'wx' });
-      chmodSync(path, 0o600);
-      return key;
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') {
-        throw new MasterKeyError(`cannot create the master key ${path}: ${(error as Error).message} (DATA_DIR must be a folder this user can write)`);
-      }
-      // Another process made it a moment ago: read that one.
-    }
+    const made = createOnce(path);
+    if (made) return made;
+    // Another process made it a moment ago: read that one.
   }
   let text: string;
   try {
@@ -43,4 +36,34 @@ export function loadMasterKey(dataDir: string, masterKeyFile: string | null): Bu
     throw new MasterKeyError(`the master key MASTER_KEY_FILE=${path} is not a key: it must hold ${KEY_BYTES * 2} hex digits (e.g. made by: openssl rand -hex ${KEY_BYTES})`);
   }
   return Buffer.from(hex, 'hex');
+}
+
+/**
+ * Writes a new key to a file of its own and links it in under `path` only if nothing is there
+ * (link fails when the name exists): a process starting at the same moment sees no key or a whole
+ * one, never the empty file an exclusive create shows before its write. Null: another was first.
+ */
+function createOnce(path: string): Buffer | null {
+  const key = newKey();
+  const draft = join(dirname(path), `.${DEFAULT_MASTER_KEY_NAME}.${process.pid}.${randomBytes(6).toString('hex')}`);
+  try {
+    const fd = openSync(draft, 'wx', 0o600);
+    try {
+      writeSync(fd, `${key.toString('hex')}\n`);
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    linkSync(draft, path);
+    return key;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return null;
+    throw new MasterKeyError(`cannot create the master key ${path}: ${(error as Error).message} (DATA_DIR must be a folder this user can write)`);
+  } finally {
+    try {
+      unlinkSync(draft);
+    } catch {
+      // Never made (the open failed).
+    }
+  }
 }
