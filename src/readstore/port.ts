@@ -29,6 +29,18 @@ export interface RecordDocument {
   createdPosition: Position;
   /** Revision of the last event of the record's stream applied to this document. */
   revision: number;
+  /**
+   * The record's REST JSON with its splice points (src/readstore/rendering.ts), as the records
+   * projection rendered it; absent or null: none (read time renders from the document).
+   */
+  rendered?: string | null;
+}
+
+/** A document as a reader of its stored rendering gets it: the rest is parsed only if asked for. */
+export interface StoredRecord {
+  id: string;
+  rendered: string | null;
+  document(): RecordDocument;
 }
 
 /**
@@ -55,6 +67,12 @@ export interface FindQuery {
 export interface FindResult {
   documents: RecordDocument[];
   /** All documents matching the query, regardless of limit and offset. */
+  total: number;
+}
+
+export interface FindStoredResult {
+  records: StoredRecord[];
+  /** As FindResult's. */
   total: number;
 }
 
@@ -132,6 +150,10 @@ export interface RunnerStatus {
 export interface ReadStore {
   find(query: FindQuery): Promise<FindResult>;
   get(workspaceId: string, object: string, id: string): Promise<RecordDocument | null>;
+  /** `get` for a reader of the stored rendering (a GET of one record): the document is parsed only if asked for. */
+  getStored(workspaceId: string, object: string, id: string): Promise<StoredRecord | null>;
+  /** `find` for a reader of the stored renderings (a list). */
+  findStored(query: FindQuery): Promise<FindStoredResult>;
   /** The documents with these ids that exist (any order). */
   getMany(workspaceId: string, object: string, ids: string[]): Promise<RecordDocument[]>;
   /** Ids of the records of `object` that ever linked `target` through `field` (any order). */

@@ -1,7 +1,7 @@
 import { filterKey } from '../filterKey.js';
 import type { FieldFilter } from '../port.js';
 import { BOUND_COUNT, BOUND_VALUE } from '../../sqlite/file.js';
-import { DOCUMENT_COLUMNS, epochMs, toDocument, type DocumentRow, type StatementCache, type Tables } from './connection.js';
+import { DOCUMENT_COLUMNS, epochMs, type DocumentRow, type StatementCache, type Tables } from './connection.js';
 
 /** Find queries over one collection, planned on `filters` and `filter_counts` (see the layout in ../sqlite.ts). */
 
@@ -84,17 +84,9 @@ function pageSql(t: Tables, plan: FindPlan): string {
   );
 }
 
-export function findPage(
-  db: StatementCache,
-  t: Tables,
-  coll: number,
-  workspaceId: string,
-  object: string,
-  criteria: Criteria,
-  limit: number,
-  offset: number,
-) {
+/** The page's rows, for the caller to make documents of (or to read their stored rendering only). */
+export function findPage(db: StatementCache, t: Tables, coll: number, criteria: Criteria, limit: number, offset: number) {
   const plan = planFind(db, t, coll, criteria);
   const rows = db.documents(pageSql(t, plan)).all(...plan.params, limit, offset) as DocumentRow[];
-  return { plan, documents: rows.map((row) => toDocument(workspaceId, object, row)) };
+  return { plan, rows };
 }

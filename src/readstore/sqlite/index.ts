@@ -1,20 +1,23 @@
 import { filterKey } from '../filterKey.js';
-import type { BeginGeneration, FindQuery, FindResult, ReadStore, ReadTransaction, RunnerStatus } from '../port.js';
+import type { BeginGeneration, FindQuery, FindResult, FindStoredResult, ReadStore, ReadTransaction, RunnerStatus } from '../port.js';
 import type { Position } from '../../eventstore/position.js';
-import { applySchema } from '../../sqlite/file.js';
+import { applySchema, changeSchema } from '../../sqlite/file.js';
 import { CheckpointWaiters } from './checkpointWaiters.js';
 import {
+  addRenderedColumn,
   checkpointOn,
   collOn,
   DOCUMENT_COLUMNS,
   generationSchema,
   getCheckingLive,
   getOn,
+  getRowOn,
   openConnection,
   SCHEMA,
   StatementCache,
   tablesOf,
   toDocument,
+  toStored,
   type DocumentRow,
   type Tables,
 } from './connection.js';
@@ -52,6 +55,9 @@ export function openSqliteReadStore(options: { path: string }): ReadStore {
   const write = openConnection(options.path, false);
   applySchema(write, SCHEMA);
   ensureReadModelRow(write);
+  changeSchema(write, () => {
+    for (const generation of generationsWithTables(write)) addRenderedColumn(write, tablesOf(generation));
+  });
   const read = openConnection(options.path, true);
   const writeCache = new StatementCache(write);
   const readCache = new StatementCache(read);
@@ -171,7 +177,7 @@ export function openSqliteReadStore(options: { path: string }): ReadStore {
         const coll = writer.coll(workspaceId, object, false);
         if (coll === null) return [];
         writer.writeCounts();
-        return findPage(writeCache, t, coll, workspaceId, object, { filters }, -1, 0).documents;
+        return findPage(writeCache, t, coll, { filters }, -1, 0).rows.map((row) => toDocument(workspaceId, object, row));
       },
       put: async (document) => {
         live();
@@ -223,14 +229,36 @@ export function openSqliteReadStore(options: { path: string }): ReadStore {
   }
 
   /** One read transaction: the page and the total come from the same snapshot. Made once: a transaction function costs about 10 µs to make. */
-  const findInSnapshot = read.transaction((query: FindQuery): FindResult => {
+  const findInSnapshot = read.transaction((query: FindQuery): { rows: DocumentRow[]; total: number } => {
     const t = tablesOf(liveOn(readCache));
     const coll = readColl(t, query.workspaceId, query.object);
-    if (coll === null) return { documents: [], total: 0 };
+    if (coll === null) return { rows: [], total: 0 };
     const criteria: Criteria = { filters: query.filters, name: query.name, updatedSince: query.updatedSince };
-    const { plan, documents } = findPage(readCache, t, coll, query.workspaceId, query.object, criteria, query.limit, query.offset);
-    return { documents, total: pageTells(query, documents.length) ?? total(t, coll, query, plan) };
+    const { plan, rows } = findPage(readCache, t, coll, criteria, query.limit, query.offset);
+    return { rows, total: pageTells(query, rows.length) ?? total(t, coll, query, plan) };
   });
+
+  function findRows(query: FindQuery): { rows: DocumentRow[]; total: number } {
+    try {
+      return findInSnapshot(query);
+    } catch (error) {
+      if (!isDroppedTable(error)) throw error;
+      return findInSnapshot(query);
+    }
+  }
+
+  /** A document's row; the generation the last read found live is assumed, and checked in the row's own statement. */
+  function getRow(workspaceId: string, object: string, id: string): DocumentRow | null {
+    // A promotion since (or the drop of its tables) is read again from the pointer.
+    try {
+      const coll = readColl(tablesOf(assumedLive), workspaceId, object);
+      const found = coll === null ? null : getCheckingLive(readCache, tablesOf(assumedLive), coll, id);
+      if (found && found.live === assumedLive) return found.row;
+    } catch (error) {
+      if (!isDroppedTable(error)) throw error;
+    }
+    return onLive((t) => getRowOn(readCache, t, readColl(t, workspaceId, object), id));
+  }
 
   function inTransaction<T>(work: () => T): Promise<T> {
     return enqueue(async () => write.transaction(work).immediate());
@@ -238,25 +266,23 @@ export function openSqliteReadStore(options: { path: string }): ReadStore {
 
   return {
     async find(query: FindQuery): Promise<FindResult> {
-      try {
-        return findInSnapshot(query);
-      } catch (error) {
-        if (!isDroppedTable(error)) throw error;
-        return findInSnapshot(query);
-      }
+      const { rows, total } = findRows(query);
+      return { documents: rows.map((row) => toDocument(query.workspaceId, query.object, row)), total };
+    },
+
+    async findStored(query: FindQuery): Promise<FindStoredResult> {
+      const { rows, total } = findRows(query);
+      return { records: rows.map((row) => toStored(query.workspaceId, query.object, row)), total };
     },
 
     async get(workspaceId, object, id) {
-      // The generation the last read found live is assumed, and checked in the document's own
-      // statement; a promotion since (or the drop of its tables) is read again from the pointer.
-      try {
-        const coll = readColl(tablesOf(assumedLive), workspaceId, object);
-        const found = coll === null ? null : getCheckingLive(readCache, tablesOf(assumedLive), coll, workspaceId, object, id);
-        if (found && found.live === assumedLive) return found.document;
-      } catch (error) {
-        if (!isDroppedTable(error)) throw error;
-      }
-      return onLive((t) => getOn(readCache, t, readColl(t, workspaceId, object), workspaceId, object, id));
+      const row = getRow(workspaceId, object, id);
+      return row ? toDocument(workspaceId, object, row) : null;
+    },
+
+    async getStored(workspaceId, object, id) {
+      const row = getRow(workspaceId, object, id);
+      return row ? toStored(workspaceId, object, row) : null;
     },
 
     async getMany(workspaceId, object, ids) {

@@ -1,0 +1,108 @@
+import type { RecordDocument, StoredRecord } from '../src/readstore/port.js';
+import { MARK, PART, shapeOf, SPLICE } from '../src/readstore/rendering.js';
+import { timeDependentCalculations } from '../src/schema/calculated.js';
+import type { ObjectDef } from '../src/schema/types.js';
+import { renderRecords, type RenderDeps } from './recordFormat.js';
+
+/**
+ * Records as REST JSON text from their stored rendering (src/readstore/rendering.ts): the final
+ * JSON is copied as it is, and only the splice points are filled in (link names masked as the
+ * key's access says, people's names, lookups, today's date-relative values), with one query per
+ * linked object for the whole page. A record without a usable rendering (projected before
+ * renderings existed, or with another definition of its object than this process has) is
+ * rendered from its document by renderRecords, as before: the answer is the same either way.
+ */
+
+export async function renderStored(object: ObjectDef, records: StoredRecord[], ctx: RenderDeps): Promise<string[]> {
+  const shape = shapeOf(object) + MARK;
+  const parsed: (string[] | null)[] = [];
+  const stale: RecordDocument[] = [];
+  const linkedIds = new Map<string, Set<string>>();
+  let persons = false;
+  for (const record of records) {
+    const rendered = record.rendered;
+    if (rendered === null || !rendered.startsWith(shape)) {
+      parsed.push(null);
+      stale.push(record.document());
+      continue;
+    }
+    const parts = rendered.split(MARK);
+    parsed.push(parts);
+    for (let at = 2; at < parts.length; at += 2) {
+      const splice = parts[at]!;
+      const kind = splice[0];
+      if (kind === SPLICE.person) persons = true;
+      else if (kind === SPLICE.link || kind === SPLICE.linkList || kind === SPLICE.lookup) {
+        const [target, ...ids] = splice.slice(1).split(PART);
+        let known = linkedIds.get(target!);
+        if (!known) linkedIds.set(target!, (known = new Set()));
+        known.add(ids[0]!);
+        if (kind === SPLICE.linkList) for (const id of ids.slice(1)) known.add(id);
+      }
+    }
+  }
+
+  const [linked, userNames, fallback] = await Promise.all([
+    loadLinked(linkedIds, ctx),
+    persons ? ctx.listUsers(ctx.workspaceId).then((users) => new Map(users.map((user) => [user.id, user.name]))) : undefined,
+    stale.length > 0 ? renderRecords(object, stale, ctx) : [],
+  ]);
+
+  const linkRef = (target: string, id: string): string =>
+    ctx.canAccess(target) ? `{"id":${JSON.stringify(id)},"name":${JSON.stringify(linked.get(`${target}/${id}`)?.name ?? null)}}` : `{"id":${JSON.stringify(id)}}`;
+
+  let fallbackAt = 0;
+  return parsed.map((parts, index) => {
+    if (parts === null) return JSON.stringify(fallback[fallbackAt++]);
+    let text = parts[1]!;
+    let timed: Record<string, unknown> | undefined;
+    for (let at = 2; at < parts.length; at += 2) {
+      const splice = parts[at]!;
+      const body = splice.slice(1);
+      switch (splice[0]) {
+        case SPLICE.person:
+          text += `{"id":${JSON.stringify(body)},"name":${JSON.stringify(userNames?.get(body) ?? null)}}`;
+          break;
+        case SPLICE.link: {
+          const [target, id] = body.split(PART);
+          text += linkRef(target!, id!);
+          break;
+        }
+        case SPLICE.linkList: {
+          const [target, ...ids] = body.split(PART);
+          text += `[${ids.map((id) => linkRef(target!, id)).join(',')}]`;
+          break;
+        }
+        case SPLICE.lookup: {
+          const [target, id, take] = body.split(PART);
+          text += JSON.stringify(linked.get(`${target}/${id}`)?.fields[take!] ?? null);
+          break;
+        }
+        case SPLICE.timed: {
+          if (!timed) {
+            const document = records[index]!.document();
+            timed = timeDependentCalculations(object.key, { ...document.fields, ...document.calculated }, ctx.today);
+          }
+          text += JSON.stringify(timed[body] ?? null);
+          break;
+        }
+        default:
+          throw new Error(`unknown splice point in a stored rendering: ${splice[0]}`);
+      }
+      text += parts[at + 1]!;
+    }
+    return text;
+  });
+}
+
+/** The linked records of a page, one query per linked object. */
+async function loadLinked(idsByObject: Map<string, Set<string>>, ctx: RenderDeps): Promise<Map<string, RecordDocument>> {
+  const linked = new Map<string, RecordDocument>();
+  if (idsByObject.size === 0) return linked;
+  await Promise.all(
+    [...idsByObject].map(async ([target, ids]) => {
+      for (const document of await ctx.readStore.getMany(ctx.workspaceId, target, [...ids])) linked.set(`${target}/${document.id}`, document);
+    }),
+  );
+  return linked;
+}
