@@ -4,7 +4,7 @@ import type { ObjectDef } from '../src/schema/types.js';
 import { parseFilterValue } from '../src/schema/validate.js';
 import { listRecordsAsOf, parseAsOf, type AsOfDeps } from './asOf.js';
 import type { ApiRecord, RenderContext } from './recordFormat.js';
-import { renderStored } from './storedFormat.js';
+import { listShape, renderStored } from './storedFormat.js';
 
 /** GET /api/v1/{object} (spec 4.1): filters, updated_since, creation order, limit/offset, total. */
 
@@ -32,7 +32,7 @@ export async function listRecordsJson(
 ): Promise<string> {
   const { at, filters, updatedSince, limit, offset } = listParameters(object, query, asOf);
   if (at && asOf) return JSON.stringify({ ...(await listRecordsAsOf(ctx, asOf, object, { filters, updatedSince, limit, offset }, at)), limit, offset });
-  const found = await ctx.readStore.findStored({ workspaceId: ctx.workspaceId, object: object.key, filters, updatedSince, limit, offset });
+  const found = await ctx.readStore.findStored({ workspaceId: ctx.workspaceId, object: object.key, filters, updatedSince, limit, offset }, listShape(object));
   const data = await renderStored(object, found.records, ctx);
   return `{"data":[${data.join(',')}],"total":${found.total},"limit":${limit},"offset":${offset}}`;
 }

@@ -1,6 +1,6 @@
-import type { RecordDocument, StoredRecord } from '../src/readstore/port.js';
+import type { RecordDocument, StoredRecord, Values } from '../src/readstore/port.js';
 import { MARK, PART, shapeOf, SPLICE } from '../src/readstore/rendering.js';
-import { timeDependentCalculations } from '../src/schema/calculated.js';
+import { timeDependentCalculations, timeInputs } from '../src/schema/calculated.js';
 import type { ObjectDef } from '../src/schema/types.js';
 import { renderRecords, type RenderDeps } from './recordFormat.js';
 
@@ -23,7 +23,7 @@ export async function renderStored(object: ObjectDef, records: StoredRecord[], c
     const rendered = record.rendered;
     if (rendered === null || !rendered.startsWith(shape)) {
       parsed.push(null);
-      stale.push(record.document());
+      stale.push(documentOf(record));
       continue;
     }
     const parts = rendered.split(MARK);
@@ -55,7 +55,7 @@ export async function renderStored(object: ObjectDef, records: StoredRecord[], c
   return parsed.map((parts, index) => {
     if (parts === null) return JSON.stringify(fallback[fallbackAt++]);
     let text = parts[1]!;
-    let timed: Record<string, unknown> | undefined;
+    let timed: Record<string, string> | undefined;
     for (let at = 2; at < parts.length; at += 2) {
       const splice = parts[at]!;
       const body = splice.slice(1);
@@ -79,11 +79,12 @@ export async function renderStored(object: ObjectDef, records: StoredRecord[], c
           break;
         }
         case SPLICE.timed: {
+          const [field, inputs] = body.split(PART);
           if (!timed) {
-            const document = records[index]!.document();
-            timed = timeDependentCalculations(object.key, { ...document.fields, ...document.calculated }, ctx.today);
+            const values = inputs === undefined ? valuesOf(documentOf(records[index]!)) : undefined;
+            timed = timedValues(object.key, inputs, values, ctx.today);
           }
-          text += JSON.stringify(timed[body] ?? null);
+          text += timed[field!] ?? 'null';
           break;
         }
         default:
@@ -93,6 +94,43 @@ export async function renderStored(object: ObjectDef, records: StoredRecord[], c
     }
     return text;
   });
+}
+
+const valuesOf = (document: RecordDocument) => ({ ...document.fields, ...document.calculated });
+
+function documentOf(record: StoredRecord): RecordDocument {
+  if (!record.document) throw new Error(`record ${record.id} was read without its document, and its rendering needs it`);
+  return record.document();
+}
+
+/**
+ * The shape a list may ask findStored with: the records rendered with it then come without their
+ * documents. None when the object's date-relative values are computed from the whole document.
+ */
+export function listShape(object: ObjectDef): string | undefined {
+  const timedFromDocument = !timeInputs[object.key] && object.fields.some((field) => field.format.type === 'calculated' && field.format.timeDependent);
+  return timedFromDocument ? undefined : shapeOf(object) + MARK;
+}
+
+/**
+ * Date-relative values as JSON text, per field. Those computed from a few inputs are remembered
+ * per (object, inputs, day): most records of a page share them (no renewal date, or the same).
+ */
+const timedCache = new Map<string, Record<string, string>>();
+const TIMED_CACHE_SIZE = 10_000;
+
+function timedValues(object: string, inputs: string | undefined, values: Values | undefined, today: string): Record<string, string> {
+  const key = inputs === undefined ? undefined : `${object}${PART}${today}${PART}${inputs}`;
+  const known = key === undefined ? undefined : timedCache.get(key);
+  if (known) return known;
+  const computed = timeDependentCalculations(object, values ?? (JSON.parse(inputs!) as Values), today);
+  const texts: Record<string, string> = {};
+  for (const [field, value] of Object.entries(computed)) texts[field] = JSON.stringify(value ?? null);
+  if (key !== undefined) {
+    if (timedCache.size >= TIMED_CACHE_SIZE) timedCache.clear();
+    timedCache.set(key, texts);
+  }
+  return texts;
 }
 
 /** The linked records of a page, one query per linked object. */

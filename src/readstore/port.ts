@@ -40,7 +40,8 @@ export interface RecordDocument {
 export interface StoredRecord {
   id: string;
   rendered: string | null;
-  document(): RecordDocument;
+  /** Null only for a record whose rendering starts with the `shape` of a findStored (its fields were not read). */
+  document: (() => RecordDocument) | null;
 }
 
 /**
@@ -152,8 +153,11 @@ export interface ReadStore {
   get(workspaceId: string, object: string, id: string): Promise<RecordDocument | null>;
   /** `get` for a reader of the stored rendering (a GET of one record): the document is parsed only if asked for. */
   getStored(workspaceId: string, object: string, id: string): Promise<StoredRecord | null>;
-  /** `find` for a reader of the stored renderings (a list). */
-  findStored(query: FindQuery): Promise<FindStoredResult>;
+  /**
+   * `find` for a reader of the stored renderings (a list). `shape`: the reader uses renderings
+   * that start with it as they are, so the store may leave out those records' documents.
+   */
+  findStored(query: FindQuery, shape?: string): Promise<FindStoredResult>;
   /** The documents with these ids that exist (any order). */
   getMany(workspaceId: string, object: string, ids: string[]): Promise<RecordDocument[]>;
   /** Ids of the records of `object` that ever linked `target` through `field` (any order). */

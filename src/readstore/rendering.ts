@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { lookups } from '../schema/calculated.js';
+import { lookups, timeInputs } from '../schema/calculated.js';
 import type { ObjectDef } from '../schema/types.js';
 import type { RecordDocument, StoredValue } from './port.js';
 
@@ -43,6 +43,23 @@ export function shapeOf(object: ObjectDef): string {
   return shape;
 }
 
+/**
+ * JSON of the few values the object's date-relative values are computed from (schema timeInputs),
+ * kept in their splice so that a read computes them without parsing the document; null: the
+ * object's may read any value, and a read takes them from the document.
+ */
+function timedInputsOf(object: string, document: RecordDocument): string | null {
+  const inputs = timeInputs[object];
+  if (!inputs) return null;
+  const picked: Record<string, StoredValue> = {};
+  for (const key of inputs) {
+    // As in {...fields, ...calculated}, which is what the calculations are given.
+    const value = key in document.calculated ? document.calculated[key] : document.fields[key];
+    if (value !== undefined) picked[key] = value;
+  }
+  return JSON.stringify(picked);
+}
+
 /** Splice point kinds (the first character of a splice). */
 export const SPLICE = { person: 'p', link: 'l', linkList: 'L', lookup: 'k', timed: 't' } as const;
 
@@ -60,6 +77,7 @@ export function renderTemplate(object: ObjectDef, document: RecordDocument): str
     return { splice: kind + parts.join(PART) };
   };
   pieces['id'] = json(document.id);
+  const timed = timedInputsOf(object.key, document);
   for (const field of object.fields) {
     const value = document.fields[field.key] ?? null;
     const format = field.format;
@@ -77,7 +95,7 @@ export function renderTemplate(object: ObjectDef, document: RecordDocument): str
         pieces[field.key] = json([]);
         break;
       case 'calculated':
-        pieces[field.key] = format.timeDependent ? splice(SPLICE.timed, [field.key]) : json(document.calculated[field.key] ?? null);
+        pieces[field.key] = format.timeDependent ? splice(SPLICE.timed, timed === null ? [field.key] : [field.key, timed]) : json(document.calculated[field.key] ?? null);
         break;
       default:
         pieces[field.key] = json(value);

@@ -84,13 +84,26 @@ describe('stored renderings', () => {
     }
   });
 
-  it('a page reads each linked object once and the users once, and parses a document only for date-relative values', async () => {
+  it('a page reads each linked object once and the users once, and parses a document only for date-relative values of many inputs', async () => {
     const ctx = deps();
     const { parses } = await both(contacts, [lina, doc('contacts', 5, { firstName: 'Also', client: id(1) })], ctx);
     expect(parses).toBe(0);
     expect(ctx.linkReads).toBe(2); // one for renderStored, one for renderRecords
-    const timed = await both(clients, [acme, doc('clients', 3, { name: 'Bare' })]);
-    expect(timed.parses).toBe(2);
+    // Clients' days to renewal come from the renewal date kept in the splice; billing's from the whole document.
+    expect((await both(clients, [acme, doc('clients', 3, { name: 'Bare' })])).parses).toBe(0);
+    expect((await both(billing, [doc('billing', 7, { client: id(1), status: 'Sent', dueDate: '2025-01-01' }, { balanceDue: 5 })])).parses).toBe(1);
+  });
+
+  it('date-relative values follow the day of the read, also for records sharing their inputs', async () => {
+    const tasks = defaultObject('tasks')!;
+    const page = [doc('tasks', 11, { subject: 'A', status: 'Waiting', dueDate: '2025-02-01' }), doc('tasks', 12, { subject: 'B', status: 'Waiting', dueDate: '2025-02-01' })];
+    for (const today of ['2025-01-15', '2025-02-01', '2025-03-01']) {
+      const ctx = { ...deps(), today };
+      const { spliced, rendered } = await both(tasks, page, ctx);
+      expect(spliced, today).toEqual(rendered);
+      const renewing = await both(clients, [acme], ctx);
+      expect(renewing.spliced).toEqual(renewing.rendered);
+    }
   });
 
   it('keep people, links, lookups and date-relative values as splice points, never as text', () => {

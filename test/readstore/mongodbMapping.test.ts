@@ -61,7 +61,7 @@ describe('record documents', () => {
     const stored = toStoredRecord(fromMongoRecord(toMongoRecord(rendered)));
     expect(stored.id).toBe('r1');
     expect(stored.rendered).toBe(rendered.rendered);
-    expect(stored.document()).toEqual(rendered);
+    expect(stored.document?.()).toEqual(rendered);
   });
 
   it('carry an unambiguous _id and the normalised name', () => {

@@ -74,19 +74,30 @@ function planFind(db: StatementCache, t: Tables, coll: number, criteria: Criteri
   return { from, where: conditions.join(' AND '), alias, params };
 }
 
+/**
+ * A row's columns for a reader of stored renderings that start with a shape (the first `?`):
+ * those rows come without fields and calculated values, the longest texts after the rendering.
+ */
+const SHAPED = (column: string) => `CASE WHEN substr(d.rendered, 1, length(@shape)) = @shape THEN NULL ELSE d.${column} END`;
+const SHAPED_COLUMNS = `d.id, d.name, ${SHAPED('fields')}, ${SHAPED('calculated')}, d.created_at, d.updated_at, d.created_position, d.revision, d.rendered`;
+
 /** The page: ids first (from the driving index alone), then only those documents are read. */
-function pageSql(t: Tables, plan: FindPlan): string {
+function pageSql(t: Tables, plan: FindPlan, shaped: boolean): string {
   const order = `${plan.alias}.created_position, ${plan.alias}.doc_id`;
   return (
-    `SELECT ${DOCUMENT_COLUMNS} FROM (SELECT ${plan.alias}.doc_id AS doc_id, ${plan.alias}.created_position AS created_position ` +
+    `SELECT ${shaped ? SHAPED_COLUMNS : DOCUMENT_COLUMNS} FROM (SELECT ${plan.alias}.doc_id AS doc_id, ${plan.alias}.created_position AS created_position ` +
     `FROM ${plan.from} WHERE ${plan.where} ORDER BY ${order} LIMIT ${BOUND_COUNT} OFFSET ${BOUND_COUNT}) p ` +
     `JOIN ${t.documents} d ON d.doc_id = p.doc_id ORDER BY p.created_position, p.doc_id`
   );
 }
 
-/** The page's rows, for the caller to make documents of (or to read their stored rendering only). */
-export function findPage(db: StatementCache, t: Tables, coll: number, criteria: Criteria, limit: number, offset: number) {
+/**
+ * The page's rows, for the caller to make documents of. With `shape`, rows whose stored rendering
+ * starts with it have null fields and calculated values (see toStored).
+ */
+export function findPage(db: StatementCache, t: Tables, coll: number, criteria: Criteria, limit: number, offset: number, shape?: string) {
   const plan = planFind(db, t, coll, criteria);
-  const rows = db.documents(pageSql(t, plan)).all(...plan.params, limit, offset) as DocumentRow[];
+  const params = shape === undefined ? plan.params : [{ shape }, ...plan.params];
+  const rows = db.documents(pageSql(t, plan, shape !== undefined)).all(...params, limit, offset) as DocumentRow[];
   return { plan, rows };
 }

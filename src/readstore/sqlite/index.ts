@@ -229,21 +229,21 @@ export function openSqliteReadStore(options: { path: string }): ReadStore {
   }
 
   /** One read transaction: the page and the total come from the same snapshot. Made once: a transaction function costs about 10 µs to make. */
-  const findInSnapshot = read.transaction((query: FindQuery): { rows: DocumentRow[]; total: number } => {
+  const findInSnapshot = read.transaction((query: FindQuery, shape?: string): { rows: DocumentRow[]; total: number } => {
     const t = tablesOf(liveOn(readCache));
     const coll = readColl(t, query.workspaceId, query.object);
     if (coll === null) return { rows: [], total: 0 };
     const criteria: Criteria = { filters: query.filters, name: query.name, updatedSince: query.updatedSince };
-    const { plan, rows } = findPage(readCache, t, coll, criteria, query.limit, query.offset);
+    const { plan, rows } = findPage(readCache, t, coll, criteria, query.limit, query.offset, shape);
     return { rows, total: pageTells(query, rows.length) ?? total(t, coll, query, plan) };
   });
 
-  function findRows(query: FindQuery): { rows: DocumentRow[]; total: number } {
+  function findRows(query: FindQuery, shape?: string): { rows: DocumentRow[]; total: number } {
     try {
-      return findInSnapshot(query);
+      return findInSnapshot(query, shape);
     } catch (error) {
       if (!isDroppedTable(error)) throw error;
-      return findInSnapshot(query);
+      return findInSnapshot(query, shape);
     }
   }
 
@@ -270,8 +270,8 @@ export function openSqliteReadStore(options: { path: string }): ReadStore {
       return { documents: rows.map((row) => toDocument(query.workspaceId, query.object, row)), total };
     },
 
-    async findStored(query: FindQuery): Promise<FindStoredResult> {
-      const { rows, total } = findRows(query);
+    async findStored(query: FindQuery, shape?: string): Promise<FindStoredResult> {
+      const { rows, total } = findRows(query, shape);
       return { records: rows.map((row) => toStored(query.workspaceId, query.object, row)), total };
     },
 
