@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createServer, type AddressInfo } from 'node:net';
+import { freePort } from './servers.js';
 import { fileURLToPath } from 'node:url';
 import pino from 'pino';
 import { eventsUpTo } from '../projections/logRange.js';
@@ -121,14 +121,6 @@ export async function rebuildBench(options: { withServer?: boolean } = {}): Prom
     rmSync(dataDir, { recursive: true, force: true });
   }
   return rows;
-}
-
-async function freePort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-  const { port } = probe.address() as AddressInfo;
-  await new Promise((resolve) => probe.close(resolve));
-  return port;
 }
 
 /** GET p99 of a server on the store, then again while `csr projections rebuild records` runs. */

@@ -45,6 +45,13 @@ export interface Backends {
   close(): Promise<void>;
 }
 
+/** The stores of one backend: every port's adapter, closed together. */
+type Stores = Pick<Backends, 'events' | 'readStore' | 'setup' | 'webhooks' | 'idempotency' | 'sessions'>;
+
+async function closeAll(stores: Stores): Promise<void> {
+  await Promise.all(Object.values(stores).map((store) => store.close()));
+}
+
 /** EVENTSTORE_URL and MONGODB_URL (config.ts lets them come only together); null: the embedded store runs. */
 export function productionUrls(config: Config): { eventStore: string; mongoDb: string } | null {
   return config.eventStoreUrl && config.mongoDbUrl ? { eventStore: config.eventStoreUrl, mongoDb: config.mongoDbUrl } : null;
@@ -77,18 +84,16 @@ export async function openBackends(config: Config, logger?: Logger): Promise<Bac
     await stored.close();
     throw error;
   });
-  const readStore = openSqliteReadStore({ path: files.readStore });
-  const setup = openSqliteSetupStore({ path: files.setup });
-  const webhooks = openSqliteWebhookStore({ path: files.webhooks });
-  const idempotency = openSqliteIdempotencyStore({ path: files.idempotency });
-  const sessions = openSqliteSessionStore({ path: files.sessions });
-  return {
+  const stores: Stores = {
     events,
-    readStore,
-    setup,
-    webhooks,
-    idempotency,
-    sessions,
+    readStore: openSqliteReadStore({ path: files.readStore }),
+    setup: openSqliteSetupStore({ path: files.setup }),
+    webhooks: openSqliteWebhookStore({ path: files.webhooks }),
+    idempotency: openSqliteIdempotencyStore({ path: files.idempotency }),
+    sessions: openSqliteSessionStore({ path: files.sessions }),
+  };
+  return {
+    ...stores,
     whileSoleProjector(start, stop) {
       start();
       return { stop };
@@ -98,9 +103,7 @@ export async function openBackends(config: Config, logger?: Logger): Promise<Bac
       for (const path of Object.values(files)) if (!(await truncateWal(path))) stuck.push(path);
       if (stuck.length > 0) throw new Error(`an erasure could not checkpoint ${stuck.length} store file(s) while other readers held them; run csr privacy erase again`);
     },
-    async close() {
-      await Promise.all([events.close(), readStore.close(), setup.close(), webhooks.close(), idempotency.close(), sessions.close()]);
-    },
+    close: () => closeAll(stores),
   };
 }
 
@@ -130,18 +133,16 @@ async function openProductionBackends(config: Config, eventStoreUrl: string, mon
     ]);
   const { client, db } = await mongoDatabase({ url: mongoDbUrl });
   const events = await withPrivacy(openEventStoreDb({ connectionString: eventStoreUrl, ...(logger ? { logger } : {}) }), await openMongoKeyStore({ client }), config);
-  const readStore = await openMongoReadStore({ client });
-  const setup = await openMongoSetupStore({ client });
-  const webhooks = await openMongoWebhookStore({ client });
-  const idempotency = await openMongoIdempotencyStore({ client });
-  const sessions = await openMongoSessionStore({ client });
-  return {
+  const stores: Stores = {
     events,
-    readStore,
-    setup,
-    webhooks,
-    idempotency,
-    sessions,
+    readStore: await openMongoReadStore({ client }),
+    setup: await openMongoSetupStore({ client }),
+    webhooks: await openMongoWebhookStore({ client }),
+    idempotency: await openMongoIdempotencyStore({ client }),
+    sessions: await openMongoSessionStore({ client }),
+  };
+  return {
+    ...stores,
     whileSoleProjector(start, stop) {
       // Taken over within seconds (the lease's ttl) when the holder dies.
       const keeper = keepLease(db, {
@@ -155,7 +156,7 @@ async function openProductionBackends(config: Config, eventStoreUrl: string, mon
     // MongoDB and EventStoreDB keep their own files; what they leave on disk is theirs to manage (docs/privacy.md).
     async scrub() {},
     async close() {
-      await Promise.all([events.close(), readStore.close(), setup.close(), webhooks.close(), idempotency.close(), sessions.close()]);
+      await closeAll(stores);
       await client.close();
     },
   };

@@ -23,11 +23,12 @@ export async function attemptDelivery(
     sentAt,
     data: payload.data,
   });
+  const signature = signBody(body, webhook.secret);
   const result = await sender.send(webhook.url, body, {
     'X-SVC-Event': payload.event,
     'X-SVC-Delivery': String(delivery.id),
     'X-SVC-Timestamp': sentAt,
-    'X-SVC-Signature': signBody(body, webhook.secret),
+    'X-SVC-Signature': signature,
   });
-  return afterAttempt(delivery, result, clock(), retryDelaysMs);
+  return afterAttempt(delivery, result, clock(), retryDelaysMs, { sentAt, signature });
 }

@@ -142,6 +142,7 @@ export function afterAttempt(
   result: SendResult,
   at: Date,
   retryDelaysMs: readonly number[],
+  sent: { sentAt: string; signature: string },
 ): AttemptOutcome {
   const attempts = delivery.attempts + 1;
   const common = {
@@ -150,6 +151,8 @@ export function afterAttempt(
     attempts,
     responseCode: result.status,
     lastAttemptAt: at.toISOString(),
+    sentAt: sent.sentAt,
+    signature: sent.signature,
   };
   if (result.ok) return { ...common, succeeded: true, status: 'delivered', error: null, nextAttemptAt: null };
   const delay = retryDelaysMs[attempts - 1];

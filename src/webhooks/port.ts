@@ -87,6 +87,9 @@ export interface Delivery {
   createdAt: string;
   lastAttemptAt: string | null;
   nextAttemptAt: string | null;
+  /** The X-SVC-Timestamp (the body's sentAt) and X-SVC-Signature of the last attempt; null before one. */
+  lastSentAt: string | null;
+  lastSignature: string | null;
   cause: DeliveryCause | null;
   /** The delivery a resend repeats (null for the fan-out's and recovered ones). */
   originalId: number | null;
@@ -118,6 +121,9 @@ export interface AttemptOutcome {
   error: string | null;
   lastAttemptAt: string;
   nextAttemptAt: string | null;
+  /** What the attempt was sent with: its X-SVC-Timestamp and X-SVC-Signature. */
+  sentAt: string;
+  signature: string;
 }
 
 /** A record event that belongs to a bulk action, waiting to be grouped into `<object>.<kind>.bulk`. */

@@ -5,6 +5,7 @@ import { isMainThread } from 'node:worker_threads';
 import { randomUUID } from 'node:crypto';
 import { MongoClient } from 'mongodb';
 import { afterAll, beforeAll, describe, it } from 'vitest';
+import { freePort } from '../support/ports.js';
 
 /**
  * The production backends for the contract suites: EventStoreDB and MongoDB, real servers only.
@@ -82,15 +83,6 @@ function dockerUnavailable(): Promise<string | null> {
   return dockerProbe;
 }
 
-/** A host port that is free right now (the container binds it a moment later). */
-async function freePort(): Promise<number> {
-  const { createServer } = await import('node:net');
-  const server = createServer();
-  await new Promise<void>((resolve, reject) => server.once('error', reject).listen(0, resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 async function until(ready: () => Promise<boolean>, ms: number, what: string): Promise<void> {
   const deadline = Date.now() + ms;
@@ -191,7 +183,7 @@ export function eventStoreBackend(): Promise<Backend> {
     const { GenericContainer, Wait } = await import('testcontainers');
     // A fixed host port, so that the address survives a restart; data on the container's disk
     // (not EVENTSTORE_MEM_DB), so that a restart keeps it.
-    const hostPort = await freePort();
+    const hostPort = await freePort(null);
     const container = await new GenericContainer(EVENTSTORE_IMAGE)
       .withEnvironment({
         EVENTSTORE_CLUSTER_SIZE: '1',
@@ -217,7 +209,7 @@ export function eventStoreBackend(): Promise<Backend> {
 export function mongoBackend(): Promise<Backend> {
   return resolveBackend('MongoDB', envUrl('MONGODB_URL'), mongoReady, async () => {
     const { GenericContainer, Wait } = await import('testcontainers');
-    const hostPort = await freePort();
+    const hostPort = await freePort(null);
     const container = await new GenericContainer(MONGO_IMAGE)
       .withCommand(['--replSet', 'rs0', '--bind_ip_all'])
       .withExposedPorts({ container: 27017, host: hostPort })

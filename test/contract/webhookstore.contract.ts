@@ -73,6 +73,8 @@ export function webhookStoreContract(name: string, open: () => Promise<WebhookSt
         error: 'receiver answered 500',
         lastAttemptAt: at(2),
         nextAttemptAt: at(62),
+        sentAt: at(2),
+        signature: 'sha256=' + 'a'.repeat(64),
         ...overrides,
       };
     }
@@ -119,7 +121,7 @@ export function webhookStoreContract(name: string, open: () => Promise<WebhookSt
       const event = samplePayload(a.workspaceId);
       const created = await store.enqueue([{ payload: event, webhookIds: [a.id, b.id] }], at(1));
       expect(created).toHaveLength(2);
-      expect(created[0]).toMatchObject({ webhookId: a.id, eventId: event.id, event: 'clients.created', status: 'waiting', attempts: 0, responseCode: null, error: null, createdAt: at(1), lastAttemptAt: null });
+      expect(created[0]).toMatchObject({ webhookId: a.id, eventId: event.id, event: 'clients.created', status: 'waiting', attempts: 0, responseCode: null, error: null, createdAt: at(1), lastAttemptAt: null, lastSentAt: null, lastSignature: null });
       expect(created[0]!.id).not.toBe(created[1]!.id);
       expect(Number.isInteger(created[0]!.id)).toBe(true);
       expect(await store.enqueue([{ payload: event, webhookIds: [a.id, b.id] }], at(3))).toEqual([]);
@@ -206,15 +208,25 @@ export function webhookStoreContract(name: string, open: () => Promise<WebhookSt
       const [first] = await claim(at(1), [hook.id]);
       const [afterFailure] = await store.settle([outcome(first!.delivery.id, hook.id)]);
       expect(afterFailure).toMatchObject({ id: hook.id, consecutiveFailures: 1, lastSuccessAt: null });
-      expect(await store.deliveryById(first!.delivery.id)).toMatchObject({ status: 'retrying', attempts: 1, responseCode: 500, error: 'receiver answered 500', lastAttemptAt: at(2), nextAttemptAt: at(62) });
+      expect(await store.deliveryById(first!.delivery.id)).toMatchObject({
+        status: 'retrying',
+        attempts: 1,
+        responseCode: 500,
+        error: 'receiver answered 500',
+        lastAttemptAt: at(2),
+        nextAttemptAt: at(62),
+        // The headers of the last attempt, for the Setup page's delivery view.
+        lastSentAt: at(2),
+        lastSignature: 'sha256=' + 'a'.repeat(64),
+      });
       expect(await claim(at(61), [hook.id])).toEqual([]);
       const [again] = await claim(at(62), [hook.id]);
       expect(again!.delivery.attempts).toBe(1);
       const [afterSuccess] = await store.settle([
-        outcome(again!.delivery.id, hook.id, { succeeded: true, status: 'delivered', attempts: 2, responseCode: 204, error: null, lastAttemptAt: at(63), nextAttemptAt: null }),
+        outcome(again!.delivery.id, hook.id, { succeeded: true, status: 'delivered', attempts: 2, responseCode: 204, error: null, lastAttemptAt: at(63), nextAttemptAt: null, sentAt: at(62), signature: 'sha256=' + 'b'.repeat(64) }),
       ]);
       expect(afterSuccess).toMatchObject({ consecutiveFailures: 0, lastSuccessAt: at(63) });
-      expect(await store.deliveryById(again!.delivery.id)).toMatchObject({ status: 'delivered', attempts: 2, responseCode: 204, error: null, nextAttemptAt: null });
+      expect(await store.deliveryById(again!.delivery.id)).toMatchObject({ status: 'delivered', attempts: 2, responseCode: 204, error: null, nextAttemptAt: null, lastSentAt: at(62), lastSignature: 'sha256=' + 'b'.repeat(64) });
       expect(await claim(at(500), [hook.id])).toEqual([]);
     });
 

@@ -1,11 +1,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { repoRoot } from '../support/process.js';
+import { freePort } from '../support/ports.js';
 
 /**
  * The README's shell blocks, run as a new user pastes them: the `server` block in one shell, then
@@ -28,13 +28,6 @@ function shellBlocks(): Block[] {
   return [...readme.matchAll(/(?:<!-- ((?:test|not tested):[^>]*) -->\n)?```sh\n([\s\S]*?)```/g)].map((match) => ({ mark: match[1] ?? '', code: match[2]! }));
 }
 
-async function freePort(): Promise<number> {
-  const server = createServer().listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as { port: number };
-  server.close();
-  return port;
-}
 
 function bash(script: string, env: NodeJS.ProcessEnv): ChildProcess & { output: () => string } {
   const child = spawn('bash', ['-euo', 'pipefail', '-c', script], { cwd: repoRoot, env, stdio: ['ignore', 'pipe', 'pipe'] });

@@ -1,28 +1,32 @@
 import { describe, expect, it } from 'vitest';
 import {
+  groupMemberDocs,
+  markMembersFilter,
+  memberToDoc,
+  purgeMembersFilter,
+  seenForObjectPipeline,
+  seenKey,
+} from '../../src/webhooks/mongodb/bulkMembers.js';
+import {
   activeDeliveriesFilter,
   claimFilter,
   deliveryFromDoc,
   dueFilter,
-  duplicateInsertIndexes,
-  enabledUpdate,
   firstReservedId,
-  groupMemberDocs,
-  markMembersFilter,
-  memberToDoc,
   newDeliveryDoc,
   redeliveryDoc,
-  payloadFromDoc,
-  payloadToDoc,
   planEnqueue,
   planSettle,
-  purgeMembersFilter,
-  seenForObjectPipeline,
-  seenKey,
   settleFilter,
   settleUpdate,
   SKIP_UPDATE,
   skipFilter,
+} from '../../src/webhooks/mongodb/deliveries.js';
+import {
+  duplicateInsertIndexes,
+  enabledUpdate,
+  payloadFromDoc,
+  payloadToDoc,
   webhookFromDoc,
   webhookToDoc,
   WEBHOOK_INDEXES,
@@ -65,6 +69,8 @@ const outcome = (deliveryId: number, webhookId: string, overrides: Partial<Attem
   error: 'receiver answered 500',
   lastAttemptAt: '2026-01-01T00:00:02.000Z',
   nextAttemptAt: '2026-01-01T00:01:02.000Z',
+  sentAt: '2026-01-01T00:00:01.500Z',
+  signature: 'sha256=' + 'c'.repeat(64),
   ...overrides,
 });
 
@@ -146,6 +152,8 @@ describe('webhook store mapping: deliveries', () => {
       createdAt: '2026-01-01T00:00:02.000Z',
       lastAttemptAt: null,
       nextAttemptAt: '2026-01-01T00:00:02.000Z',
+      lastSentAt: null,
+      lastSignature: null,
       claimedUntil: '2026-01-01T00:01:02.000Z',
       cause: null,
       originalId: null,
@@ -163,6 +171,8 @@ describe('webhook store mapping: deliveries', () => {
       createdAt: '2026-01-01T00:00:02.000Z',
       lastAttemptAt: null,
       nextAttemptAt: '2026-01-01T00:00:02.000Z',
+      lastSentAt: null,
+      lastSignature: null,
       cause: null,
       originalId: null,
     });
@@ -210,6 +220,8 @@ describe('webhook store mapping: deliveries', () => {
         error: 'receiver answered 500',
         lastAttemptAt: '2026-01-01T00:00:02.000Z',
         nextAttemptAt: '2026-01-01T00:01:02.000Z',
+        lastSentAt: '2026-01-01T00:00:01.500Z',
+        lastSignature: 'sha256=' + 'c'.repeat(64),
         claimedUntil: null,
       },
     });

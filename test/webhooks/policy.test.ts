@@ -7,6 +7,7 @@ import type { BulkGroup, Webhook } from '../../src/webhooks/port.js';
 const MINUTE = 60_000;
 const SCHEDULE = [1, 5, 30, 120, 720].map((minutes) => minutes * MINUTE);
 const t0 = new Date('2026-01-01T00:00:00.000Z');
+const SENT = { sentAt: '2025-12-31T23:59:59.900Z', signature: 'sha256=' + 'd'.repeat(64) };
 
 describe('afterAttempt: the delivery state machine of spec 3.2', () => {
   const failure = { ok: false as const, status: 500, error: 'receiver answered 500' };
@@ -18,7 +19,7 @@ describe('afterAttempt: the delivery state machine of spec 3.2', () => {
     [3, '2026-01-01T02:00:00.000Z'],
     [4, '2026-01-01T12:00:00.000Z'],
   ])('after %i earlier attempts a failure waits for the next delay of 1m, 5m, 30m, 2h, 12h', (attempts, next) => {
-    expect(afterAttempt({ id: 1, webhookId: 'w', attempts }, failure, t0, SCHEDULE)).toEqual({
+    expect(afterAttempt({ id: 1, webhookId: 'w', attempts }, failure, t0, SCHEDULE, SENT)).toEqual({
       deliveryId: 1,
       webhookId: 'w',
       succeeded: false,
@@ -28,11 +29,13 @@ describe('afterAttempt: the delivery state machine of spec 3.2', () => {
       error: 'receiver answered 500',
       lastAttemptAt: t0.toISOString(),
       nextAttemptAt: next,
+      sentAt: SENT.sentAt,
+      signature: SENT.signature,
     });
   });
 
   it('the 6th failed attempt makes the delivery failed, with no next attempt', () => {
-    expect(afterAttempt({ id: 1, webhookId: 'w', attempts: 5 }, { ok: false, status: null, error: 'no answer within 10000 ms' }, t0, SCHEDULE)).toMatchObject({
+    expect(afterAttempt({ id: 1, webhookId: 'w', attempts: 5 }, { ok: false, status: null, error: 'no answer within 10000 ms' }, t0, SCHEDULE, SENT)).toMatchObject({
       status: 'failed',
       attempts: 6,
       responseCode: null,
@@ -42,7 +45,7 @@ describe('afterAttempt: the delivery state machine of spec 3.2', () => {
   });
 
   it('any 2xx is delivered, at any attempt', () => {
-    expect(afterAttempt({ id: 1, webhookId: 'w', attempts: 3 }, { ok: true, status: 202 }, t0, SCHEDULE)).toMatchObject({
+    expect(afterAttempt({ id: 1, webhookId: 'w', attempts: 3 }, { ok: true, status: 202 }, t0, SCHEDULE, SENT)).toMatchObject({
       succeeded: true,
       status: 'delivered',
       attempts: 4,

@@ -1,12 +1,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signBody, verifyWebhook, WebhookVerificationError } from '../../src/webhooks/signature.js';
 import { repoRoot } from '../support/process.js';
 import { startWebhookHarness, type WebhookHarness } from '../support/webhookHarness.js';
+import { freePort } from '../support/ports.js';
 
 /**
  * docs/webhooks.md as a receiver's author reads it: its test vectors hold for verifyWebhook, and
@@ -79,13 +78,6 @@ function example(name: string): string {
   return match[1]!;
 }
 
-async function freePort(): Promise<number> {
-  const server = createServer().listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as { port: number };
-  server.close();
-  return port;
-}
 
 describe('the Node.js receiver examples of docs/webhooks.md, against a real delivery', () => {
   let h: WebhookHarness;

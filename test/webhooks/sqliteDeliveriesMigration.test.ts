@@ -63,4 +63,23 @@ describe('SQLite webhook store: deliveries made before resends', () => {
     expect(await store.webhookById(listener.id)).toMatchObject({ listener: true });
     await store.close();
   });
+
+  it('deliveries made before the last attempt\'s headers were kept get their columns: null until the next attempt settles', async () => {
+    const path = join(dir, 'before-headers.db');
+    const old = new Sqlite(path);
+    old.exec(`CREATE TABLE deliveries (
+      id INTEGER PRIMARY KEY AUTOINCREMENT, webhook_id TEXT NOT NULL, event_id TEXT NOT NULL, event TEXT NOT NULL, status TEXT NOT NULL,
+      response_code INTEGER, attempts INTEGER NOT NULL DEFAULT 0, error TEXT, created_at TEXT NOT NULL, last_attempt_at TEXT,
+      next_attempt_at TEXT, claimed_until TEXT, cause TEXT, original_id INTEGER)`);
+    old.prepare("INSERT INTO deliveries (id, webhook_id, event_id, event, status, attempts, response_code, created_at) VALUES (7, 'w', 'e1', 'clients.created', 'retrying', 1, 500, 'T')").run();
+    old.close();
+    const store = openSqliteWebhookStore({ path });
+    expect(await store.deliveryById(7)).toMatchObject({ status: 'retrying', lastSentAt: null, lastSignature: null });
+    const signature = 'sha256=' + 'e'.repeat(64);
+    await store.settle([
+      { deliveryId: 7, webhookId: 'w', succeeded: true, status: 'delivered', attempts: 2, responseCode: 204, error: null, lastAttemptAt: at(3), nextAttemptAt: null, sentAt: at(2), signature },
+    ]);
+    expect(await store.deliveryById(7)).toMatchObject({ status: 'delivered', lastSentAt: at(2), lastSignature: signature });
+    await store.close();
+  });
 });

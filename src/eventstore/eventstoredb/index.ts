@@ -3,19 +3,13 @@ import {
   END,
   EventStoreDBClient,
   FORWARDS,
-  PARK,
   PersistentSubscriptionDoesNotExistError,
-  PersistentSubscriptionExistsError,
-  RETRY,
   START,
   StreamNotFoundError,
   WrongExpectedVersionError,
 } from '@eventstore/db-client';
 import type {
   AllStreamResolvedEvent,
-  AllStreamSubscription,
-  PersistentSubscriptionToAll,
-  PersistentSubscriptionToAllResolvedEvent,
   Position as EsdbPosition,
   ReadStreamOptions as EsdbReadStreamOptions,
   ResolvedEvent,
@@ -29,68 +23,48 @@ import type {
   EventStore,
   ExpectedRevision,
   NewEvent,
-  PersistentEvent,
-  PersistentSubscription,
-  PersistentSubscriptionOptions,
   ReadAllOptions,
   ReadStreamOptions,
   RecordedEvent,
   StreamAppend,
-  SubscribeToAllOptions,
-  Subscription,
 } from '../port.js';
 import { chainForStream, hashOf } from '../chain.js';
-import { DEFAULT_RETRY_BACKOFF, retryDelayMs } from '../port.js';
 import type { Position } from '../position.js';
 import {
-  PERSISTENT_DEFAULTS,
-  backoffDelay,
-  classifySubscriptionError,
   describeRevision,
   isServerDiskFull,
   fromEsdbPosition,
   isAfter,
   isKnownPosition,
   matchesFilter,
-  persistentGroupSettings,
   groupCheckpointFrom,
-  inFlightLimit,
-  nackBackoff,
   toEsdbPosition,
   chainedAppend,
   toEventData,
   toExpectedRevision,
   toRecordedEvent,
-  toServerFilter,
 } from './mapping.js';
+import { subscribeToAll } from './catchUp.js';
+import type { EsdbLogger, SubscriptionContext } from './control.js';
+import { persistentSubscription } from './persistent.js';
 
 /**
  * The production event log: EventStoreDB (or KurrentDB, its successor, which speaks the same gRPC
- * protocol) through `@eventstore/db-client`. The value mapping lives in ./eventstoredbMapping.ts
- * (pure, unit-tested); this module only moves values between the port and the client, and keeps
- * subscriptions alive across server restarts.
- *
- * Delivery guarantees:
- * - `subscribeToAll` remembers the position of the last event it handed out. When the call fails
- *   because the server went away (restart, leader change, network), it resubscribes from that
- *   position after a backoff, so nothing is skipped and nothing already handed out is repeated.
- *   The consumer's own checkpoint still decides what happens after *its* restart (at least once).
- * - `persistentSubscription` rejoins the group after such failures; events that were handed out and
- *   not acked before the failure are handed out again by the server (at least once). Acks and nacks
- *   for events of a connection that has dropped are ignored: the server redelivers those events.
+ * protocol) through `@eventstore/db-client`. The value mapping lives in ./mapping.ts (pure,
+ * unit-tested); this module only moves values between the port and the client. The two
+ * subscriptions, which keep themselves alive across server restarts, are in ./catchUp.ts and
+ * ./persistent.ts. The consumer's own checkpoint decides what happens after *its* restart (at
+ * least once).
  */
 
 export interface EventStoreDbOptions {
   /** e.g. `esdb://localhost:2113?tls=false`, or a cluster: `esdb+discover://host:2113`. */
   connectionString: string;
   /** Told about resubscriptions after errors (pino-compatible; optional). */
-  logger?: { warn(details: object, message: string): void; error(details: object, message: string): void };
+  logger?: EsdbLogger;
   /** How long a persistent-subscription event may stay un-acked before it is handed out again. */
   messageTimeoutMs?: number;
 }
-
-/** Milliseconds to wait for an ack/nack write before giving up on it (the server redelivers). */
-const SETTLE_TIMEOUT_MS = 10_000;
 
 export function openEventStoreDb(options: EventStoreDbOptions): EventStore {
   const client = EventStoreDBClient.connectionString(options.connectionString);
@@ -229,176 +203,6 @@ export function openEventStoreDb(options: EventStoreDbOptions): EventStore {
     return resolved.map(toRecordedEvent).filter((event): event is RecordedEvent => event !== null);
   }
 
-  function subscribeToAll(subscribeOptions: SubscribeToAllOptions): Subscription {
-    assertOpen();
-    const serverFilter = toServerFilter(subscribeOptions.filter);
-    const control = new Control();
-    let last: Position | 'start' = subscribeOptions.from;
-    let current: AllStreamSubscription | null = null;
-
-    async function* events(): AsyncGenerator<RecordedEvent> {
-      let attempt = 0;
-      try {
-        while (!control.closed) {
-          const sub = client.subscribeToAll({
-            fromPosition: last === 'start' ? START : toEsdbPosition(last),
-            resolveLinkTos: false,
-            filter: serverFilter,
-          });
-          current = sub;
-          try {
-            for await (const resolved of sub as AsyncIterable<AllStreamResolvedEvent>) {
-              attempt = 0;
-              // Checkpoint-only items, system events and events outside the filter carry nothing for us.
-              const event = toRecordedEvent(resolved);
-              if (event === null || !matchesFilter(event, subscribeOptions.filter) || !isAfter(event.position, last)) continue;
-              last = event.position;
-              yield event;
-              if (control.closed) return;
-            }
-            if (control.closed) return;
-            logger?.warn({ from: last }, 'EventStoreDB subscription ended by the server; resubscribing');
-          } catch (error) {
-            if (control.closed) return;
-            if (classifySubscriptionError(error) !== 'transient') throw error;
-            logger?.warn({ err: error, from: last, attempt }, 'EventStoreDB subscription dropped; resubscribing');
-          } finally {
-            current = null;
-            await release(sub);
-          }
-          await control.sleep(backoffDelay(attempt++));
-        }
-      } finally {
-        control.closed = true;
-        open.delete(handle);
-      }
-    }
-
-    const handle = {
-      async close(): Promise<void> {
-        control.close();
-        open.delete(handle);
-        if (current) await release(current);
-      },
-    };
-    open.add(handle);
-    const iterator = events();
-    return { [Symbol.asyncIterator]: () => iterator, close: handle.close };
-  }
-
-  function persistentSubscription(group: string, subscribeOptions: PersistentSubscriptionOptions = {}): PersistentSubscription {
-    assertOpen();
-    const messageTimeoutMs = options.messageTimeoutMs ?? PERSISTENT_DEFAULTS.messageTimeoutMs;
-    const requested = subscribeOptions.bufferSize ?? PERSISTENT_DEFAULTS.bufferSize;
-    const settings = persistentGroupSettings({
-      ...(subscribeOptions.maxRetryCount !== undefined ? { maxRetryCount: subscribeOptions.maxRetryCount } : {}),
-      messageTimeoutMs,
-      bufferSize: requested,
-    });
-    const serverFilter = toServerFilter(subscribeOptions.filter);
-    const bufferSize = inFlightLimit(requested, messageTimeoutMs);
-    const backoff = nackBackoff(subscribeOptions.retryBackoff ?? DEFAULT_RETRY_BACKOFF, messageTimeoutMs);
-    let live = false;
-    const control = new Control();
-    let current: { sub: PersistentSubscriptionToAll; connection: Connection } | null = null;
-
-    /**
-     * Creates the group, or brings an existing one's settings in line with this code's (retries,
-     * timeout, buffers): a group is never left with the settings of an older release. The server
-     * cannot change a group's filter; this adapter filters again on its side (matchesFilter).
-     */
-    async function ensureGroup(): Promise<void> {
-      try {
-        await client.createPersistentSubscriptionToAll(group, settings, { filter: serverFilter });
-      } catch (error) {
-        if (!(error instanceof PersistentSubscriptionExistsError)) throw error;
-        await client.updatePersistentSubscriptionToAll(group, settings);
-      }
-    }
-
-    async function* events(): AsyncGenerator<PersistentEvent> {
-      let attempt = 0;
-      let groupReady = false;
-      try {
-        while (!control.closed) {
-          if (!groupReady) {
-            try {
-              await ensureGroup();
-              groupReady = true;
-            } catch (error) {
-              if (control.closed) return;
-              if (classifySubscriptionError(error) !== 'transient') throw error;
-              logger?.warn({ err: error, group, attempt }, 'EventStoreDB persistent subscription group not created yet; retrying');
-              await control.sleep(backoffDelay(attempt++));
-              continue;
-            }
-          }
-          const sub = client.subscribeToPersistentSubscriptionToAll(group, { bufferSize });
-          sub.on('confirmation', () => (live = true));
-          const connection: Connection = { alive: true, pending: new Set() };
-          current = { sub, connection };
-          try {
-            for await (const resolved of sub as AsyncIterable<PersistentSubscriptionToAllResolvedEvent>) {
-              attempt = 0;
-              const event = toRecordedEvent(resolved);
-              if (event === null || !matchesFilter(event, subscribeOptions.filter)) {
-                await settle(connection, () => sub.ack(resolved));
-                continue;
-              }
-              yield {
-                event,
-                retryCount: resolved.retryCount,
-                ack: () => settle(connection, () => sub.ack(resolved)),
-                nack: async (action, reason) => {
-                  // The server would hand a retried event out again at once: wait first, longer each time.
-                  if (action === 'retry') await control.sleepFor(retryDelayMs(resolved.retryCount, backoff));
-                  await settle(connection, () => sub.nack(action === 'park' ? PARK : RETRY, reason, resolved));
-                },
-              };
-              if (control.closed) return;
-            }
-            if (control.closed) return;
-            logger?.error({ group }, 'EventStoreDB persistent subscription ended by the server; rejoining');
-          } catch (error) {
-            connection.alive = false; // acks can no longer reach the server: it redelivers instead
-            if (control.closed) return;
-            const kind = classifySubscriptionError(error);
-            if (kind === 'fatal') throw error;
-            if (kind === 'group-missing') groupReady = false;
-            logger?.error({ err: error, group, attempt }, 'EventStoreDB persistent subscription dropped; rejoining');
-          } finally {
-            live = false;
-            current = null;
-            if (connection.alive) await drain(connection);
-            connection.alive = false;
-            await release(sub);
-          }
-          await control.sleep(backoffDelay(attempt++));
-        }
-      } finally {
-        control.closed = true;
-        open.delete(handle);
-      }
-    }
-
-    const handle = {
-      async close(): Promise<void> {
-        control.close();
-        open.delete(handle);
-        const closing = current;
-        if (!closing) return;
-        // Let acks already given reach the server before the call is cancelled, so that the group
-        // does not hand those events out again.
-        await drain(closing.connection);
-        closing.connection.alive = false;
-        await release(closing.sub);
-      },
-    };
-    open.add(handle);
-    const iterator = events();
-    return { [Symbol.asyncIterator]: () => iterator, close: handle.close, connected: () => live && !control.closed };
-  }
-
   async function replayParked(group: string): Promise<number> {
     assertOpen();
     const info = await client.getPersistentSubscriptionToAllInfo(group);
@@ -453,7 +257,21 @@ export function openEventStoreDb(options: EventStoreDbOptions): EventStore {
     throw new ValidationFailed('EventStoreDB cannot edit a stored event: values written there before encryption cannot be re-encrypted (docs/privacy.md)');
   }
 
-  return { chainScope: 'stream', append, appendThen, readAll, readStream, subscribeToAll, persistentSubscription, replayParked, groupCheckpoint, headPosition, rewriteUnchained, close };
+  const context: SubscriptionContext = { client, logger, open, assertOpen, messageTimeoutMs: options.messageTimeoutMs };
+  return {
+    chainScope: 'stream',
+    append,
+    appendThen,
+    readAll,
+    readStream,
+    subscribeToAll: (subscribeOptions) => subscribeToAll(context, subscribeOptions),
+    persistentSubscription: (group, subscribeOptions) => persistentSubscription(context, group, subscribeOptions),
+    replayParked,
+    groupCheckpoint,
+    headPosition,
+    rewriteUnchained,
+    close,
+  };
 }
 
 /** How often an append expecting 'any' is tried again when another writer extends the stream's chain first. */
@@ -461,94 +279,4 @@ const CHAIN_ATTEMPTS = 5;
 
 function assertSomeEvents(stream: string, events: NewEvent[]): void {
   if (events.length === 0) throw new RangeError(`append to ${stream} needs at least one event`);
-}
-
-/** Close flag plus an interruptible backoff sleep for one subscription. */
-class Control {
-  closed = false;
-  private readonly waits = new Set<() => void>();
-  private wake: (() => void) | null = null;
-
-  sleep(ms: number): Promise<void> {
-    if (this.closed) return Promise.resolve();
-    return new Promise((resolve) => {
-      const timer = setTimeout(done, ms);
-      const self = this;
-      function done(): void {
-        clearTimeout(timer);
-        self.wake = null;
-        resolve();
-      }
-      this.wake = done;
-    });
-  }
-
-  close(): void {
-    this.closed = true;
-    this.wake?.();
-    for (const done of [...this.waits]) done();
-  }
-
-  /** A wait of its own (beside the reconnect sleep), cut short when the subscription closes. */
-  sleepFor(ms: number): Promise<void> {
-    if (this.closed || ms <= 0) return Promise.resolve();
-    return new Promise((resolve) => {
-      const done = (): void => {
-        clearTimeout(timer);
-        this.waits.delete(done);
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      this.waits.add(done);
-    });
-  }
-}
-
-/** Cancels the gRPC call behind a client subscription and destroys its stream (ends any pending read). */
-async function release(sub: AllStreamSubscription | PersistentSubscriptionToAll): Promise<void> {
-  try {
-    await sub.unsubscribe();
-  } catch {
-    // The call is already gone.
-  }
-  if (!sub.destroyed) sub.destroy();
-}
-
-/** One call of a persistent subscription: whether it still carries acks, and the acks under way. */
-interface Connection {
-  alive: boolean;
-  pending: Set<Promise<void>>;
-}
-
-/** Time for acks written to the call to leave the process before the call is cancelled. */
-const DRAIN_GRACE_MS = 50;
-
-async function drain(connection: Connection): Promise<void> {
-  await Promise.allSettled([...connection.pending]);
-  await new Promise((resolve) => setTimeout(resolve, DRAIN_GRACE_MS));
-}
-
-/**
- * Acks/nacks through the connection that delivered the event. When that connection has dropped,
- * the ack cannot reach the server and the server hands the event out again: resolve quietly.
- */
-async function settle(connection: Connection, write: () => Promise<void>): Promise<void> {
-  if (!connection.alive) return;
-  let timer: NodeJS.Timeout | undefined;
-  const writing = Promise.race([
-    write(),
-    new Promise<void>((_, reject) => {
-      timer = setTimeout(() => reject(new Error('EventStoreDB did not take the ack in time')), SETTLE_TIMEOUT_MS);
-    }),
-  ]);
-  connection.pending.add(writing);
-  try {
-    await writing;
-  } catch (error) {
-    if (!connection.alive) return;
-    throw error;
-  } finally {
-    clearTimeout(timer);
-    connection.pending.delete(writing);
-  }
 }

@@ -4,8 +4,9 @@ import { ownDelivery } from './forms.js';
 import { Csrf, Page, time } from './layout.js';
 
 /**
- * One delivery: its payload and the headers it is sent with, and "resend" (as `csr webhooks
- * resend`). The signature and timestamp differ per attempt and are not kept: the page says so.
+ * One delivery: its payload and the headers its last attempt was sent with (the timestamp and
+ * signature differ per attempt; the store keeps the last ones), and "resend" (as `csr webhooks
+ * resend`).
  */
 export function deliveryRoutes(app: Hono<SetupEnv>, deps: SetupPageDeps): void {
   app.get('/deliveries/:id', async (c) => {
@@ -38,18 +39,28 @@ export function deliveryRoutes(app: Hono<SetupEnv>, deps: SetupPageDeps): void {
             </>
           ) : null}
         </dl>
-        <h2>Headers</h2>
+        <h2>{delivery.lastSentAt ? 'Headers of the last attempt' : 'Headers (not sent yet)'}</h2>
         <pre>
           {[
             'Content-Type: application/json',
             `X-SVC-Event: ${delivery.event}`,
             `X-SVC-Delivery: ${delivery.id}`,
-            'X-SVC-Timestamp: the sentAt of each attempt',
-            'X-SVC-Signature: computed over each attempt\'s exact body with the current secret (not kept)',
+            `X-SVC-Timestamp: ${delivery.lastSentAt ?? '(the time of the first attempt)'}`,
+            `X-SVC-Signature: ${delivery.lastSignature ?? '(computed over the first attempt\'s exact body)'}`,
           ].join('\n')}
         </pre>
-        <h2>Payload</h2>
-        {payload ? <pre>{JSON.stringify({ id: payload.id, event: payload.event, object: payload.object, source: payload.source, occurredAt: payload.occurredAt, sentAt: '(the time of each attempt)', data: payload.data }, null, 2)}</pre> : <p>The event of this delivery is no longer kept.</p>}
+        <h2>{delivery.lastSentAt ? 'Payload of the last attempt' : 'Payload'}</h2>
+        {payload ? (
+          <pre>
+            {JSON.stringify(
+              { id: payload.id, event: payload.event, object: payload.object, source: payload.source, occurredAt: payload.occurredAt, sentAt: delivery.lastSentAt ?? '(the time of the first attempt)', data: payload.data },
+              null,
+              2,
+            )}
+          </pre>
+        ) : (
+          <p>The event of this delivery is no longer kept.</p>
+        )}
         {payload ? (
           <form method="post" action={`/setup/deliveries/${delivery.id}/resend`}>
             <Csrf token={signedIn.csrfToken} />

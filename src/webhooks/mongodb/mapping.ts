@@ -1,10 +1,11 @@
-import type { Filter, IndexDescription, UpdateFilter } from 'mongodb';
-import type { AttemptOutcome, BulkGroup, BulkMember, Delivery, DeliveryStatus, Redelivery, Webhook, WebhookPayload } from '../port.js';
+import type { IndexDescription, UpdateFilter } from 'mongodb';
+import type { BulkMember, Delivery, DeliveryStatus, Webhook, WebhookPayload } from '../port.js';
 
 /**
- * The pure half of the MongoDB webhook store (src/webhooks/mongodb.ts): documents <-> domain
- * objects, the filters and updates that serve the port, and the index definitions. Unit-tested in
- * test/unit/webhookMongodbMapping.test.ts; nothing here talks to a server.
+ * The pure half of the MongoDB webhook store (./index.ts): collections, documents and their
+ * indexes, webhooks and payloads <-> documents, and write errors; deliveries are in
+ * ./deliveries.ts, bulk members in ./bulkMembers.ts. Unit-tested in
+ * test/webhooks/mongodbMapping.test.ts; nothing here talks to a server.
  *
  * Entity ids are `_id` (webhook id, payload = event id, bulk member = event id). Delivery ids are
  * integers reserved from the `counters` collection (spec 6.3: X-SVC-Delivery is a number).
@@ -25,7 +26,7 @@ export const DELIVERY_COUNTER = 'deliveries';
 
 /** Statuses of deliveries still to be sent (the others are final). */
 export const ACTIVE: readonly DeliveryStatus[] = ['waiting', 'retrying'];
-const activeFilter = () => ({ $in: [...ACTIVE] });
+export const activeFilter = () => ({ $in: [...ACTIVE] });
 
 export interface WebhookDoc extends Omit<Webhook, 'id'> {
   _id: string;
@@ -155,236 +156,6 @@ export function payloadFromDoc(doc: PayloadDoc): WebhookPayload {
     occurredAt: doc.occurredAt,
     data: JSON.parse(doc.data) as unknown,
   };
-}
-
-// ---- deliveries -----------------------------------------------------------------------------
-
-/** What one enqueue writes: each payload once, each (webhook, event) pair once, first one wins. */
-export interface EnqueuePlan {
-  payloads: PayloadDoc[];
-  pairs: { webhookId: string; payload: WebhookPayload }[];
-}
-
-export function planEnqueue(items: { payload: WebhookPayload; webhookIds: string[] }[]): EnqueuePlan {
-  const payloads = new Map<string, PayloadDoc>();
-  const pairs = new Map<string, { webhookId: string; payload: WebhookPayload }>();
-  for (const { payload, webhookIds } of items) {
-    // An event with no webhook stores nothing (no payload without a delivery that needs it).
-    if (webhookIds.length === 0) continue;
-    if (!payloads.has(payload.id)) payloads.set(payload.id, payloadToDoc(payload));
-    for (const webhookId of webhookIds) {
-      const key = JSON.stringify([webhookId, payload.id]);
-      if (!pairs.has(key)) pairs.set(key, { webhookId, payload });
-    }
-  }
-  return { payloads: [...payloads.values()], pairs: [...pairs.values()] };
-}
-
-/** The first of `count` consecutive ids, from the counter's value after `$inc: count`. */
-export function firstReservedId(counterAfter: number, count: number): number {
-  return counterAfter - count + 1;
-}
-
-export function newDeliveryDoc(id: number, webhookId: string, payload: WebhookPayload, at: string, claimedUntil: string | null): DeliveryDoc {
-  return {
-    _id: id,
-    webhookId,
-    eventId: payload.id,
-    event: payload.event,
-    status: 'waiting',
-    responseCode: null,
-    attempts: 0,
-    error: null,
-    createdAt: at,
-    lastAttemptAt: null,
-    nextAttemptAt: at,
-    claimedUntil,
-    cause: null,
-    originalId: null,
-    redeliveryKey: null,
-  };
-}
-
-/** A resend or recover: a new document every time (its redeliveryKey is its own id). */
-export function redeliveryDoc(id: number, item: Redelivery, at: string, claimedUntil: string | null): DeliveryDoc {
-  return { ...newDeliveryDoc(id, item.webhookId, item.payload, at, claimedUntil), cause: item.cause, originalId: item.originalId, redeliveryKey: id };
-}
-
-/** The index deliveries had before redeliveries; dropped when the store opens. */
-export const OLD_UNIQUE_INDEX = 'unique_webhook_event';
-
-export function deliveryFromDoc(doc: DeliveryDoc): Delivery {
-  return {
-    id: doc._id,
-    webhookId: doc.webhookId,
-    eventId: doc.eventId,
-    event: doc.event,
-    status: doc.status,
-    responseCode: doc.responseCode ?? null,
-    attempts: doc.attempts ?? 0,
-    error: doc.error ?? null,
-    createdAt: doc.createdAt,
-    lastAttemptAt: doc.lastAttemptAt ?? null,
-    nextAttemptAt: doc.nextAttemptAt ?? null,
-    cause: doc.cause ?? null,
-    originalId: doc.originalId ?? null,
-  };
-}
-
-/** Due deliveries of one webhook at `now` that nobody holds a live claim on. */
-export function dueFilter(webhookId: string, now: string): Filter<DeliveryDoc> {
-  return {
-    webhookId,
-    status: activeFilter(),
-    nextAttemptAt: { $lte: now },
-    $or: [{ claimedUntil: null }, { claimedUntil: { $lte: now } }],
-  };
-}
-
-/** Order of the due deliveries of a webhook: the longest due first (served by `claim_due`). */
-export const DUE_SORT = { nextAttemptAt: 1, _id: 1 } as const;
-
-/** One delivery, only if it is still due and unclaimed: of competing claims exactly one matches. */
-export function claimFilter(deliveryId: number, webhookId: string, now: string): Filter<DeliveryDoc> {
-  return { _id: deliveryId, ...dueFilter(webhookId, now) };
-}
-
-/** Switching a webhook off: its waiting and retrying deliveries will never be sent. */
-export function skipFilter(webhookId: string): Filter<DeliveryDoc> {
-  return { webhookId, status: activeFilter() };
-}
-export const SKIP_UPDATE: UpdateFilter<DeliveryDoc> = { $set: { status: 'skipped', nextAttemptAt: null, claimedUntil: null } };
-
-/** Which of these deliveries are still waiting or retrying (outcomes apply to those only). */
-export function activeDeliveriesFilter(ids: number[]): Filter<DeliveryDoc> {
-  return { _id: { $in: [...ids] }, status: activeFilter() };
-}
-
-/** An outcome applies only to a delivery still waiting or retrying (not skipped meanwhile). */
-export function settleFilter(outcome: AttemptOutcome): Filter<DeliveryDoc> {
-  return { _id: outcome.deliveryId, status: activeFilter() };
-}
-
-export function settleUpdate(outcome: AttemptOutcome): UpdateFilter<DeliveryDoc> {
-  return {
-    $set: {
-      status: outcome.status,
-      attempts: outcome.attempts,
-      responseCode: outcome.responseCode,
-      error: outcome.error,
-      lastAttemptAt: outcome.lastAttemptAt,
-      nextAttemptAt: outcome.nextAttemptAt,
-      claimedUntil: null,
-    },
-  };
-}
-
-/** What a batch of outcomes does, given which of their deliveries are active now. */
-export interface SettlePlan {
-  /** Outcomes that apply, in the order given. */
-  applied: AttemptOutcome[];
-  /** One update per webhook touched, in the order first touched. */
-  webhooks: { webhookId: string; update: UpdateFilter<WebhookDoc> }[];
-}
-
-/**
- * Replays the outcomes in order as the embedded store applies them one by one: an outcome applies
- * when its delivery is active (and stays active after it when its status is waiting/retrying); a
- * success sets the webhook's failures to 0 and moves lastSuccessAt forward, a failure adds one.
- * Per webhook that folds into one update: after a success, $set the failures that followed it;
- * without one, $inc by the failures.
- */
-export function planSettle(outcomes: AttemptOutcome[], activeIds: Iterable<number>): SettlePlan {
-  const active = new Set(activeIds);
-  const applied: AttemptOutcome[] = [];
-  const effects = new Map<string, { reset: boolean; failures: number; lastSuccessAt: string | null }>();
-  for (const outcome of outcomes) {
-    if (!active.has(outcome.deliveryId)) continue;
-    applied.push(outcome);
-    if (!ACTIVE.includes(outcome.status)) active.delete(outcome.deliveryId);
-    let effect = effects.get(outcome.webhookId);
-    if (!effect) effects.set(outcome.webhookId, (effect = { reset: false, failures: 0, lastSuccessAt: null }));
-    if (outcome.succeeded) {
-      effect.reset = true;
-      effect.failures = 0;
-      if (effect.lastSuccessAt === null || outcome.lastAttemptAt > effect.lastSuccessAt) effect.lastSuccessAt = outcome.lastAttemptAt;
-    } else {
-      effect.failures += 1;
-    }
-  }
-  const webhooks = [...effects].map(([webhookId, effect]) => {
-    const update: UpdateFilter<WebhookDoc> = effect.reset
-      ? { $set: { consecutiveFailures: effect.failures } }
-      : { $inc: { consecutiveFailures: effect.failures } };
-    // $max: null < any text and ISO times order as text, so lastSuccessAt only moves forward.
-    if (effect.lastSuccessAt !== null) update.$max = { lastSuccessAt: effect.lastSuccessAt };
-    return { webhookId, update };
-  });
-  return { applied, webhooks };
-}
-
-// ---- bulk members ---------------------------------------------------------------------------
-
-export function memberToDoc(member: BulkMember): BulkMemberDoc {
-  return {
-    _id: member.eventId,
-    workspaceId: member.workspaceId,
-    actionId: member.actionId,
-    object: member.object,
-    kind: member.kind,
-    recordId: member.recordId,
-    source: member.source,
-    occurredAt: member.occurredAt,
-    position: member.position,
-    actionCount: member.actionCount,
-    bulkId: null,
-  };
-}
-
-export const PENDING_FILTER: Filter<BulkMemberDoc> = { bulkId: null };
-/** Group and log order (served by the `pending` index). */
-export const PENDING_SORT = { actionId: 1, object: 1, kind: 1, position: 1 } as const;
-
-/** Counts the stored members (flushed or not) of each (action, object) of the given actions. */
-export function seenForObjectPipeline(actionIds: string[]): object[] {
-  return [{ $match: { actionId: { $in: actionIds } } }, { $group: { _id: { actionId: '$actionId', object: '$object' }, count: { $sum: 1 } } }];
-}
-
-export function seenKey(actionId: string, object: string): string {
-  return JSON.stringify([actionId, object]);
-}
-
-/** Pending member documents in PENDING_SORT order -> one group per (action, object, kind). */
-export function groupMemberDocs(docs: BulkMemberDoc[], seenForObject: (actionId: string, object: string) => number): BulkGroup[] {
-  const groups: BulkGroup[] = [];
-  let current: BulkGroup | undefined;
-  for (const doc of docs) {
-    if (!current || current.actionId !== doc.actionId || current.object !== doc.object || current.kind !== doc.kind) {
-      current = {
-        workspaceId: doc.workspaceId,
-        actionId: doc.actionId,
-        object: doc.object,
-        kind: doc.kind,
-        source: doc.source,
-        actionCount: doc.actionCount,
-        seenForObject: seenForObject(doc.actionId, doc.object),
-        members: [],
-      };
-      groups.push(current);
-    }
-    current.members.push({ eventId: doc._id, recordId: doc.recordId, occurredAt: doc.occurredAt });
-  }
-  return groups;
-}
-
-/** Marks members as sent in `bulkId`; only pending ones match, so a member is flushed once. */
-export function markMembersFilter(eventIds: string[]): Filter<BulkMemberDoc> {
-  return { _id: { $in: [...eventIds] }, bulkId: null };
-}
-
-/** Flushed members whose event is older than the cut-off (pending ones are kept). */
-export function purgeMembersFilter(before: string): Filter<BulkMemberDoc> {
-  return { bulkId: { $ne: null }, occurredAt: { $lt: before } };
 }
 
 // ---- errors ---------------------------------------------------------------------------------

@@ -1,21 +1,20 @@
 import { redactPayloadData } from '../redact.js';
-import type Database from 'better-sqlite3';
 import { claimableBy } from '../policy.js';
-import { changeSchema, BOUND_COUNT, BOUND_VALUE, openSqliteFile } from '../../sqlite/file.js';
+import { openSqliteFile } from '../../sqlite/file.js';
 import type {
   AttemptOutcome,
-  BulkGroup,
   ClaimedDelivery,
   Delivery,
-  DeliveryCause,
   DeliveryStats,
   DeliveryStatus,
   Redelivery,
-  EventKind,
   Webhook,
   WebhookPayload,
   WebhookStore,
 } from '../port.js';
+import { applyWebhookSchema } from './schema.js';
+import { groupMembers, toDelivery, toPayload, toWebhook, type DeliveryRow, type MemberRow, type PayloadRow, type WebhookRow } from './rows.js';
+import { prepare } from './statements.js';
 
 /**
  * The embedded webhook store (better-sqlite3, `webhooks.db`). Deliveries cannot be rebuilt once
@@ -23,186 +22,12 @@ import type {
  * writes webhooks (and sends test events) in the same file while the dispatcher runs.
  */
 
-const SCHEMA = `
-CREATE TABLE IF NOT EXISTS webhooks (
-  id TEXT PRIMARY KEY,
-  workspace_id TEXT NOT NULL,
-  name TEXT NOT NULL,
-  url TEXT NOT NULL,
-  events TEXT NOT NULL,
-  objects TEXT NOT NULL,
-  enabled INTEGER NOT NULL,
-  disabled_reason TEXT,
-  secret TEXT NOT NULL,
-  created_at TEXT NOT NULL,
-  consecutive_failures INTEGER NOT NULL DEFAULT 0,
-  last_success_at TEXT,
-  listener INTEGER NOT NULL DEFAULT 0
-);
-CREATE INDEX IF NOT EXISTS webhooks_by_workspace ON webhooks (workspace_id, created_at);
-
-CREATE TABLE IF NOT EXISTS payloads (
-  id TEXT PRIMARY KEY,
-  workspace_id TEXT NOT NULL,
-  event TEXT NOT NULL,
-  object TEXT,
-  source TEXT NOT NULL,
-  occurred_at TEXT NOT NULL,
-  data TEXT NOT NULL
-);
-
-CREATE TABLE IF NOT EXISTS deliveries (
-  id INTEGER PRIMARY KEY AUTOINCREMENT,
-  webhook_id TEXT NOT NULL,
-  event_id TEXT NOT NULL,
-  event TEXT NOT NULL,
-  status TEXT NOT NULL,
-  response_code INTEGER,
-  attempts INTEGER NOT NULL DEFAULT 0,
-  error TEXT,
-  created_at TEXT NOT NULL,
-  last_attempt_at TEXT,
-  next_attempt_at TEXT,
-  claimed_until TEXT,
-  cause TEXT,
-  original_id INTEGER
-);
-CREATE UNIQUE INDEX IF NOT EXISTS deliveries_fan_out_unique ON deliveries (webhook_id, event_id) WHERE cause IS NULL;
-CREATE INDEX IF NOT EXISTS deliveries_due ON deliveries (webhook_id, next_attempt_at) WHERE status IN ('waiting', 'retrying');
-CREATE INDEX IF NOT EXISTS deliveries_by_webhook ON deliveries (webhook_id, id);
-CREATE INDEX IF NOT EXISTS deliveries_by_age ON deliveries (created_at);
-CREATE INDEX IF NOT EXISTS deliveries_by_event ON deliveries (event_id);
-
-CREATE TABLE IF NOT EXISTS bulk_members (
-  event_id TEXT PRIMARY KEY,
-  workspace_id TEXT NOT NULL,
-  action_id TEXT NOT NULL,
-  object TEXT NOT NULL,
-  kind TEXT NOT NULL,
-  record_id TEXT NOT NULL,
-  source TEXT NOT NULL,
-  occurred_at TEXT NOT NULL,
-  position TEXT NOT NULL,
-  action_count INTEGER NOT NULL,
-  bulk_id TEXT
-);
-CREATE INDEX IF NOT EXISTS bulk_members_pending ON bulk_members (action_id, object, kind, position) WHERE bulk_id IS NULL;
-CREATE INDEX IF NOT EXISTS bulk_members_by_action ON bulk_members (action_id, object);
-`;
-
-interface WebhookRow {
-  id: string;
-  workspace_id: string;
-  name: string;
-  url: string;
-  events: string;
-  objects: string;
-  enabled: number;
-  disabled_reason: string | null;
-  secret: string;
-  created_at: string;
-  consecutive_failures: number;
-  last_success_at: string | null;
-  listener: number;
-}
-
-interface DeliveryRow {
-  id: number;
-  webhook_id: string;
-  event_id: string;
-  event: string;
-  status: DeliveryStatus;
-  response_code: number | null;
-  attempts: number;
-  error: string | null;
-  created_at: string;
-  last_attempt_at: string | null;
-  next_attempt_at: string | null;
-  cause: DeliveryCause | null;
-  original_id: number | null;
-}
-
-interface PayloadRow {
-  id: string;
-  workspace_id: string;
-  event: string;
-  object: string | null;
-  source: string;
-  occurred_at: string;
-  data: string;
-}
-
-interface MemberRow {
-  event_id: string;
-  workspace_id: string;
-  action_id: string;
-  object: string;
-  kind: EventKind;
-  record_id: string;
-  source: string;
-  occurred_at: string;
-  action_count: number;
-  seen_for_object: number;
-}
-
 /** Rolls a bulk flush back: another dispatcher sent one of its members first. */
 class AlreadySent extends Error {}
 
-function toWebhook(row: WebhookRow): Webhook {
-  return {
-    id: row.id,
-    workspaceId: row.workspace_id,
-    name: row.name,
-    url: row.url,
-    events: JSON.parse(row.events) as Webhook['events'],
-    objects: JSON.parse(row.objects) as Webhook['objects'],
-    enabled: row.enabled === 1,
-    disabledReason: row.disabled_reason,
-    secret: row.secret,
-    createdAt: row.created_at,
-    consecutiveFailures: row.consecutive_failures,
-    lastSuccessAt: row.last_success_at,
-    ...(row.listener === 1 ? { listener: true as const } : {}),
-  };
-}
-
-function toDelivery(row: DeliveryRow): Delivery {
-  return {
-    id: row.id,
-    webhookId: row.webhook_id,
-    eventId: row.event_id,
-    event: row.event,
-    status: row.status,
-    responseCode: row.response_code,
-    attempts: row.attempts,
-    error: row.error,
-    createdAt: row.created_at,
-    lastAttemptAt: row.last_attempt_at,
-    nextAttemptAt: row.next_attempt_at,
-    cause: row.cause ?? null,
-    originalId: row.original_id ?? null,
-  };
-}
-
-function toPayload(row: PayloadRow): WebhookPayload {
-  return {
-    id: row.id,
-    workspaceId: row.workspace_id,
-    event: row.event,
-    object: row.object,
-    source: row.source,
-    occurredAt: row.occurred_at,
-    data: JSON.parse(row.data) as unknown,
-  };
-}
-
 export function openSqliteWebhookStore(options: { path: string }): WebhookStore {
   const db = openSqliteFile(options.path, { synchronous: 'FULL' });
-  changeSchema(db, () => {
-    migrateDeliveries(db);
-    addListenerColumn(db);
-    db.exec(SCHEMA);
-  });
+  applyWebhookSchema(db);
   const s = prepare(db);
 
   const webhookById = (id: string): Webhook | null => {
@@ -404,122 +229,5 @@ export function openSqliteWebhookStore(options: { path: string }): WebhookStore 
     async close() {
       db.close();
     },
-  };
-}
-
-/**
- * Stores made before resends had deliveries unique per (webhook, event) for every row; SQLite
- * cannot drop a table constraint, so such a table is copied once into the current shape (ids and
- * the id sequence kept, so X-SVC-Delivery values are never reused).
- */
-function migrateDeliveries(db: Database.Database): void {
-  const columns = db.prepare("SELECT name FROM pragma_table_info('deliveries')").all() as { name: string }[];
-  if (columns.length === 0 || columns.some((column) => column.name === 'cause')) return;
-  // Inside the store's schema transaction (changeSchema): all of it or none.
-  db.exec('ALTER TABLE deliveries RENAME TO deliveries_before_causes');
-  db.exec(SCHEMA);
-  db.exec(
-    `INSERT INTO deliveries (id, webhook_id, event_id, event, status, response_code, attempts, error, created_at, last_attempt_at, next_attempt_at, claimed_until)
-     SELECT id, webhook_id, event_id, event, status, response_code, attempts, error, created_at, last_attempt_at, next_attempt_at, claimed_until FROM deliveries_before_causes`,
-  );
-  const old = db.prepare("SELECT seq FROM sqlite_sequence WHERE name = 'deliveries_before_causes'").get() as { seq: number } | undefined;
-  if (old) db.prepare("UPDATE sqlite_sequence SET seq = max(seq, ?) WHERE name = 'deliveries'").run(old.seq);
-  db.exec('DROP TABLE deliveries_before_causes');
-}
-
-/** A `webhooks.db` made before listen sessions gets their column (0: an ordinary webhook). */
-function addListenerColumn(db: Database.Database): void {
-  const columns = db.prepare("SELECT name FROM pragma_table_info('webhooks')").all() as { name: string }[];
-  if (columns.length === 0 || columns.some((column) => column.name === 'listener')) return;
-  db.exec('ALTER TABLE webhooks ADD COLUMN listener INTEGER NOT NULL DEFAULT 0');
-}
-
-/** Rows in (action, object, kind, position) order -> one group per (action, object, kind). */
-function groupMembers(rows: MemberRow[]): BulkGroup[] {
-  const groups: BulkGroup[] = [];
-  let current: BulkGroup | undefined;
-  for (const row of rows) {
-    if (!current || current.actionId !== row.action_id || current.object !== row.object || current.kind !== row.kind) {
-      current = {
-        workspaceId: row.workspace_id,
-        actionId: row.action_id,
-        object: row.object,
-        kind: row.kind,
-        source: row.source,
-        actionCount: row.action_count,
-        seenForObject: row.seen_for_object,
-        members: [],
-      };
-      groups.push(current);
-    }
-    current.members.push({ eventId: row.event_id, recordId: row.record_id, occurredAt: row.occurred_at });
-  }
-  return groups;
-}
-
-function prepare(db: Database.Database) {
-  return {
-    insertWebhook: db.prepare(
-      `INSERT INTO webhooks (id, workspace_id, name, url, events, objects, enabled, disabled_reason, secret, created_at, consecutive_failures, last_success_at, listener)
-       VALUES (@id, @workspaceId, @name, @url, @events, @objects, @enabled, @disabledReason, @secret, @createdAt, @consecutiveFailures, @lastSuccessAt, @listener)`,
-    ),
-    webhookById: db.prepare('SELECT * FROM webhooks WHERE id = ?'),
-    listWebhooks: db.prepare(`SELECT * FROM webhooks WHERE workspace_id = ${BOUND_VALUE} ORDER BY created_at, id`),
-    enabledWebhooks: db.prepare('SELECT * FROM webhooks WHERE enabled = 1'),
-    setEnabled: db.prepare('UPDATE webhooks SET enabled = ?, disabled_reason = ? WHERE id = ?'),
-    deleteWebhook: db.prepare('DELETE FROM webhooks WHERE id = ?'),
-    deleteDeliveries: db.prepare('DELETE FROM deliveries WHERE webhook_id = ?'),
-    resetFailures: db.prepare('UPDATE webhooks SET consecutive_failures = 0 WHERE id = ?'),
-    setSecret: db.prepare('UPDATE webhooks SET secret = ? WHERE id = ?'),
-    updateWebhook: db.prepare('UPDATE webhooks SET name = ?, url = ?, events = ?, objects = ? WHERE id = ?'),
-    skipWaiting: db.prepare(
-      "UPDATE deliveries SET status = 'skipped', next_attempt_at = NULL, claimed_until = NULL WHERE webhook_id = ? AND status IN ('waiting', 'retrying')",
-    ),
-    webhookSucceeded: db.prepare('UPDATE webhooks SET consecutive_failures = 0, last_success_at = max(coalesce(last_success_at, @at), @at) WHERE id = @id'),
-    webhookFailed: db.prepare('UPDATE webhooks SET consecutive_failures = consecutive_failures + 1 WHERE id = ?'),
-
-    insertPayload: db.prepare(
-      `INSERT INTO payloads (id, workspace_id, event, object, source, occurred_at, data)
-       VALUES (@id, @workspaceId, @event, @object, @source, @occurredAt, @data) ON CONFLICT (id) DO NOTHING`,
-    ),
-    payloadById: db.prepare('SELECT * FROM payloads WHERE id = ?'),
-    payloadsMentioning: db.prepare('SELECT id, data FROM payloads WHERE workspace_id = ? AND instr(data, ?) > 0'),
-    setPayloadData: db.prepare('UPDATE payloads SET data = ? WHERE id = ?'),
-    insertDelivery: db.prepare(
-      `INSERT INTO deliveries (webhook_id, event_id, event, status, created_at, next_attempt_at, claimed_until)
-       VALUES (@webhookId, @eventId, @event, 'waiting', @at, @at, @claimedUntil) ON CONFLICT (webhook_id, event_id) WHERE cause IS NULL DO NOTHING RETURNING *`,
-    ),
-    insertRedelivery: db.prepare(
-      `INSERT INTO deliveries (webhook_id, event_id, event, status, created_at, next_attempt_at, claimed_until, cause, original_id)
-       VALUES (@webhookId, @eventId, @event, 'waiting', @at, @at, @claimedUntil, @cause, @originalId) RETURNING *`,
-    ),
-    dueOf: db.prepare(
-      `SELECT * FROM deliveries WHERE webhook_id = ${BOUND_VALUE} AND status IN ('waiting', 'retrying') AND next_attempt_at <= ${BOUND_VALUE}
-         AND (claimed_until IS NULL OR claimed_until <= ${BOUND_VALUE}) ORDER BY next_attempt_at, id LIMIT ${BOUND_COUNT}`,
-    ),
-    claimDelivery: db.prepare('UPDATE deliveries SET claimed_until = ? WHERE id = ?'),
-    settleDelivery: db.prepare(
-      `UPDATE deliveries SET status = @status, attempts = @attempts, response_code = @responseCode, error = @error,
-         last_attempt_at = @lastAttemptAt, next_attempt_at = @nextAttemptAt, claimed_until = NULL
-       WHERE id = @deliveryId AND status IN ('waiting', 'retrying')`,
-    ),
-    deliveriesOf: db.prepare(`SELECT * FROM deliveries WHERE webhook_id = ${BOUND_VALUE} ORDER BY id DESC LIMIT ${BOUND_COUNT}`),
-    deliveryById: db.prepare('SELECT * FROM deliveries WHERE id = ?'),
-    deliveriesOfEvents: db.prepare(`SELECT * FROM deliveries WHERE webhook_id = ${BOUND_VALUE} AND event_id IN (SELECT value FROM json_each(?)) ORDER BY id`),
-
-    insertMember: db.prepare(
-      `INSERT INTO bulk_members (event_id, workspace_id, action_id, object, kind, record_id, source, occurred_at, position, action_count)
-       VALUES (@eventId, @workspaceId, @actionId, @object, @kind, @recordId, @source, @occurredAt, @position, @actionCount)
-       ON CONFLICT (event_id) DO NOTHING`,
-    ),
-    pendingMembers: db.prepare(
-      `SELECT m.*, (SELECT count(*) FROM bulk_members a WHERE a.action_id = m.action_id AND a.object = m.object) AS seen_for_object
-       FROM bulk_members m WHERE m.bulk_id IS NULL ORDER BY m.action_id, m.object, m.kind, m.position`,
-    ),
-    markMember: db.prepare('UPDATE bulk_members SET bulk_id = ? WHERE event_id = ? AND bulk_id IS NULL'),
-
-    purgeDeliveries: db.prepare('DELETE FROM deliveries WHERE created_at < ?'),
-    purgePayloads: db.prepare('DELETE FROM payloads WHERE NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = payloads.id)'),
-    purgeMembers: db.prepare('DELETE FROM bulk_members WHERE bulk_id IS NOT NULL AND occurred_at < ?'),
   };
 }

@@ -52,12 +52,17 @@ describe('webhooks on the Setup page', () => {
     }
   });
 
-  it('opens a delivery with its payload and headers, and resends it as a new delivery', async () => {
+  it('opens a delivery with its payload and the headers its last attempt was sent with, and resends it as a new delivery', async () => {
     const [delivery] = await svc.webhooks.deliveries(webhookId);
     const shown = await page.get(`/setup/deliveries/${delivery!.id}`);
     expect(shown.status).toBe(200);
     expect(shown.html).toContain(`X-SVC-Delivery: ${delivery!.id}`);
     expect(shown.html).toContain('&quot;event&quot;: &quot;webhook.test&quot;');
+    // Exactly what the receiver got: the timestamp and signature of that attempt.
+    const got = receiver.received('/crm').find((request) => request.headers['x-svc-delivery'] === String(delivery!.id))!;
+    expect(shown.html).toContain(`X-SVC-Timestamp: ${got.headers['x-svc-timestamp']}`);
+    expect(shown.html).toContain(`X-SVC-Signature: ${got.headers['x-svc-signature']}`);
+    expect(shown.html).toContain(`&quot;sentAt&quot;: &quot;${got.headers['x-svc-timestamp']}&quot;`);
     const before = receiver.received('/crm').length;
     const resent = await page.post(`/setup/deliveries/${delivery!.id}/resend`, {});
     expect(resent.status).toBe(303);

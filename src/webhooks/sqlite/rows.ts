@@ -1,0 +1,133 @@
+import type { BulkGroup, Delivery, DeliveryCause, DeliveryStatus, EventKind, Webhook, WebhookPayload } from '../port.js';
+
+/** The rows of `webhooks.db` as better-sqlite3 returns them, and their port values. */
+
+export interface WebhookRow {
+  id: string;
+  workspace_id: string;
+  name: string;
+  url: string;
+  events: string;
+  objects: string;
+  enabled: number;
+  disabled_reason: string | null;
+  secret: string;
+  created_at: string;
+  consecutive_failures: number;
+  last_success_at: string | null;
+  listener: number;
+}
+
+export interface DeliveryRow {
+  id: number;
+  webhook_id: string;
+  event_id: string;
+  event: string;
+  status: DeliveryStatus;
+  response_code: number | null;
+  attempts: number;
+  error: string | null;
+  created_at: string;
+  last_attempt_at: string | null;
+  next_attempt_at: string | null;
+  cause: DeliveryCause | null;
+  original_id: number | null;
+  last_sent_at: string | null;
+  last_signature: string | null;
+}
+
+export interface PayloadRow {
+  id: string;
+  workspace_id: string;
+  event: string;
+  object: string | null;
+  source: string;
+  occurred_at: string;
+  data: string;
+}
+
+export interface MemberRow {
+  event_id: string;
+  workspace_id: string;
+  action_id: string;
+  object: string;
+  kind: EventKind;
+  record_id: string;
+  source: string;
+  occurred_at: string;
+  action_count: number;
+  seen_for_object: number;
+}
+
+export function toWebhook(row: WebhookRow): Webhook {
+  return {
+    id: row.id,
+    workspaceId: row.workspace_id,
+    name: row.name,
+    url: row.url,
+    events: JSON.parse(row.events) as Webhook['events'],
+    objects: JSON.parse(row.objects) as Webhook['objects'],
+    enabled: row.enabled === 1,
+    disabledReason: row.disabled_reason,
+    secret: row.secret,
+    createdAt: row.created_at,
+    consecutiveFailures: row.consecutive_failures,
+    lastSuccessAt: row.last_success_at,
+    ...(row.listener === 1 ? { listener: true as const } : {}),
+  };
+}
+
+export function toDelivery(row: DeliveryRow): Delivery {
+  return {
+    id: row.id,
+    webhookId: row.webhook_id,
+    eventId: row.event_id,
+    event: row.event,
+    status: row.status,
+    responseCode: row.response_code,
+    attempts: row.attempts,
+    error: row.error,
+    createdAt: row.created_at,
+    lastAttemptAt: row.last_attempt_at,
+    nextAttemptAt: row.next_attempt_at,
+    lastSentAt: row.last_sent_at ?? null,
+    lastSignature: row.last_signature ?? null,
+    cause: row.cause ?? null,
+    originalId: row.original_id ?? null,
+  };
+}
+
+export function toPayload(row: PayloadRow): WebhookPayload {
+  return {
+    id: row.id,
+    workspaceId: row.workspace_id,
+    event: row.event,
+    object: row.object,
+    source: row.source,
+    occurredAt: row.occurred_at,
+    data: JSON.parse(row.data) as unknown,
+  };
+}
+
+/** Rows in (action, object, kind, position) order -> one group per (action, object, kind). */
+export function groupMembers(rows: MemberRow[]): BulkGroup[] {
+  const groups: BulkGroup[] = [];
+  let current: BulkGroup | undefined;
+  for (const row of rows) {
+    if (!current || current.actionId !== row.action_id || current.object !== row.object || current.kind !== row.kind) {
+      current = {
+        workspaceId: row.workspace_id,
+        actionId: row.action_id,
+        object: row.object,
+        kind: row.kind,
+        source: row.source,
+        actionCount: row.action_count,
+        seenForObject: row.seen_for_object,
+        members: [],
+      };
+      groups.push(current);
+    }
+    current.members.push({ eventId: row.event_id, recordId: row.record_id, occurredAt: row.occurred_at });
+  }
+  return groups;
+}
