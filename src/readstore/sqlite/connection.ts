@@ -156,12 +156,9 @@ export function toDocument(workspaceId: string, object: string, row: DocumentRow
   };
 }
 
-/**
- * The row for a reader of its rendering: JSON.parse of fields and calculated only if asked for.
- * Null fields (never stored so) mean a row read without them (findPage with a shape).
- */
+/** The row for a reader of its rendering: JSON.parse of fields and calculated only if asked for. */
 export function toStored(workspaceId: string, object: string, row: DocumentRow): StoredRecord {
-  return { id: row[0], rendered: row[8], document: row[2] === null ? null : () => toDocument(workspaceId, object, row) };
+  return { id: row[0], rendered: row[8], document: () => toDocument(workspaceId, object, row) };
 }
 
 /**

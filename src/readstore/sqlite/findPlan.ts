@@ -74,30 +74,44 @@ function planFind(db: StatementCache, t: Tables, coll: number, criteria: Criteri
   return { from, where: conditions.join(' AND '), alias, params };
 }
 
-/**
- * A row's columns for a reader of stored renderings that start with a shape (the first `?`):
- * those rows come without fields and calculated values, the longest texts after the rendering.
- */
-const SHAPED = (column: string) => `CASE WHEN substr(d.rendered, 1, length(@shape)) = @shape THEN NULL ELSE d.${column} END`;
-const SHAPED_COLUMNS = `d.id, d.name, ${SHAPED('fields')}, ${SHAPED('calculated')}, d.created_at, d.updated_at, d.created_position, d.revision, d.rendered`;
-
 /** The page: ids first (from the driving index alone), then only those documents are read. */
-function pageSql(t: Tables, plan: FindPlan, shaped: boolean): string {
+function pageSql(t: Tables, plan: FindPlan, columns: string): string {
   const order = `${plan.alias}.created_position, ${plan.alias}.doc_id`;
   return (
-    `SELECT ${shaped ? SHAPED_COLUMNS : DOCUMENT_COLUMNS} FROM (SELECT ${plan.alias}.doc_id AS doc_id, ${plan.alias}.created_position AS created_position ` +
+    `SELECT ${columns} FROM (SELECT ${plan.alias}.doc_id AS doc_id, ${plan.alias}.created_position AS created_position ` +
     `FROM ${plan.from} WHERE ${plan.where} ORDER BY ${order} LIMIT ${BOUND_COUNT} OFFSET ${BOUND_COUNT}) p ` +
     `JOIN ${t.documents} d ON d.doc_id = p.doc_id ORDER BY p.created_position, p.doc_id`
   );
 }
 
-/**
- * The page's rows, for the caller to make documents of. With `shape`, rows whose stored rendering
- * starts with it have null fields and calculated values (see toStored).
- */
-export function findPage(db: StatementCache, t: Tables, coll: number, criteria: Criteria, limit: number, offset: number, shape?: string) {
+/** The page's rows, for the caller to make documents of. */
+export function findPage(db: StatementCache, t: Tables, coll: number, criteria: Criteria, limit: number, offset: number) {
   const plan = planFind(db, t, coll, criteria);
-  const params = shape === undefined ? plan.params : [{ shape }, ...plan.params];
-  const rows = db.documents(pageSql(t, plan, shape !== undefined)).all(...params, limit, offset) as DocumentRow[];
+  const rows = db.documents(pageSql(t, plan, DOCUMENT_COLUMNS)).all(...plan.params, limit, offset) as DocumentRow[];
+  return { plan, rows };
+}
+
+/** A page row for a reader of stored renderings: the whole row only where its rendering does not start with the shape. */
+export interface StoredPageRow {
+  id: string;
+  rendered: string | null;
+  row: DocumentRow | null;
+}
+
+/**
+ * The page as ids and renderings (half the cost of whole rows: fields and calculated values are
+ * the longest texts after the rendering), then, in the same snapshot, the whole rows of the
+ * records whose rendering does not start with `shape` (null: of every record).
+ */
+export function findStoredPage(db: StatementCache, t: Tables, coll: number, criteria: Criteria, limit: number, offset: number, shape: string | null) {
+  const plan = planFind(db, t, coll, criteria);
+  const lean = db.documents(pageSql(t, plan, 'd.id, d.rendered, d.doc_id')).all(...plan.params, limit, offset) as [string, string | null, number][];
+  const missing = lean.filter(([, rendered]) => shape === null || rendered === null || !rendered.startsWith(shape)).map(([, , docId]) => docId);
+  const whole = new Map<number, DocumentRow>();
+  if (missing.length > 0) {
+    const sql = `SELECT ${DOCUMENT_COLUMNS}, d.doc_id FROM ${t.documents} d WHERE d.doc_id IN (SELECT value FROM json_each(?))`;
+    for (const row of db.documents(sql).all(JSON.stringify(missing)) as [...DocumentRow, number][]) whole.set(row[9], row.slice(0, 9) as DocumentRow);
+  }
+  const rows: StoredPageRow[] = lean.map(([id, rendered, docId]) => ({ id, rendered, row: whole.get(docId) ?? null }));
   return { plan, rows };
 }

@@ -1,5 +1,5 @@
 import { filterKey } from '../filterKey.js';
-import type { BeginGeneration, FindQuery, FindResult, FindStoredResult, ReadStore, ReadTransaction, RunnerStatus } from '../port.js';
+import type { BeginGeneration, FindQuery, FindResult, FindStoredResult, ReadStore, ReadTransaction, RunnerStatus, StoredRecord } from '../port.js';
 import type { Position } from '../../eventstore/position.js';
 import { applySchema, changeSchema } from '../../sqlite/file.js';
 import { CheckpointWaiters } from './checkpointWaiters.js';
@@ -22,7 +22,7 @@ import {
   type Tables,
 } from './connection.js';
 import { DocumentWriter } from './documentWriter.js';
-import { filterCount, findPage, type Criteria, type FindPlan } from './findPlan.js';
+import { filterCount, findPage, findStoredPage, type Criteria, type FindPlan } from './findPlan.js';
 import { dropTables, ensureReadModelRow, generationsOn, generationsWithTables, isDroppedTable, liveOn } from './generations.js';
 
 /**
@@ -229,21 +229,33 @@ export function openSqliteReadStore(options: { path: string }): ReadStore {
   }
 
   /** One read transaction: the page and the total come from the same snapshot. Made once: a transaction function costs about 10 µs to make. */
-  const findInSnapshot = read.transaction((query: FindQuery, shape?: string): { rows: DocumentRow[]; total: number } => {
+  const findInSnapshot = read.transaction((query: FindQuery): FindResult => {
     const t = tablesOf(liveOn(readCache));
     const coll = readColl(t, query.workspaceId, query.object);
-    if (coll === null) return { rows: [], total: 0 };
-    const criteria: Criteria = { filters: query.filters, name: query.name, updatedSince: query.updatedSince };
-    const { plan, rows } = findPage(readCache, t, coll, criteria, query.limit, query.offset, shape);
-    return { rows, total: pageTells(query, rows.length) ?? total(t, coll, query, plan) };
+    if (coll === null) return { documents: [], total: 0 };
+    const { plan, rows } = findPage(readCache, t, coll, criteriaOf(query), query.limit, query.offset);
+    return { documents: rows.map((row) => toDocument(query.workspaceId, query.object, row)), total: pageTells(query, rows.length) ?? total(t, coll, query, plan) };
   });
 
-  function findRows(query: FindQuery, shape?: string): { rows: DocumentRow[]; total: number } {
+  /** findInSnapshot for a reader of stored renderings; without a shape every row is read whole. */
+  const findStoredInSnapshot = read.transaction((query: FindQuery, shape: string | null): FindStoredResult => {
+    const t = tablesOf(liveOn(readCache));
+    const coll = readColl(t, query.workspaceId, query.object);
+    if (coll === null) return { records: [], total: 0 };
+    const { plan, rows } = findStoredPage(readCache, t, coll, criteriaOf(query), query.limit, query.offset, shape);
+    const records = rows.map(({ id, rendered, row }): StoredRecord => ({ id, rendered, document: row === null ? null : () => toDocument(query.workspaceId, query.object, row) }));
+    return { records, total: pageTells(query, rows.length) ?? total(t, coll, query, plan) };
+  });
+
+  const criteriaOf = (query: FindQuery): Criteria => ({ filters: query.filters, name: query.name, updatedSince: query.updatedSince });
+
+  /** A read of the live generation in one snapshot; asked again once if a promotion dropped its tables meanwhile. */
+  function inSnapshot<T>(read: () => T): T {
     try {
-      return findInSnapshot(query, shape);
+      return read();
     } catch (error) {
       if (!isDroppedTable(error)) throw error;
-      return findInSnapshot(query, shape);
+      return read();
     }
   }
 
@@ -266,13 +278,11 @@ export function openSqliteReadStore(options: { path: string }): ReadStore {
 
   return {
     async find(query: FindQuery): Promise<FindResult> {
-      const { rows, total } = findRows(query);
-      return { documents: rows.map((row) => toDocument(query.workspaceId, query.object, row)), total };
+      return inSnapshot(() => findInSnapshot(query));
     },
 
     async findStored(query: FindQuery, shape?: string): Promise<FindStoredResult> {
-      const { rows, total } = findRows(query, shape);
-      return { records: rows.map((row) => toStored(query.workspaceId, query.object, row)), total };
+      return inSnapshot(() => findStoredInSnapshot(query, shape ?? null));
     },
 
     async get(workspaceId, object, id) {
