@@ -1,17 +1,16 @@
 import type { ChainBreak } from '../src/eventstore/chainCheck.js';
 import type { EventStore } from '../src/eventstore/port.js';
-import type { Position } from '../src/eventstore/position.js';
 import { RECORDS_PROJECTION, type ReadStore } from '../src/readstore/port.js';
 import { loadCatalogue } from '../src/schema/catalogues.js';
-import { checkLog, groupKey, type LogPassOptions, type LogSummary } from './logPass.js';
+import { checkLog, groupKey, type LogPassOptions } from './logPass.js';
 import { ReadModelCheck, type Difference, type ObjectLookup } from './readModelCheck.js';
 
 export type { Difference } from './readModelCheck.js';
 export type { LogSummary } from './logPass.js';
 
 /**
- * `csr audit verify` (docs/auditing.md), in two halves that run side by side and each hold a page
- * at a time, never the store: the log pass re-checks the hash chain over the whole log and counts
+ * `csr audit verify` (docs/auditing.md), in two halves that run interleaved on one thread (they
+ * take turns at each page read) and each hold a page at a time, never the store: the log pass re-checks the hash chain over the whole log and counts
  * the live records of each object (logPass.ts); the read model check compares every document of
  * every object with its own stream folded up to the records read model's checkpoint, calculated
  * values included (readModelCheck.ts). Where the counts say the read model lacks records, the log
@@ -36,8 +35,6 @@ export interface VerifyOptions {
   workspaceId?: string;
   /** Told the number of records checked so far, a page at a time. */
   progress?: (records: number) => void;
-  /** Runs the log pass up to the given head elsewhere (a worker thread); by default here, beside the read model check. */
-  logPass?: (until: Position | null, options: LogPassOptions) => Promise<LogSummary>;
 }
 
 export async function verifyAudit(
@@ -48,7 +45,7 @@ export async function verifyAudit(
   // Both halves stop at the head as it is now: appends made meanwhile are for the next run.
   const until = await deps.events.headPosition();
   const passOptions: LogPassOptions = { checkpoint, workspaceId: options.workspaceId };
-  const logPass = options.logPass ? options.logPass(until, passOptions) : checkLog(deps.events, until, passOptions);
+  const logPass = checkLog(deps.events, until, passOptions);
   logPass.catch(() => undefined);
 
   const check = new ReadModelCheck(deps, checkpoint, options.progress);

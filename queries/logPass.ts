@@ -7,7 +7,9 @@ import { hasReached, type Position } from '../src/eventstore/position.js';
  * The log half of `csr audit verify`: one pass over the whole log (up to the head read at the
  * start) re-checks the hash chain and counts, per workspace and object, the records the log says
  * are live at the records read model's checkpoint. Memory stays flat: a count per object, whatever
- * the size of the log. The CLI runs it in a thread of its own (src/cli/chainThread.ts).
+ * the size of the log. It runs on the thread of the read model check, not a worker of its own: a
+ * worker's second heap and copy of every module cost more memory than the overlap gained
+ * (docs/performance.md).
  */
 
 export interface LogSummary {

@@ -4,7 +4,6 @@ import { verifyAudit, type VerifyResult } from '../../queries/auditVerify.js';
 import { NotFound } from '../core/errors.js';
 import { isUuid } from '../core/ids.js';
 import { loadCatalogue } from '../schema/catalogues.js';
-import { logPassInThread } from './chainThread.js';
 import { stringOption, UsageError, type CliContext, type CommandArgs, type CliResource } from './context.js';
 
 /**
@@ -99,7 +98,6 @@ export const audit: CliResource = {
         const result = await verifyAudit(context.backends, {
           ...(slug !== undefined ? { workspaceId: await workspaceId(context, slug) } : {}),
           progress: (count) => progress.tick(count),
-          logPass: logPassInThread(context.config),
         });
         progress.end();
         return result;

@@ -18,7 +18,7 @@ import { openRecordContext, type RecordContext } from './recordContext.js';
  */
 
 export interface CliContext {
-  /** What the stores were opened with (a worker thread opens them again with it). */
+  /** What the stores were opened with (backups and restores work on its files). */
   config: Config;
   /** The stores themselves, for auditors' and operators' commands (history, audit, projections, backups). */
   backends: Backends;

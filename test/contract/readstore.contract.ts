@@ -603,6 +603,40 @@ export function readStoreContract(name: string, open: () => Promise<ReadStore> |
         expect(await store.get(ws, 'clients', kept.id)).toEqual(kept);
       });
 
+      it('a generation built in batches (replaced and deleted documents among them) lists, filters, counts and sorts like the live one once promoted', async () => {
+        const ws = workspace();
+        const p = projection();
+        const building = await store.beginGeneration({ version: 'v-bulk', owner, restart: false, ownerAlive: dead });
+        const a = doc(ws, 1, { fields: { tier: 'SMB', tags: ['x', 'Y'] }, calculated: { score: 3 } });
+        const b = doc(ws, 2, { fields: { tier: 'SMB' }, name: 'Beta' });
+        const c = doc(ws, 3, { fields: { tier: 'Enterprise' }, name: 'Alpha' });
+        const gone = doc(ws, 4, { fields: { tier: 'SMB' } });
+        const inGeneration = { generation: building.generation };
+        await store.transaction((tx) => tx.putMany([a, b, c, gone]), inGeneration);
+        const b2 = { ...b, fields: { tier: 'Enterprise' }, updatedAt: at(9), revision: 1 };
+        await store.transaction(async (tx) => {
+          await tx.put(b2);
+          await tx.delete(ws, 'clients', gone.id);
+          await tx.setCheckpoint(p, formatPosition(9n));
+        }, inGeneration);
+        // A projection that finds by value while the generation is being built sees every batch before.
+        await store.transaction(async (tx) => {
+          expect((await tx.findAll(ws, 'clients', [{ field: 'tier', value: 'enterprise' }])).map((d) => d.id).sort()).toEqual([b.id, c.id].sort());
+        }, inGeneration);
+        await store.transaction((tx) => tx.put({ ...c, fields: { tier: 'SMB' }, revision: 1 }), inGeneration);
+        await store.promoteGeneration(building.generation, p, async () => {});
+
+        expect(await store.find(query(ws, { filters: [{ field: 'tier', value: 'smb' }] }))).toMatchObject({ total: 2 });
+        expect(await ids(query(ws, { filters: [{ field: 'tier', value: 'smb' }] }))).toEqual([a.id, c.id]);
+        expect(await ids(query(ws, { filters: [{ field: 'tier', value: 'enterprise' }] }))).toEqual([b.id]);
+        expect(await ids(query(ws, { filters: [{ field: 'tags', value: 'y' }, { field: 'score', value: '3' }] }))).toEqual([a.id]);
+        expect(await store.find(query(ws))).toMatchObject({ total: 3 });
+        expect(await ids(query(ws, { updatedSince: at(5) }))).toEqual([b.id]);
+        expect(await ids(query(ws, { name: 'alpha' }))).toEqual([c.id]);
+        expect(await store.get(ws, 'clients', gone.id)).toBeNull();
+        await store.dropUnusedGenerations();
+      });
+
       it('resumes the generation being built, restarts it on request, and refuses a second live builder', async () => {
         const p = projection();
         const first = await store.beginGeneration({ version: 'v3', owner, restart: false, ownerAlive: dead });

@@ -4,7 +4,7 @@ import type { RecordDocument, Values } from '../port.js';
 import { collOn, epochMs, type StatementCache, type StoredRow, type Tables } from './connection.js';
 
 /** "field\0key" for every filter key of a document's fields and calculated values. */
-function keysOf(fields: Values, calculated: Values): Set<string> {
+export function keysOf(fields: Values, calculated: Values): Set<string> {
   const keys = new Set<string>();
   for (const values of [fields, calculated]) {
     for (const [field, value] of Object.entries(values)) {
@@ -51,6 +51,9 @@ export class DocumentWriter {
    */
   private readonly countChanges = new Map<string, { coll: number; field: string; key: string; delta: number }>();
   private readonly documentCountChanges = new Map<number, number>();
+
+  /** A generation being bulk-loaded (bulkLoad.ts): documents only, no filter rows, no counts. */
+  bulk = false;
 
   constructor(
     write: Database.Database,
@@ -133,8 +136,13 @@ export class DocumentWriter {
       revision: document.revision,
       rendered: document.rendered ?? null,
     };
-    const keys = keysOf(document.fields, document.calculated);
     const stored = this.storedRow.get(coll, document.id) as StoredRow | undefined;
+    if (this.bulk) {
+      if (stored) this.updateDocument.run({ ...row, docId: stored.doc_id });
+      else this.insertDocument.run(row);
+      return;
+    }
+    const keys = keysOf(document.fields, document.calculated);
     if (!stored) {
       const docId = Number(this.insertDocument.run(row).lastInsertRowid);
       this.addFilters(coll, keys, document.createdPosition, docId);
@@ -157,9 +165,10 @@ export class DocumentWriter {
     if (coll === null) return;
     const stored = this.storedRow.get(coll, id) as StoredRow | undefined;
     if (!stored) return;
+    this.deleteDocument.run(stored.doc_id);
+    if (this.bulk) return;
     const storedKeys = keysOf(JSON.parse(stored.fields) as Values, JSON.parse(stored.calculated) as Values);
     this.removeFilters(coll, storedKeys, stored.created_position, stored.doc_id);
-    this.deleteDocument.run(stored.doc_id);
     this.changeDocumentCount(coll, -1);
   }
 

@@ -8,7 +8,6 @@ import {
   checkpointOn,
   collOn,
   DOCUMENT_COLUMNS,
-  generationSchema,
   getCheckingLive,
   getOn,
   getRowOn,
@@ -21,6 +20,7 @@ import {
   type DocumentRow,
   type Tables,
 } from './connection.js';
+import { bulkSchema, finishBulkLoad, isBulkLoading } from './bulkLoad.js';
 import { DocumentWriter } from './documentWriter.js';
 import { filterCount, findPage, findStoredPage, type Criteria, type FindPlan } from './findPlan.js';
 import { dropTables, ensureReadModelRow, generationsOn, generationsWithTables, isDroppedTable, liveOn } from './generations.js';
@@ -159,6 +159,7 @@ export function openSqliteReadStore(options: { path: string }): ReadStore {
       }
       t = tablesOf(generation ?? state.live);
       writer = writerFor(t.generation);
+      writer.bulk = generation !== undefined && isBulkLoading(write, t);
     } catch (error) {
       write.exec('ROLLBACK');
       throw error;
@@ -176,6 +177,11 @@ export function openSqliteReadStore(options: { path: string }): ReadStore {
         live();
         const coll = writer.coll(workspaceId, object, false);
         if (coll === null) return [];
+        // Finding by value needs the filter rows a bulk load has not written yet.
+        if (writer.bulk) {
+          finishBulkLoad(write, t);
+          writer.bulk = false;
+        }
         writer.writeCounts();
         return findPage(writeCache, t, coll, { filters }, -1, 0).rows.map((row) => toDocument(workspaceId, object, row));
       },
@@ -346,7 +352,7 @@ export function openSqliteReadStore(options: { path: string }): ReadStore {
           writers.delete(building.generation);
         }
         const generation = Math.max(state.live, building?.generation ?? 0, ...generationsWithTables(write)) + 1;
-        write.exec(generationSchema(tablesOf(generation)));
+        write.exec(bulkSchema(tablesOf(generation)));
         const startedAt = new Date().toISOString();
         write
           .prepare(
@@ -358,8 +364,15 @@ export function openSqliteReadStore(options: { path: string }): ReadStore {
     },
 
     promoteGeneration(generation, projection, catchUp) {
-      return enqueue(() =>
-        runTransaction(async (tx) => {
+      // The bulk load is finished in a transaction of its own, so that the live projector's
+      // batches can commit between it and the switch (which catches up with them).
+      const finishLoad = write.transaction(() => {
+        const t = tablesOf(generation);
+        if (generationsOn(writeCache).building?.generation === generation && isBulkLoading(write, t)) finishBulkLoad(write, t);
+      });
+      return enqueue(() => {
+        finishLoad.immediate();
+        return runTransaction(async (tx) => {
           const live = checkpointOn(writeCache, projection);
           const built = await tx.checkpoint(projection);
           if (live !== null && (built === null || built < live)) await catchUp(tx, built, live);
@@ -370,8 +383,8 @@ export function openSqliteReadStore(options: { path: string }): ReadStore {
             )
             .run();
           if (final !== null) upsertCheckpoint.run(projection, final);
-        }, generation),
-      );
+        }, generation);
+      });
     },
 
     dropUnusedGenerations() {
