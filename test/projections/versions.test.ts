@@ -10,6 +10,7 @@ import { startService, type RunningService } from '../../src/service.js';
 import { createKey, dump, seed } from '../support/ops.js';
 import { client } from '../support/service.js';
 import { until } from '../support/until.js';
+import { Sqlite } from '../../src/sqlite/driver.js';
 
 /** Issue 24 item 3: a new projection version is rebuilt in the background and switched to once caught up. */
 
@@ -59,6 +60,15 @@ describe('projection versions', () => {
       expect(reads).toBeGreaterThan(0);
       expect(await readStore.generations()).toMatchObject({ live: 2, liveVersion: next, building: null });
       expect(await dump(during)).toEqual(before);
+      // The rebuilt generation (bulk-loaded) holds every record's stored rendering.
+      const file = new Sqlite(join(dataDir, 'read.db'), { readonly: true });
+      try {
+        const counts = file.prepare('SELECT count(*) AS documents, count(rendered) AS rendered FROM documents_g2').get() as { documents: number; rendered: number };
+        expect(counts.documents).toBeGreaterThan(0);
+        expect(counts.rendered).toBe(counts.documents);
+      } finally {
+        file.close();
+      }
       const messages = () => lines.map((line) => JSON.parse(line)).filter((entry) => entry.projection === 'records').map((entry) => entry.msg);
       await until(() => messages().includes('rebuild done: reads switched to the new generation'), 5_000, 'the switch in the log');
       expect(messages()).toContain('projection version changed: rebuilding the read model in the background');
