@@ -42,11 +42,15 @@ export async function renderStored(object: ObjectDef, records: StoredRecord[], c
     }
   }
 
-  const [linked, userNames, fallback] = await Promise.all([
-    loadLinked(linkedIds, ctx),
-    persons ? ctx.listUsers(ctx.workspaceId).then((users) => new Map(users.map((user) => [user.id, user.name]))) : undefined,
-    stale.length > 0 ? renderRecords(object, stale, ctx) : [],
-  ]);
+  // Most records need nothing read besides themselves: no promises made for them.
+  const needsReads = linkedIds.size > 0 || persons || stale.length > 0;
+  const [linked, userNames, fallback] = !needsReads
+    ? [NO_LINKED, undefined, []]
+    : await Promise.all([
+        loadLinked(linkedIds, ctx),
+        persons ? ctx.listUsers(ctx.workspaceId).then((users) => new Map(users.map((user) => [user.id, user.name]))) : undefined,
+        stale.length > 0 ? renderRecords(object, stale, ctx) : [],
+      ]);
 
   const linkRef = (target: string, id: string): string =>
     ctx.canAccess(target) ? `{"id":${JSON.stringify(id)},"name":${JSON.stringify(linked.get(`${target}/${id}`)?.name ?? null)}}` : `{"id":${JSON.stringify(id)}}`;
@@ -133,10 +137,12 @@ function timedValues(object: string, inputs: string | undefined, values: Values 
   return texts;
 }
 
+const NO_LINKED: ReadonlyMap<string, RecordDocument> = new Map();
+
 /** The linked records of a page, one query per linked object. */
-async function loadLinked(idsByObject: Map<string, Set<string>>, ctx: RenderDeps): Promise<Map<string, RecordDocument>> {
+async function loadLinked(idsByObject: Map<string, Set<string>>, ctx: RenderDeps): Promise<ReadonlyMap<string, RecordDocument>> {
   const linked = new Map<string, RecordDocument>();
-  if (idsByObject.size === 0) return linked;
+  if (idsByObject.size === 0) return NO_LINKED;
   await Promise.all(
     [...idsByObject].map(async ([target, ids]) => {
       for (const document of await ctx.readStore.getMany(ctx.workspaceId, target, [...ids])) linked.set(`${target}/${document.id}`, document);
