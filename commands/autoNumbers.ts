@@ -24,6 +24,13 @@ import { claimAppend, type ReservationScope } from './reservations/store.js';
  * whose value is held, and each assigned number's claim is appended in one group with its record,
  * so a value set by hand at the same moment makes that record fail with a Conflict (and try again
  * with the next number) rather than share the value.
+ *
+ * A request may bring claims that must hold before it takes a number (a create's match key: one
+ * that loses it to another record updates that record instead, and must not use up a number).
+ * Where the store writes a group all or none (atomicGroups), they join the reservation in one
+ * group: the claims, the reservation and the records commit together, one commit per create, and a
+ * claim that conflicts writes nothing at all; its request alone fails with the Conflict and the
+ * others try again at once. Elsewhere the caller writes them on its own before asking for a number.
  */
 
 export function counterStream(workspaceId: string, object: string): string {
@@ -48,6 +55,8 @@ export interface NumberedField {
 
 interface Waiter {
   count: number;
+  /** Written in one group with the reservation (the store's atomicGroups): none or all with it. */
+  claims: StreamAppend[];
   metadata: EventMetadata;
   use: UseNumbers;
   resolve(outcomes: PromiseSettledResult<AppendResult>[]): void;
@@ -64,10 +73,18 @@ export class AutoNumbers {
    * Resolves with the outcome of each built append; rejects, having written nothing, when the
    * reservation itself cannot be written.
    */
-  reserveAndAppend(workspaceId: string, numbered: NumberedField, count: number, metadata: EventMetadata, use: UseNumbers): Promise<PromiseSettledResult<AppendResult>[]> {
+  reserveAndAppend(
+    workspaceId: string,
+    numbered: NumberedField,
+    count: number,
+    metadata: EventMetadata,
+    use: UseNumbers,
+    claims: StreamAppend[] = [],
+  ): Promise<PromiseSettledResult<AppendResult>[]> {
     const stream = counterStream(workspaceId, numbered.object.key);
+    if (claims.length > 0 && !this.events.atomicGroups) return Promise.reject(new Error('claims join a reservation only on a store with atomic groups'));
     return new Promise((resolve, reject) => {
-      const waiter = { count, metadata, use, resolve, reject };
+      const waiter = { count, claims, metadata, use, resolve, reject };
       const queue = this.queues.get(stream);
       if (queue) {
         queue.push(waiter);
@@ -83,20 +100,21 @@ export class AutoNumbers {
     const queue = this.queues.get(stream)!;
     for (let batch = queue.splice(0); batch.length > 0; batch = queue.splice(0)) {
       try {
-        const outcomes = await this.reserveBlock(stream, workspaceId, numbered, batch);
-        batch.forEach((waiter, i) => waiter.resolve(outcomes[i]!));
+        await this.reserveBlock(stream, workspaceId, numbered, batch);
       } catch (error) {
+        // Those already answered (a lost claim) keep their answer: a promise settles once.
         for (const waiter of batch) waiter.reject(error);
       }
     }
     this.queues.delete(stream);
   }
 
-  /** One reservation for the whole batch; returns each waiter's outcomes. */
-  private async reserveBlock(stream: string, workspaceId: string, numbered: NumberedField, batch: Waiter[]): Promise<PromiseSettledResult<AppendResult>[][]> {
-    const count = batch.reduce((sum, waiter) => sum + waiter.count, 0);
+  /** One reservation for the whole batch; answers each waiter with its outcomes. */
+  private async reserveBlock(stream: string, workspaceId: string, numbered: NumberedField, all: Waiter[]): Promise<void> {
     const scope: ReservationScope = { events: this.events, workspaceId, object: numbered.object, loadState: () => Promise.reject(new Error('not needed')) };
-    for (;;) {
+    const batch = [...all];
+    while (batch.length > 0) {
+      const count = batch.reduce((sum, waiter) => sum + waiter.count, 0);
       const [last] = await this.events.readStream(stream, { direction: 'backwards', maxCount: 1 });
       const first = (last ? Number(last.data['last']) : 0) + 1;
       const metadata = batch[0]!.metadata;
@@ -108,12 +126,20 @@ export class AutoNumbers {
         events: [{ id: newId(), type: 'NumbersReserved', data, metadata }],
         expectedRevision: last ? last.revision : 'no_stream',
       };
+      const claims = batch.flatMap((waiter) => waiter.claims);
       try {
-        const { then } = await this.events.appendThen(reservation, built.flat());
+        const { then } = await this.events.appendThen(claims.length > 0 ? [reservation, ...claims] : reservation, built.flat());
         let offset = 0;
-        return built.map((groups) => then.slice(offset, (offset += groups.length)));
+        batch.forEach((waiter, i) => waiter.resolve(then.slice(offset, (offset += built[i]!.length))));
+        return;
       } catch (error) {
-        if (!(error instanceof Conflict)) throw error; // another process reserved meanwhile: read again
+        if (!(error instanceof Conflict)) throw error;
+        // Another process reserved meanwhile: read again. A request's claim was taken: it alone
+        // fails (the last one claiming it, when several of this batch claim the same key).
+        if (error.stream === stream) continue;
+        const loser = batch.findLastIndex((waiter) => waiter.claims.some((claim) => claim.stream === error.stream));
+        if (loser === -1) throw error;
+        batch.splice(loser, 1)[0]!.reject(error);
       }
     }
   }

@@ -1,9 +1,9 @@
 import { Conflict } from '../src/core/errors.js';
-import type { AppendResult, EventMetadata, StreamAppend } from '../src/eventstore/port.js';
+import type { AppendGroup, AppendResult, EventMetadata, StreamAppend } from '../src/eventstore/port.js';
 import type { Position } from '../src/eventstore/position.js';
 import type { Values } from '../src/readstore/port.js';
 import type { ObjectDef } from '../src/schema/types.js';
-import type { NumberedField } from './autoNumbers.js';
+import type { AssignedNumber, NumberedField } from './autoNumbers.js';
 import type { CommandDeps } from './deps.js';
 import { decide, initialState } from './record/decider.js';
 import type { RecordEvent } from '../src/events/records.js';
@@ -94,8 +94,10 @@ async function appendWithClaims(deps: CommandDeps, claims: StreamAppend[], recor
 }
 
 /**
- * The claims first, on their own: a create that loses its match key must not have taken a number
- * (numbers stay gap-free). Then the number, its value's claim and the record in one group.
+ * A create that loses its match key must not have taken a number (numbers stay gap-free): its
+ * claims are written with the number's reservation in one group where the store writes groups all
+ * or none (one commit), else on their own first. Then the number, its value's claim and the record
+ * in one group.
  */
 async function appendNumbered(
   deps: CommandDeps,
@@ -107,22 +109,33 @@ async function appendNumbered(
   numbersMetadata: EventMetadata,
 ): Promise<Position> {
   const numbered = request.numbered!;
-  if (claims.length > 0) await deps.events.appendThen(claims, []);
+  const together = deps.events.atomicGroups;
+  if (claims.length > 0 && !together) await deps.events.appendThen(claims, []);
   let outcome: PromiseSettledResult<AppendResult>;
+  let value: string | undefined;
   try {
-    const outcomes = await deps.autoNumbers.reserveAndAppend(request.workspaceId, numbered, 1, numbersMetadata, ([assigned]) => {
-      request.values[numbered.field] = assigned!.value;
+    // The values take the number once its record is written: a create that loses its match key
+    // meanwhile updates the holder with its values, which must not carry a number.
+    const use = ([assigned]: AssignedNumber[]): AppendGroup[] => {
+      value = assigned!.value;
       const withNumber = decided.map((event) => numberedEvent(event, numbered.field, assigned!.value));
       return [[assigned!.claim(request.recordId), recordAppend(request.recordId, withNumber, metadata, 'no_stream'), ...(request.also ?? [])]];
-    });
+    };
+    const outcomes = await deps.autoNumbers.reserveAndAppend(request.workspaceId, numbered, 1, numbersMetadata, use, together ? claims : []);
     outcome = outcomes[0]!;
   } catch (error) {
     outcome = { status: 'rejected', reason: error };
   }
-  if (outcome!.status === 'fulfilled') return outcome!.value.position;
-  // A Conflict: someone set the assigned value by hand meanwhile; the next attempt skips it and
-  // finds these claims its own. Any other failure gives the claims back.
-  if (!(outcome!.reason instanceof Conflict) && claims.length > 0) await releaseOwn(deps, scope, request, metadata);
+  if (outcome!.status === 'fulfilled') {
+    request.values[numbered.field] = value!;
+    return outcome!.value.position;
+  }
+  // A Conflict: someone set the assigned value by hand meanwhile (the next attempt skips it and
+  // finds these claims its own), or, written together, a claim was taken (then nothing was written).
+  // Any other failure gives the claims back.
+  if (!(outcome!.reason instanceof Conflict) && claims.length > 0) {
+    await releaseOwn(deps, scope, request, value === undefined ? request.values : { ...request.values, [numbered.field]: value }, metadata);
+  }
   throw outcome!.reason;
 }
 
@@ -131,8 +144,8 @@ function numberedEvent(event: RecordEvent, field: string, value: string): Record
   return { type: 'RecordCreated', data: { ...event.data, fields: { ...event.data.fields, [field]: value } } };
 }
 
-async function releaseOwn(deps: CommandDeps, scope: ReservationScope, request: CreateRequest, metadata: EventMetadata): Promise<void> {
-  const keys = [...(request.matchKey ? [request.matchKey] : []), ...heldKeys(request.object, request.values)];
+async function releaseOwn(deps: CommandDeps, scope: ReservationScope, request: CreateRequest, values: Values, metadata: EventMetadata): Promise<void> {
+  const keys = [...(request.matchKey ? [request.matchKey] : []), ...heldKeys(request.object, values)];
   try {
     const releases = await releaseAppends(scope, keys, request.recordId, 'abandoned', metadata);
     await Promise.allSettled(releases.map((release) => deps.events.append(release.stream, release.events, { expectedRevision: release.expectedRevision })));

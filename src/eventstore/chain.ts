@@ -48,33 +48,68 @@ export interface ChainContent {
 /**
  * JSON with object keys sorted at every level, with JSON.stringify's rules otherwise (toJSON,
  * undefined members dropped, undefined in arrays as null), so that a hash made before storing
- * equals the one made from what a store gives back, whatever order it keeps keys in.
+ * equals the one made from what a store gives back, whatever order it keeps keys in. Every event
+ * appended goes through it twice (data and metadata): primitives are written without a call into
+ * JSON.stringify where its answer is known, and member names, the same few over and over, are
+ * quoted once.
  */
 export function canonicalJson(value: unknown): string {
-  if (value !== null && typeof value === 'object') {
-    const json = (value as { toJSON?: () => unknown }).toJSON;
-    if (typeof json === 'function') return canonicalJson(json.call(value));
-    if (Array.isArray(value)) {
-      let out = '[';
-      for (let i = 0; i < value.length; i++) {
-        if (i > 0) out += ',';
-        const item = value[i] as unknown;
-        out += item === undefined || typeof item === 'function' ? 'null' : canonicalJson(item);
-      }
-      return `${out}]`;
-    }
-    const keys = Object.keys(value).sort();
-    let out = '{';
-    let first = true;
-    for (const key of keys) {
-      const item = (value as Record<string, unknown>)[key];
-      if (item === undefined || typeof item === 'function') continue;
-      out += `${first ? '' : ','}${JSON.stringify(key)}:${canonicalJson(item)}`;
-      first = false;
-    }
-    return `${out}}`;
+  switch (typeof value) {
+    case 'string':
+      return JSON.stringify(value);
+    case 'number':
+      // JSON.stringify writes a finite number as String does (-0 as 0), and the others as null.
+      return Number.isFinite(value) ? String(value) : 'null';
+    case 'boolean':
+      return value ? 'true' : 'false';
+    case 'object':
+      return value === null ? 'null' : canonicalObject(value);
+    default:
+      // undefined, functions and symbols: null (members of those kinds are dropped before); a BigInt throws as in JSON.stringify.
+      return JSON.stringify(value) ?? 'null';
   }
-  return JSON.stringify(value) ?? 'null';
+}
+
+function canonicalObject(value: object): string {
+  const json = (value as { toJSON?: () => unknown }).toJSON;
+  if (typeof json === 'function') return canonicalJson(json.call(value));
+  if (Array.isArray(value)) {
+    let out = '[';
+    for (let i = 0; i < value.length; i++) {
+      if (i > 0) out += ',';
+      const item = value[i] as unknown;
+      out += item === undefined || typeof item === 'function' ? 'null' : canonicalJson(item);
+    }
+    return out + ']';
+  }
+  const keys = Object.keys(value);
+  if (!isSorted(keys)) keys.sort();
+  let out = '{';
+  for (const key of keys) {
+    const item = (value as Record<string, unknown>)[key];
+    if (item === undefined || typeof item === 'function') continue;
+    if (out.length > 1) out += ',';
+    out += quotedName(key) + ':' + canonicalJson(item);
+  }
+  return out + '}';
+}
+
+function isSorted(keys: string[]): boolean {
+  for (let i = 1; i < keys.length; i++) if (keys[i - 1]! > keys[i]!) return false;
+  return true;
+}
+
+/** Member names as JSON strings; a bounded cache, as names come from clients too (field keys). */
+const QUOTED_NAMES_MAX = 4096;
+const quotedNames = new Map<string, string>();
+
+function quotedName(key: string): string {
+  let quoted = quotedNames.get(key);
+  if (quoted === undefined) {
+    quoted = JSON.stringify(key);
+    if (quotedNames.size < QUOTED_NAMES_MAX) quotedNames.set(key, quoted);
+  }
+  return quoted;
 }
 
 export function chainHash(previous: string, content: ChainContent): string {

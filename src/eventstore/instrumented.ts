@@ -26,6 +26,7 @@ export function instrumentAppends(events: EventStore, metrics: Metrics): EventSt
     readStream: (stream, options) => events.readStream(stream, options),
     readAll: (options) => events.readAll(options),
     chainScope: events.chainScope,
+    atomicGroups: events.atomicGroups,
     subscribeToAll: (options) => events.subscribeToAll(options),
     persistentSubscription: (group, options) => events.persistentSubscription(group, options),
     replayParked: (...args: Parameters<EventStore['replayParked']>) => events.replayParked(...args),

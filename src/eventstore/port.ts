@@ -194,6 +194,14 @@ export interface EventStore {
   readAll(options: ReadAllOptions): Promise<RecordedEvent[]>;
   /** How this store chains its events' hashes: over the whole log, or per stream (chain.ts). */
   readonly chainScope: ChainScope;
+  /**
+   * Whether a group (AppendGroup) is written all or none, also as `first` of appendThen: true where
+   * the store has multi-stream transactions (the embedded one). EventStoreDB writes a group's
+   * appends one after another and leaves those before a failing one written: there a caller that
+   * must not leave a claim behind (a create losing its match key must not take an auto number)
+   * writes it on its own first.
+   */
+  readonly atomicGroups: boolean;
   subscribeToAll(options: SubscribeToAllOptions): Subscription;
   persistentSubscription(group: string, options?: PersistentSubscriptionOptions): PersistentSubscription;
   /**

@@ -9,6 +9,11 @@ import type { RequestLog } from './requestLog.js';
  * so a revocation takes effect on the very next one (a store may remember keys only while it can
  * tell that nothing changed, as the SQLite one does). lastUsedAt is written at most every
  * TOUCH_INTERVAL_MS per key, to keep a disk write off the hot path of every request.
+ *
+ * What never changes is remembered: the fingerprint of an Authorization header that named a key
+ * (a pure function of the header: remembering it cannot outlive a revocation, which the store
+ * lookup still sees), and the Caller of a key as the store returned it (a store hands out a new
+ * ApiKey object once the key changed).
  */
 
 export interface Caller {
@@ -22,24 +27,40 @@ export interface Caller {
 
 const TOUCH_INTERVAL_MS = 5_000;
 const BEARER = /^Bearer[ ]+([\x21-\x7e]{1,512})\s*$/i;
+/** Headers remembered at most; more keys in use only mean more hashing. */
+const REMEMBERED_HEADERS = 1_000;
 
 export function bearerAuth(setup: SetupStore, clock: () => Date): MiddlewareHandler {
   const lastTouched = new Map<string, number>();
+  // Only headers that named a key: guessed keys cannot push the real ones out.
+  const fingerprints = new Map<string, string>();
+  const known = new WeakMap<ApiKey, { caller: Caller; fields: Record<string, unknown> }>();
   return async (c, next) => {
-    const match = BEARER.exec(c.req.header('Authorization') ?? '');
-    if (!match) throw new Unauthorized('missing API key: send the header Authorization: Bearer <API_KEY>');
-    const key = await setup.keyByFingerprint(fingerprint(match[1]!));
+    const header = c.req.header('Authorization') ?? '';
+    let print = fingerprints.get(header);
+    if (print === undefined) {
+      const match = BEARER.exec(header);
+      if (!match) throw new Unauthorized('missing API key: send the header Authorization: Bearer <API_KEY>');
+      print = fingerprint(match[1]!);
+    }
+    const key = await setup.keyByFingerprint(print);
     if (!key || key.revokedAt !== null) throw new Unauthorized('invalid or revoked API key');
+    if (!fingerprints.has(header)) {
+      if (fingerprints.size >= REMEMBERED_HEADERS) fingerprints.clear();
+      fingerprints.set(header, print);
+    }
 
-    const now = clock();
-    if (now.getTime() - (lastTouched.get(key.id) ?? 0) >= TOUCH_INTERVAL_MS) {
-      lastTouched.set(key.id, now.getTime());
-      setup.touchKey(key.id, now.toISOString()).catch((error: unknown) => {
+    const now = clock().getTime();
+    if (now - (lastTouched.get(key.id) ?? 0) >= TOUCH_INTERVAL_MS) {
+      lastTouched.set(key.id, now);
+      setup.touchKey(key.id, new Date(now).toISOString()).catch((error: unknown) => {
         (c.get('log') as RequestLog).logger.warn({ err: error, keyId: key.id }, 'could not record key use');
       });
     }
-    c.set('caller', callerFor(key));
-    (c.get('log') as RequestLog).bind({ workspace: key.workspaceId, keyId: key.id });
+    let entry = known.get(key);
+    if (!entry) known.set(key, (entry = { caller: callerFor(key), fields: { workspace: key.workspaceId, keyId: key.id } }));
+    c.set('caller', entry.caller);
+    (c.get('log') as RequestLog).bind(entry.fields);
     await next();
   };
 }

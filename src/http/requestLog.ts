@@ -8,22 +8,21 @@ import type { Logger } from 'pino';
 export class RequestLog {
   private child: Logger | undefined;
 
-  private readonly bindings: Record<string, unknown>[];
+  /** Fields bound after the request id, merged only when a line is logged. */
+  private bindings: Record<string, unknown>[] | undefined;
 
   constructor(
     private readonly root: Logger,
-    bindings: Record<string, unknown>,
-  ) {
-    this.bindings = [bindings];
-  }
+    private readonly requestId: string,
+  ) {}
 
-  /** Adds fields to every later line of this request (merged only when a line is logged). */
+  /** Adds fields to every later line of this request (merged only when a line is logged); `fields` is not copied. */
   bind(fields: Record<string, unknown>): void {
-    this.bindings.push(fields);
+    (this.bindings ??= []).push(fields);
     this.child = undefined;
   }
 
   get logger(): Logger {
-    return (this.child ??= this.root.child(Object.assign({}, ...this.bindings)));
+    return (this.child ??= this.root.child(Object.assign({ requestId: this.requestId }, ...(this.bindings ?? []))));
   }
 }

@@ -57,6 +57,7 @@ export function privateEvents(stored: EventStore, vault: Vault, personalFields: 
     stored,
     vault,
     chainScope: stored.chainScope,
+    atomicGroups: stored.atomicGroups,
     async append(stream, events, options) {
       return stored.append(stream, await Promise.all(events.map(sealEvent)), options);
     },

@@ -64,6 +64,10 @@ describe('concurrent upserts that match the same record', () => {
     // From then on the name still matches one record.
     const again = await send('POST', '/api/v1/clients', { name: 'ACME', tier: 'SMB' });
     expect(again.body).toMatchObject({ created: 0, updated: 1, errors: [] });
+    // The writers that lost the name took no number: the next client has the next one.
+    expect(listed.body.data[0].clientNumber).toBe('CL-00001');
+    const next = await send('POST', '/api/v1/clients', { name: 'After Acme' });
+    expect((await send('GET', `/api/v1/clients/${next.body.ids[0]}`)).body.data.clientNumber).toBe('CL-00002');
   });
 
   it(`${PARALLEL} parallel contacts with ?match=email make one contact`, async () => {

@@ -431,6 +431,22 @@ export function eventStoreContract(
         expect(await store.readStream(taken)).toHaveLength(1);
       });
 
+      it('a claim group that conflicts writes none of its appends where atomicGroups, and the appends before the conflict otherwise', async () => {
+        const [counter, taken] = [streamName('counter'), streamName('taken')];
+        await appendOne(taken, 'no_stream', 'Reserved');
+        await expectConflict(
+          store.appendThen(
+            [
+              { stream: counter, events: [newEvent('Counted')], expectedRevision: 'no_stream' },
+              { stream: taken, events: [newEvent('Reserved')], expectedRevision: 'no_stream' },
+            ],
+            [],
+          ),
+          taken,
+        );
+        expect(await store.readStream(counter)).toHaveLength(store.atomicGroups ? 0 : 1);
+      });
+
       it('a dependent group fails as a whole with the Conflict of its reservation: its record is not written, the others are', async () => {
         const [claim, taken, lost, kept] = [streamName('claim'), streamName('taken'), streamName(), streamName()];
         await appendOne(taken, 'no_stream', 'Reserved');

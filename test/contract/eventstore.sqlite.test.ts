@@ -31,6 +31,31 @@ describe('SQLite event store', () => {
     for (const store of opened.splice(0)) await store.close();
   });
 
+  it('writes groups all or none (one transaction), as atomicGroups says', () => {
+    expect(open(freshPath()).atomicGroups).toBe(true);
+  });
+
+  it('stores each event with its own metadata when appends share one metadata object', async () => {
+    const store = open(freshPath());
+    const shared = newEvent().metadata;
+    await Promise.all([
+      store.append('shared-1', [{ ...newEvent(), metadata: shared }], { expectedRevision: 'no_stream' }),
+      store.appendThen({ stream: 'shared-2', events: [{ ...newEvent(), metadata: shared }], expectedRevision: 'no_stream' }, [
+        { stream: 'shared-3', events: [{ ...newEvent(), metadata: shared }, newEvent()], expectedRevision: 'no_stream' },
+      ]),
+    ]);
+    await store.append('shared-1', [{ ...newEvent(), metadata: shared }], { expectedRevision: 0 });
+    const log = await store.readAll({ from: 'start', maxCount: 10 });
+    expect(log).toHaveLength(5);
+    const hashes = new Set(log.map((event) => event.metadata.hash));
+    expect(hashes.size).toBe(5);
+    for (const event of log.filter((e) => e.metadata.actionId === shared.actionId)) {
+      const { hash: _hash, ...rest } = event.metadata as typeof event.metadata & { hash?: string };
+      expect(rest).toEqual(shared);
+    }
+    expect(log.filter((e) => e.metadata.actionId === shared.actionId)).toHaveLength(4);
+  });
+
   it('shows a live subscriber appends made through another instance on the same file', async () => {
     const path = freshPath();
     const server = open(path);

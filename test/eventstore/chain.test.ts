@@ -16,6 +16,8 @@ describe('canonicalJson', () => {
     [[undefined, -0, 1e21], '[null,0,1e+21]'],
     [{ at: new Date(0) }, '{"at":"1970-01-01T00:00:00.000Z"}'],
     ['é"\n', JSON.stringify('é"\n')],
+    [{ 'b"q': true, a: NaN, B: -Infinity, é: 1.5, nested: { z: [{ y: null, x: false }], a: {} } }, '{"B":null,"a":null,"b\\"q":true,"nested":{"a":{},"z":[{"x":false,"y":null}]},"é":1.5}'],
+    [[() => 1, { f: () => 1, s: 'x' }, new Date(1)], '[null,{"s":"x"},"1970-01-01T00:00:00.001Z"]'],
   ])('%j -> %s', (value, expected) => {
     expect(canonicalJson(value)).toBe(expected);
     // The hash made before storing equals the one made from the stored text.

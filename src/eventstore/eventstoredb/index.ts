@@ -260,6 +260,7 @@ export function openEventStoreDb(options: EventStoreDbOptions): EventStore {
   const context: SubscriptionContext = { client, logger, open, assertOpen, messageTimeoutMs: options.messageTimeoutMs };
   return {
     chainScope: 'stream',
+    atomicGroups: false,
     append,
     appendThen,
     readAll,

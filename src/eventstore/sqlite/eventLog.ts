@@ -93,6 +93,7 @@ export class EventLog {
   private readonly backwardsStmt;
   /** Page queries by number of filter prefixes (-1: no filter). */
   private readonly pageStmts = new Map<number, Database.Statement<unknown[], EventRow>>();
+  private readonly metadataJson = new WeakMap<EventMetadata, string>();
 
   constructor(private readonly db: Db) {
     this.streamRevisionStmt = db.prepare<[string], { revision: number }>(
@@ -126,12 +127,25 @@ export class EventLog {
   insert(stream: string, revision: number, event: NewEvent, created: number, previous: string): { seq: number; hash: string; bytes: number } {
     // Stored as canonical JSON, the very text hashed (chain.ts: storedMetadataJson).
     const data = canonicalJson(event.data);
-    const { hash: _ignored, ...metadata } = event.metadata as EventMetadata & { hash?: unknown };
-    const metadataJson = canonicalJson(metadata);
+    const metadataJson = this.canonicalMetadata(event.metadata);
     const hash = chainHashOfJson(previous, { id: event.id, stream, revision, type: event.type, created, data, metadata: metadataJson });
     const stored = storedMetadataJson(metadataJson, hash);
     const seq = Number(this.insertStmt.run(event.id, stream, revision, event.type, created, data, stored).lastInsertRowid);
     return { seq, hash, bytes: data.length + stored.length };
+  }
+
+  /**
+   * The events of one action share one metadata object (a create's claims and its record), and
+   * nothing changes metadata once built: its canonical JSON is made once per object.
+   */
+  private canonicalMetadata(given: EventMetadata): string {
+    let json = this.metadataJson.get(given);
+    if (json === undefined) {
+      const { hash: _ignored, ...metadata } = given as EventMetadata & { hash?: unknown };
+      json = canonicalJson(metadata);
+      this.metadataJson.set(given, json);
+    }
+    return json;
   }
 
   /** Read inside the write transaction: the hash the next event chains on (GENESIS before the chain began). */

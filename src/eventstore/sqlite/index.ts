@@ -83,6 +83,8 @@ function validateAppend(stream: string, events: NewEvent[], expected: ExpectedRe
 class SqliteEventStore implements EventStore {
   /** One writer holds the file's write lock per commit, so the chain can run along the whole log. */
   readonly chainScope = 'log' as const;
+  /** A group commits in one transaction (a savepoint within the group commit). */
+  readonly atomicGroups = true;
   private closed = false;
   private readonly log: EventLog;
   private readonly watcher: LogWatcher;

@@ -1,0 +1,66 @@
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { AutoNumbers, type AssignedNumber } from '../../commands/autoNumbers.js';
+import { nameKey } from '../../commands/reservations/keys.js';
+import { claimAppend, type ReservationScope } from '../../commands/reservations/store.js';
+import { Conflict } from '../../src/core/errors.js';
+import type { EventMetadata, EventStore } from '../../src/eventstore/port.js';
+import { openSqliteEventStore } from '../../src/eventstore/sqlite/index.js';
+import { defaultObject } from '../../src/schema/catalogue.js';
+
+/** Claims that join the number's reservation (atomicGroups): a lost claim takes no number. */
+
+const root = mkdtempSync(join(tmpdir(), 'csr-autonumbers-'));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+const clients = defaultObject('clients')!;
+const numbered = { object: clients, field: 'clientNumber', prefix: 'CL-' };
+const metadata: EventMetadata = { source: 'api', actor: { type: 'system', id: 't', name: 't' }, actionId: 'a', correlationId: 'c', causationId: 'c' };
+
+describe('AutoNumbers with claims', () => {
+  let events: EventStore;
+  afterEach(async () => events.close());
+
+  const setUp = () => {
+    events = openSqliteEventStore({ path: join(root, randomUUID(), 'events.sqlite') });
+    const scope: ReservationScope = { events, workspaceId: 'w1', object: clients, loadState: async () => ({ status: 'absent' }) };
+    const nameClaim = (name: string, recordId: string) => claimAppend(scope, nameKey(clients, { name })!, { kind: 'free', expectedRevision: 'no_stream' }, recordId, metadata);
+    const record = (recordId: string) => ([assigned]: AssignedNumber[]) => [[assigned!.claim(recordId), { stream: `record-${recordId}`, events: [{ id: randomUUID(), type: 'RecordCreated', data: { number: assigned!.value }, metadata }], expectedRevision: 'no_stream' as const }]];
+    return { numbers: new AutoNumbers(events), nameClaim, record };
+  };
+
+  it('writes the claims, the reservation and the record in one commit', async () => {
+    const { numbers, nameClaim, record } = setUp();
+    const [outcome] = await numbers.reserveAndAppend('w1', numbered, 1, metadata, record('r1'), [nameClaim('Acme', 'r1')]);
+    expect(outcome!.status).toBe('fulfilled');
+    const log = await events.readAll({ from: 'start', maxCount: 100 });
+    expect(log.map((event) => event.type)).toEqual(['NumbersReserved', 'ValueReserved', 'ValueReserved', 'RecordCreated']);
+    expect(new Set(log.map((event) => event.created.getTime())).size).toBe(1);
+  });
+
+  it('of two requests in one batch claiming one name, the second fails with a Conflict and takes no number', async () => {
+    const { numbers, nameClaim, record } = setUp();
+    const settled = await Promise.allSettled([
+      numbers.reserveAndAppend('w1', numbered, 1, metadata, record('r1'), [nameClaim('Acme', 'r1')]),
+      numbers.reserveAndAppend('w1', numbered, 1, metadata, record('r2'), [nameClaim('ACME', 'r2')]),
+      numbers.reserveAndAppend('w1', numbered, 1, metadata, record('r3'), [nameClaim('Other', 'r3')]),
+    ]);
+    expect(settled.map((s) => s.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    expect((settled[1] as PromiseRejectedResult).reason).toBeInstanceOf(Conflict);
+    expect(await events.readStream('record-r2')).toEqual([]);
+    // Gap-free: the two written records hold 1 and 2, and the next request takes 3.
+    const held = async (id: string) => (await events.readStream(`record-${id}`))[0]!.data['number'];
+    expect([await held('r1'), await held('r3')].sort()).toEqual(['CL-00001', 'CL-00002']);
+    await numbers.reserveAndAppend('w1', numbered, 1, metadata, record('r4'), [nameClaim('Fourth', 'r4')]);
+    expect(await held('r4')).toBe('CL-00003');
+  });
+
+  it('refuses claims on a store that writes groups one append after another', async () => {
+    const { nameClaim, record } = setUp();
+    const separate = new AutoNumbers({ ...events, atomicGroups: false } as EventStore);
+    await expect(separate.reserveAndAppend('w1', numbered, 1, metadata, record('r1'), [nameClaim('Acme', 'r1')])).rejects.toThrow(/atomic groups/);
+  });
+});
