@@ -4,6 +4,8 @@ import { recordName } from '../src/schema/catalogue.js';
 import type { Catalogues } from '../src/schema/catalogues.js';
 import { RECORD_STREAM_PREFIX, upcast, type RecordEvent } from '../src/events/records.js';
 import { ownCalculations, rollups } from '../src/schema/calculated.js';
+import { renderTemplate } from '../src/readstore/rendering.js';
+import type { ObjectDef } from '../src/schema/types.js';
 import type { Projection } from './projection.js';
 
 /**
@@ -40,7 +42,7 @@ export function recordProjection(catalogues: Catalogues): Projection {
  * writes, and the projector rebuilds the read model in the background (projections/versions.ts).
  * An object so that a test can play a release that raised it.
  */
-export const RECORDS_VERSION = { current: 1 };
+export const RECORDS_VERSION = { current: 2 };
 
 async function applyEvent(
   tx: ReadTransaction,
@@ -93,8 +95,11 @@ async function applyEvent(
   }
 
   if (next) {
-    next.name = await nameOf(next, catalogues);
+    const def = await objectDefOf(next, catalogues);
+    next.name = def ? recordName(def, next.fields) : null;
     next.calculated = calculate(object, next.fields, rolledUp);
+    // The REST JSON, rendered here once rather than on every read (src/readstore/rendering.ts).
+    next.rendered = def ? renderTemplate(def, next) : null;
     await tx.put(next);
     linkEdges(edges, next);
   }
@@ -123,10 +128,9 @@ for (const rollup of rollups) {
   ROLLUP_LINKS.set(rollup.source, fields);
 }
 
-async function nameOf(document: RecordDocument, catalogues: Catalogues): Promise<string | null> {
+async function objectDefOf(document: RecordDocument, catalogues: Catalogues): Promise<ObjectDef | undefined> {
   const catalogue = catalogues.peek(document.workspaceId) ?? (await catalogues.get(document.workspaceId));
-  const def = catalogue.object(document.object) ?? (await catalogues.refresh(document.workspaceId)).object(document.object);
-  return def ? recordName(def, document.fields) : null;
+  return catalogue.object(document.object) ?? (await catalogues.refresh(document.workspaceId)).object(document.object);
 }
 
 /** Own formulas over the fields and the roll-ups known (the document's, or those of a RecordRollupsChanged). */

@@ -3,7 +3,8 @@ import type { FieldFilter } from '../src/readstore/port.js';
 import type { ObjectDef } from '../src/schema/types.js';
 import { parseFilterValue } from '../src/schema/validate.js';
 import { listRecordsAsOf, parseAsOf, type AsOfDeps } from './asOf.js';
-import { renderRecords, type ApiRecord, type RenderContext } from './recordFormat.js';
+import type { ApiRecord, RenderContext } from './recordFormat.js';
+import { listShape, renderStored } from './storedFormat.js';
 
 /** GET /api/v1/{object} (spec 4.1): filters, updated_since, creation order, limit/offset, total. */
 
@@ -18,13 +19,33 @@ const DEFAULT_LIMIT = 100;
 const MAX_LIMIT = 1000;
 const ISO_DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})$/;
 
-/** `asOf`: what `?as_of=` needs (queries/asOf.ts); without it the parameter is unknown. */
-export async function listRecords(
+/**
+ * The page as JSON text (a ListPage, keys in its order): the records' stored renderings joined
+ * (queries/storedFormat.ts). `?as_of=` pages are rendered from the log (queries/asOf.ts).
+ * `asOf`: what `?as_of=` needs; without it the parameter is unknown.
+ */
+export async function listRecordsJson(
   ctx: RenderContext,
   object: ObjectDef,
   query: Record<string, string[]>,
   asOf?: AsOfDeps & { now: Date },
-): Promise<ListPage> {
+): Promise<string> {
+  const { at, filters, updatedSince, limit, offset } = listParameters(object, query, asOf);
+  if (at && asOf) return JSON.stringify({ ...(await listRecordsAsOf(ctx, asOf, object, { filters, updatedSince, limit, offset }, at)), limit, offset });
+  const found = await ctx.readStore.findStored({ workspaceId: ctx.workspaceId, object: object.key, filters, updatedSince, limit, offset }, listShape(object));
+  const data = await renderStored(object, found.records, ctx);
+  return `{"data":[${data.join(',')}],"total":${found.total},"limit":${limit},"offset":${offset}}`;
+}
+
+interface ListParameters {
+  at: Date | undefined;
+  filters: FieldFilter[];
+  updatedSince: string | undefined;
+  limit: number;
+  offset: number;
+}
+
+function listParameters(object: ObjectDef, query: Record<string, string[]>, asOf?: AsOfDeps & { now: Date }): ListParameters {
   let limit = DEFAULT_LIMIT;
   let offset = 0;
   let updatedSince: string | undefined;
@@ -46,10 +67,7 @@ export async function listRecords(
       filters.push({ field: name, value: parsed.key });
     }
   }
-
-  if (at && asOf) return { ...(await listRecordsAsOf(ctx, asOf, object, { filters, updatedSince, limit, offset }, at)), limit, offset };
-  const found = await ctx.readStore.find({ workspaceId: ctx.workspaceId, object: object.key, filters, updatedSince, limit, offset });
-  return { data: await renderRecords(object, found.documents, ctx), total: found.total, limit, offset };
+  return { at, filters, updatedSince, limit, offset };
 }
 
 function integerParameter(name: string, raw: string, min: number, max: number): number {

@@ -29,6 +29,19 @@ export interface RecordDocument {
   createdPosition: Position;
   /** Revision of the last event of the record's stream applied to this document. */
   revision: number;
+  /**
+   * The record's REST JSON with its splice points (src/readstore/rendering.ts), as the records
+   * projection rendered it; absent or null: none (read time renders from the document).
+   */
+  rendered?: string | null;
+}
+
+/** A document as a reader of its stored rendering gets it: the rest is parsed only if asked for. */
+export interface StoredRecord {
+  id: string;
+  rendered: string | null;
+  /** Null only for a record whose rendering starts with the `shape` of a findStored (its fields were not read). */
+  document: (() => RecordDocument) | null;
 }
 
 /**
@@ -55,6 +68,12 @@ export interface FindQuery {
 export interface FindResult {
   documents: RecordDocument[];
   /** All documents matching the query, regardless of limit and offset. */
+  total: number;
+}
+
+export interface FindStoredResult {
+  records: StoredRecord[];
+  /** As FindResult's. */
   total: number;
 }
 
@@ -132,6 +151,13 @@ export interface RunnerStatus {
 export interface ReadStore {
   find(query: FindQuery): Promise<FindResult>;
   get(workspaceId: string, object: string, id: string): Promise<RecordDocument | null>;
+  /** `get` for a reader of the stored rendering (a GET of one record): the document is parsed only if asked for. */
+  getStored(workspaceId: string, object: string, id: string): Promise<StoredRecord | null>;
+  /**
+   * `find` for a reader of the stored renderings (a list). `shape`: the reader uses renderings
+   * that start with it as they are, so the store may leave out those records' documents.
+   */
+  findStored(query: FindQuery, shape?: string): Promise<FindStoredResult>;
   /** The documents with these ids that exist (any order). */
   getMany(workspaceId: string, object: string, ids: string[]): Promise<RecordDocument[]>;
   /** Ids of the records of `object` that ever linked `target` through `field` (any order). */

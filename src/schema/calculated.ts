@@ -224,6 +224,16 @@ function goalProgress(baseline: number | null, target: number | null, current: n
 }
 
 /**
+ * The only values timeDependentCalculations reads, for the objects where they are few (absent:
+ * it may read any): a stored rendering keeps just these for a read to compute from.
+ */
+export const timeInputs: Readonly<Record<string, readonly string[]>> = {
+  clients: ['renewalDate'],
+  renewals: ['renewalDate'],
+  tasks: ['status', 'dueDate'],
+};
+
+/**
  * The values that depend on today's date (`YYYY-MM-DD`, UTC), computed when a record is read.
  * `values` are the record's fields merged with its stored calculated values. Billing's own
  * calculations are recomputed from them, so the result is consistent even if those are missing;

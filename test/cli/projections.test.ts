@@ -8,6 +8,7 @@ import { createKey, dump, seed } from '../support/ops.js';
 import { repoRoot, spawnServer, type ServerProcess } from '../support/process.js';
 import { client } from '../support/service.js';
 import { RECEIVER_CA_FILE, startReceiver } from '../support/receiver.js';
+import { RECORDS_VERSION } from '../../projections/recordProjection.js';
 
 /** `csr projections status|rebuild` against a real server process and store (issue 24, items 1 and 2). */
 
@@ -58,7 +59,7 @@ describe('csr projections status', () => {
     await seed(client(running.url, key), 20);
     const live = await csr.json<{ head: string; projections: Row[] }>('projections', 'status');
     const records = live.projections.find((row) => row.name === 'records')!;
-    expect(records).toMatchObject({ state: 'live', generation: 1, version: 1, lagEvents: 0, lagMs: 0, lastError: null, head: live.head });
+    expect(records).toMatchObject({ state: 'live', generation: 1, version: RECORDS_VERSION.current, lagEvents: 0, lagMs: 0, lastError: null, head: live.head });
     expect(records.checkpoint! <= live.head).toBe(true);
     // The reactors (projections that append) are listed with the same fields.
     for (const reactor of ['rollups', 'automation', 'health score']) {
@@ -84,7 +85,7 @@ describe('csr projections status', () => {
     const table = await csr.run('projections', 'status');
     expect(table.code).toBe(0);
     expect(table.stdout).toMatch(/^NAME\s+VERSION\s+GEN\s+STATE/);
-    expect(table.stdout).toMatch(/records\s+1\s+1\s+catching-up/);
+    expect(table.stdout).toMatch(new RegExp(`records\\s+${RECORDS_VERSION.current}\\s+1\\s+catching-up`));
     expect(table.stdout).toMatch(/webhooks\s+-\s+-\s+catching-up/);
     await running.kill('SIGTERM');
 
@@ -146,7 +147,7 @@ describe('csr projections rebuild', () => {
     await Promise.all(load);
     expect(rebuild.code, rebuild.stderr).toBe(0);
     const result = JSON.parse(rebuild.stdout);
-    expect(result).toMatchObject({ projection: 'records', version: 1, generation: 2, resumed: false });
+    expect(result).toMatchObject({ projection: 'records', version: RECORDS_VERSION.current, generation: 2, resumed: false });
     expect(result.events).toBeGreaterThan(2_000);
     // One progress document per line on stderr.
     for (const line of rebuild.stderr.trim().split('\n')) expect(JSON.parse(line)).toMatchObject({ projection: 'records', generation: 2 });

@@ -5,6 +5,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { formatPosition } from '../../src/eventstore/position.js';
 import type { RecordDocument } from '../../src/readstore/port.js';
 import { openSqliteReadStore } from '../../src/readstore/sqlite/index.js';
+import { Sqlite } from '../../src/sqlite/driver.js';
 import { readStoreContract } from './readstore.contract.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'csr-readstore-'));
@@ -100,6 +101,27 @@ describe('sqlite read store', () => {
       expect((await second.find({ workspaceId: 'ws', object: 'clients', filters: [], limit: 10, offset: 0 })).total).toBe(3);
     } finally {
       await second.close();
+    }
+  });
+
+  it('gives a store made before stored renderings the column: its documents read as not rendered, new ones keep theirs', async () => {
+    const path = join(dir, 'before-renderings.db');
+    const first = openSqliteReadStore({ path });
+    await first.transaction((tx) => tx.put(doc('ws', 1)));
+    await first.close();
+    const older = new Sqlite(path);
+    older.exec('ALTER TABLE documents DROP COLUMN rendered');
+    older.close();
+
+    const [second, third] = [openSqliteReadStore({ path }), openSqliteReadStore({ path })];
+    try {
+      expect(await second.get('ws', 'clients', doc('ws', 1).id)).toEqual(doc('ws', 1));
+      expect((await second.getStored('ws', 'clients', doc('ws', 1).id))?.rendered).toBeNull();
+      await second.transaction((tx) => tx.put({ ...doc('ws', 2), rendered: 'shape\u0001{}' }));
+      expect((await third.getStored('ws', 'clients', doc('ws', 2).id))?.rendered).toBe('shape\u0001{}');
+    } finally {
+      await second.close();
+      await third.close();
     }
   });
 

@@ -13,6 +13,7 @@ import {
   toMongoRecord,
   toBulkReplacements,
   toPaging,
+  toStoredRecord,
 } from '../../src/readstore/mongodb/mapping.js';
 import type { RecordDocument } from '../../src/readstore/port.js';
 import { explainTransactionError } from '../../src/readstore/mongodb/index.js';
@@ -47,6 +48,20 @@ describe('record documents', () => {
     expect(fromMongoRecord(toMongoRecord(document))).toEqual(document);
     const unnamed = { ...document, name: null };
     expect(fromMongoRecord(toMongoRecord(unnamed))).toEqual(unnamed);
+  });
+
+  it('keep the stored rendering as written, and read one written before renderings as none', () => {
+    const rendered = { ...document, rendered: 'shape\u0001{"id":"r1","owner":\u0001pu1\u0001}' };
+    expect(toMongoRecord(rendered).rendered).toBe(rendered.rendered);
+    expect(fromMongoRecord(toMongoRecord(rendered))).toEqual(rendered);
+    expect(toMongoRecord(document).rendered).toBeNull();
+    const { rendered: _absent, ...older } = toMongoRecord(document);
+    expect(fromMongoRecord(older).rendered).toBeUndefined();
+    expect(toStoredRecord(fromMongoRecord(older)).rendered).toBeNull();
+    const stored = toStoredRecord(fromMongoRecord(toMongoRecord(rendered)));
+    expect(stored.id).toBe('r1');
+    expect(stored.rendered).toBe(rendered.rendered);
+    expect(stored.document?.()).toEqual(rendered);
   });
 
   it('carry an unambiguous _id and the normalised name', () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { lookups, ownCalculations, rollups, roundTo, timeDependentCalculations } from '../../src/schema/calculated.js';
+import { lookups, ownCalculations, rollups, roundTo, timeDependentCalculations, timeInputs } from '../../src/schema/calculated.js';
 import type { Values } from '../../src/readstore/port.js';
 import { defaultObject } from '../../src/schema/catalogue.js';
 import { DEFAULT_OBJECTS } from '../../src/schema/defaultObjects.js';
@@ -294,6 +294,19 @@ describe('timeDependentCalculations (today 2024-06-15)', () => {
       defaultObject(object)!.fields.filter((field) => field.format.type === 'calculated' && field.format.timeDependent).map((field) => `${object}.${field.key}`),
     );
     expect(timeDependent.sort()).toEqual(catalogue.sort());
+  });
+
+  it('reads only the time inputs it names, for the objects that name them', () => {
+    const others: Values = { status: 'Done', dueDate: '2024-06-01', renewalDate: '2024-07-01', stage: 'Won', amount: 5, name: 'x' };
+    const cases: Values[] = [{}, { renewalDate: '2024-07-01' }, { status: 'Waiting', dueDate: '2024-06-01' }, { status: 'Done' }, { dueDate: '2024-06-20' }];
+    for (const [object, inputs] of Object.entries(timeInputs)) {
+      // Values of every other field must change nothing.
+      const noise = Object.fromEntries(Object.entries(others).filter(([key]) => !inputs.includes(key)));
+      for (const values of cases) {
+        const picked = Object.fromEntries(Object.entries(values).filter(([key]) => inputs.includes(key)));
+        expect(timeDependentCalculations(object, { ...noise, ...picked }, TODAY), `${object} ${JSON.stringify(values)}`).toEqual(timeDependentCalculations(object, picked, TODAY));
+      }
+    }
   });
 });
 

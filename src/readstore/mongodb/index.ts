@@ -19,6 +19,7 @@ import {
   RECORD_INDEXES,
   RECORD_SORT,
   fromMongoRecord,
+  toStoredRecord,
   recordKey,
   toMongoFilter,
   toMongoRecord,
@@ -154,21 +155,33 @@ export async function openMongoReadStore(options: MongoStoreOptions): Promise<Re
 
   const collectionNames = async () => (await db.listCollections({}, { nameOnly: true }).toArray()).map((c) => c.name);
 
+  async function find(query: FindQuery): Promise<FindResult> {
+    const records = await live();
+    const filter = toMongoFilter(query);
+    const paging = toPaging(query);
+    const [documents, total] = await Promise.all([
+      paging === null
+        ? Promise.resolve([])
+        : records.find(filter, { sort: RECORD_SORT, skip: paging.skip, limit: paging.limit }).toArray(),
+      records.countDocuments(filter),
+    ]);
+    return { documents: documents.map(fromMongoRecord), total };
+  }
+
   return mappingStorageErrors({
-    async find(query: FindQuery): Promise<FindResult> {
-      const records = await live();
-      const filter = toMongoFilter(query);
-      const paging = toPaging(query);
-      const [documents, total] = await Promise.all([
-        paging === null
-          ? Promise.resolve([])
-          : records.find(filter, { sort: RECORD_SORT, skip: paging.skip, limit: paging.limit }).toArray(),
-        records.countDocuments(filter),
-      ]);
-      return { documents: documents.map(fromMongoRecord), total };
+    find,
+
+    async findStored(query: FindQuery) {
+      const { documents, total } = await find(query);
+      return { records: documents.map(toStoredRecord), total };
     },
 
     get: (workspaceId, object, id) => get(workspaceId, object, id),
+
+    async getStored(workspaceId, object, id) {
+      const document = await get(workspaceId, object, id);
+      return document === null ? null : toStoredRecord(document);
+    },
 
     async getMany(workspaceId, object, ids) {
       if (ids.length === 0) return [];

@@ -1,7 +1,7 @@
 import type { Filter, IndexDescription } from 'mongodb';
 import { ValidationFailed } from '../../core/errors.js';
 import { filterKey, filterKeys } from '../filterKey.js';
-import type { FieldFilter, FindQuery, LinkEdge, RecordDocument, Values } from '../port.js';
+import type { FieldFilter, FindQuery, LinkEdge, RecordDocument, StoredRecord, Values } from '../port.js';
 
 /**
  * The pure half of the MongoDB read store (src/readstore/mongodb.ts): RecordDocument <-> stored
@@ -38,6 +38,8 @@ export interface MongoRecord {
   createdPosition: string;
   revision: number;
   filterKeys: string[];
+  /** RecordDocument.rendered (absent in documents written before it existed). */
+  rendered?: string | null;
 }
 
 export interface MongoCheckpoint {
@@ -82,6 +84,7 @@ export function toMongoRecord(document: RecordDocument): MongoRecord {
     createdPosition: document.createdPosition,
     revision: document.revision,
     filterKeys: filterEntries(document.fields, document.calculated),
+    rendered: document.rendered ?? null,
   };
 }
 
@@ -105,7 +108,13 @@ export function fromMongoRecord(stored: MongoRecord): RecordDocument {
     updatedAt: stored.updatedAt,
     createdPosition: stored.createdPosition,
     revision: stored.revision,
+    rendered: stored.rendered ?? undefined,
   };
+}
+
+/** A stored record for a reader of its rendering (the document is already parsed by the driver). */
+export function toStoredRecord(document: RecordDocument): StoredRecord {
+  return { id: document.id, rendered: document.rendered ?? null, document: () => document };
 }
 
 /** An ISO 8601 moment as epoch milliseconds; anything else is a ValidationFailed (as in every adapter). */

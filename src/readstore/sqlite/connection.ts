@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 import { ValidationFailed } from '../../core/errors.js';
 import type { Position } from '../../eventstore/position.js';
-import type { RecordDocument, Values } from '../port.js';
+import type { RecordDocument, StoredRecord, Values } from '../port.js';
 import { openSqliteFile } from '../../sqlite/file.js';
 
 /** The read store's tables, its connections, and how a document row becomes a RecordDocument. */
@@ -88,6 +88,7 @@ CREATE TABLE IF NOT EXISTS ${t.documents} (
   updated_ms INTEGER NOT NULL,
   created_position TEXT NOT NULL,
   revision INTEGER NOT NULL,
+  rendered TEXT,
   UNIQUE (coll, id)
 );
 CREATE INDEX IF NOT EXISTS documents_by_creation${g} ON ${t.documents} (coll, created_position);
@@ -126,6 +127,7 @@ export type DocumentRow = [
   updatedAt: string,
   createdPosition: string,
   revision: number,
+  rendered: string | null,
 ];
 
 export interface StoredRow {
@@ -135,10 +137,10 @@ export interface StoredRow {
   created_position: string;
 }
 
-export const DOCUMENT_COLUMNS = 'd.id, d.name, d.fields, d.calculated, d.created_at, d.updated_at, d.created_position, d.revision';
+export const DOCUMENT_COLUMNS = 'd.id, d.name, d.fields, d.calculated, d.created_at, d.updated_at, d.created_position, d.revision, d.rendered';
 
 export function toDocument(workspaceId: string, object: string, row: DocumentRow): RecordDocument {
-  const [id, name, fields, calculated, createdAt, updatedAt, createdPosition, revision] = row;
+  const [id, name, fields, calculated, createdAt, updatedAt, createdPosition, revision, rendered] = row;
   return {
     workspaceId,
     object,
@@ -150,7 +152,22 @@ export function toDocument(workspaceId: string, object: string, row: DocumentRow
     updatedAt,
     createdPosition,
     revision,
+    rendered: rendered ?? undefined,
   };
+}
+
+/** The row for a reader of its rendering: JSON.parse of fields and calculated only if asked for. */
+export function toStored(workspaceId: string, object: string, row: DocumentRow): StoredRecord {
+  return { id: row[0], rendered: row[8], document: () => toDocument(workspaceId, object, row) };
+}
+
+/**
+ * Generations made before `rendered` existed get the column (empty: read time renders those
+ * documents from their fields until the projection writes them again). Run inside changeSchema.
+ */
+export function addRenderedColumn(db: Database.Database, t: Tables): void {
+  const columns = db.prepare(`PRAGMA table_info(${t.documents})`).all() as { name: string }[];
+  if (columns.length > 0 && !columns.some((column) => column.name === 'rendered')) db.exec(`ALTER TABLE ${t.documents} ADD COLUMN rendered TEXT`);
 }
 
 export function epochMs(moment: string, what: string): number {
@@ -203,9 +220,13 @@ export function getOn(
   object: string,
   id: string,
 ): RecordDocument | null {
-  if (coll === null) return null;
-  const row = cache.documents(getSql(t)).get(coll, id) as DocumentRow | undefined;
+  const row = getRowOn(cache, t, coll, id);
   return row ? toDocument(workspaceId, object, row) : null;
+}
+
+export function getRowOn(cache: StatementCache, t: Tables, coll: number | null, id: string): DocumentRow | null {
+  if (coll === null) return null;
+  return (cache.documents(getSql(t)).get(coll, id) as DocumentRow | undefined) ?? null;
 }
 
 /**
@@ -215,18 +236,11 @@ export function getOn(
 const getWithLiveSql = (t: Tables) =>
   `SELECT r.live, ${DOCUMENT_COLUMNS} FROM read_model r LEFT JOIN ${t.documents} d ON d.coll = ? AND d.id = ? WHERE r.id = 1`;
 
-export function getCheckingLive(
-  cache: StatementCache,
-  t: Tables,
-  coll: number,
-  workspaceId: string,
-  object: string,
-  id: string,
-): { live: number; document: RecordDocument | null } | null {
+export function getCheckingLive(cache: StatementCache, t: Tables, coll: number, id: string): { live: number; row: DocumentRow | null } | null {
   const row = cache.documents(getWithLiveSql(t)).get(coll, id) as [number, ...DocumentRow] | undefined;
   if (!row) return null;
   const [live, ...document] = row;
-  return { live, document: document[0] === null ? null : toDocument(workspaceId, object, document as DocumentRow) };
+  return { live, row: document[0] === null ? null : (document as DocumentRow) };
 }
 
 export function checkpointOn(cache: StatementCache, projection: string): Position | null {

@@ -66,11 +66,11 @@ export class DocumentWriter {
     this.countDocuments = write.prepare(`UPDATE ${t.collections} SET documents = documents + ? WHERE coll = ?`);
     this.storedRow = write.prepare(`SELECT doc_id, fields, calculated, created_position FROM ${t.documents} WHERE coll = ? AND id = ?`);
     this.insertDocument = write.prepare(`
-    INSERT INTO ${t.documents} (coll, id, name, name_key, fields, calculated, created_at, updated_at, updated_ms, created_position, revision)
-    VALUES (@coll, @id, @name, @nameKey, @fields, @calculated, @createdAt, @updatedAt, @updatedMs, @createdPosition, @revision)`);
+    INSERT INTO ${t.documents} (coll, id, name, name_key, fields, calculated, created_at, updated_at, updated_ms, created_position, revision, rendered)
+    VALUES (@coll, @id, @name, @nameKey, @fields, @calculated, @createdAt, @updatedAt, @updatedMs, @createdPosition, @revision, @rendered)`);
     this.updateDocument = write.prepare(`
     UPDATE ${t.documents} SET name = @name, name_key = @nameKey, fields = @fields, calculated = @calculated, created_at = @createdAt,
-      updated_at = @updatedAt, updated_ms = @updatedMs, created_position = @createdPosition, revision = @revision
+      updated_at = @updatedAt, updated_ms = @updatedMs, created_position = @createdPosition, revision = @revision, rendered = @rendered
     WHERE doc_id = @docId`);
     this.deleteDocument = write.prepare(`DELETE FROM ${t.documents} WHERE doc_id = ?`);
     this.insertFilter = write.prepare(`INSERT INTO ${t.filters} (coll, field, key, created_position, doc_id) VALUES (?, ?, ?, ?, ?)`);
@@ -134,6 +134,7 @@ export class DocumentWriter {
       updatedMs: epochMs(document.updatedAt, 'updatedAt'),
       createdPosition: document.createdPosition,
       revision: document.revision,
+      rendered: document.rendered ?? null,
     };
     const stored = this.storedRow.get(coll, document.id) as StoredRow | undefined;
     if (this.bulk) {

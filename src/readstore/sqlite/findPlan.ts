@@ -1,7 +1,7 @@
 import { filterKey } from '../filterKey.js';
 import type { FieldFilter } from '../port.js';
 import { BOUND_COUNT, BOUND_VALUE } from '../../sqlite/file.js';
-import { DOCUMENT_COLUMNS, epochMs, toDocument, type DocumentRow, type StatementCache, type Tables } from './connection.js';
+import { DOCUMENT_COLUMNS, epochMs, type DocumentRow, type StatementCache, type Tables } from './connection.js';
 
 /** Find queries over one collection, planned on `filters` and `filter_counts` (see the layout in ../sqlite.ts). */
 
@@ -75,26 +75,43 @@ function planFind(db: StatementCache, t: Tables, coll: number, criteria: Criteri
 }
 
 /** The page: ids first (from the driving index alone), then only those documents are read. */
-function pageSql(t: Tables, plan: FindPlan): string {
+function pageSql(t: Tables, plan: FindPlan, columns: string): string {
   const order = `${plan.alias}.created_position, ${plan.alias}.doc_id`;
   return (
-    `SELECT ${DOCUMENT_COLUMNS} FROM (SELECT ${plan.alias}.doc_id AS doc_id, ${plan.alias}.created_position AS created_position ` +
+    `SELECT ${columns} FROM (SELECT ${plan.alias}.doc_id AS doc_id, ${plan.alias}.created_position AS created_position ` +
     `FROM ${plan.from} WHERE ${plan.where} ORDER BY ${order} LIMIT ${BOUND_COUNT} OFFSET ${BOUND_COUNT}) p ` +
     `JOIN ${t.documents} d ON d.doc_id = p.doc_id ORDER BY p.created_position, p.doc_id`
   );
 }
 
-export function findPage(
-  db: StatementCache,
-  t: Tables,
-  coll: number,
-  workspaceId: string,
-  object: string,
-  criteria: Criteria,
-  limit: number,
-  offset: number,
-) {
+/** The page's rows, for the caller to make documents of. */
+export function findPage(db: StatementCache, t: Tables, coll: number, criteria: Criteria, limit: number, offset: number) {
   const plan = planFind(db, t, coll, criteria);
-  const rows = db.documents(pageSql(t, plan)).all(...plan.params, limit, offset) as DocumentRow[];
-  return { plan, documents: rows.map((row) => toDocument(workspaceId, object, row)) };
+  const rows = db.documents(pageSql(t, plan, DOCUMENT_COLUMNS)).all(...plan.params, limit, offset) as DocumentRow[];
+  return { plan, rows };
+}
+
+/** A page row for a reader of stored renderings: the whole row only where its rendering does not start with the shape. */
+export interface StoredPageRow {
+  id: string;
+  rendered: string | null;
+  row: DocumentRow | null;
+}
+
+/**
+ * The page as ids and renderings (half the cost of whole rows: fields and calculated values are
+ * the longest texts after the rendering), then, in the same snapshot, the whole rows of the
+ * records whose rendering does not start with `shape` (null: of every record).
+ */
+export function findStoredPage(db: StatementCache, t: Tables, coll: number, criteria: Criteria, limit: number, offset: number, shape: string | null) {
+  const plan = planFind(db, t, coll, criteria);
+  const lean = db.documents(pageSql(t, plan, 'd.id, d.rendered, d.doc_id')).all(...plan.params, limit, offset) as [string, string | null, number][];
+  const missing = lean.filter(([, rendered]) => shape === null || rendered === null || !rendered.startsWith(shape)).map(([, , docId]) => docId);
+  const whole = new Map<number, DocumentRow>();
+  if (missing.length > 0) {
+    const sql = `SELECT ${DOCUMENT_COLUMNS}, d.doc_id FROM ${t.documents} d WHERE d.doc_id IN (SELECT value FROM json_each(?))`;
+    for (const row of db.documents(sql).all(JSON.stringify(missing)) as [...DocumentRow, number][]) whole.set(row[9], row.slice(0, 9) as DocumentRow);
+  }
+  const rows: StoredPageRow[] = lean.map(([id, rendered, docId]) => ({ id, rendered, row: whole.get(docId) ?? null }));
+  return { plan, rows };
 }

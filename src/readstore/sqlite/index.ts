@@ -1,25 +1,28 @@
 import { filterKey } from '../filterKey.js';
-import type { BeginGeneration, FindQuery, FindResult, ReadStore, ReadTransaction, RunnerStatus } from '../port.js';
+import type { BeginGeneration, FindQuery, FindResult, FindStoredResult, ReadStore, ReadTransaction, RunnerStatus, StoredRecord } from '../port.js';
 import type { Position } from '../../eventstore/position.js';
-import { applySchema } from '../../sqlite/file.js';
+import { applySchema, changeSchema } from '../../sqlite/file.js';
 import { CheckpointWaiters } from './checkpointWaiters.js';
 import {
+  addRenderedColumn,
   checkpointOn,
   collOn,
   DOCUMENT_COLUMNS,
   getCheckingLive,
   getOn,
+  getRowOn,
   openConnection,
   SCHEMA,
   StatementCache,
   tablesOf,
   toDocument,
+  toStored,
   type DocumentRow,
   type Tables,
 } from './connection.js';
 import { bulkSchema, finishBulkLoad, isBulkLoading } from './bulkLoad.js';
 import { DocumentWriter } from './documentWriter.js';
-import { filterCount, findPage, type Criteria, type FindPlan } from './findPlan.js';
+import { filterCount, findPage, findStoredPage, type Criteria, type FindPlan } from './findPlan.js';
 import { dropTables, ensureReadModelRow, generationsOn, generationsWithTables, isDroppedTable, liveOn } from './generations.js';
 
 /**
@@ -52,6 +55,9 @@ export function openSqliteReadStore(options: { path: string }): ReadStore {
   const write = openConnection(options.path, false);
   applySchema(write, SCHEMA);
   ensureReadModelRow(write);
+  changeSchema(write, () => {
+    for (const generation of generationsWithTables(write)) addRenderedColumn(write, tablesOf(generation));
+  });
   const read = openConnection(options.path, true);
   const writeCache = new StatementCache(write);
   const readCache = new StatementCache(read);
@@ -177,7 +183,7 @@ export function openSqliteReadStore(options: { path: string }): ReadStore {
           writer.bulk = false;
         }
         writer.writeCounts();
-        return findPage(writeCache, t, coll, workspaceId, object, { filters }, -1, 0).documents;
+        return findPage(writeCache, t, coll, { filters }, -1, 0).rows.map((row) => toDocument(workspaceId, object, row));
       },
       put: async (document) => {
         live();
@@ -233,10 +239,44 @@ export function openSqliteReadStore(options: { path: string }): ReadStore {
     const t = tablesOf(liveOn(readCache));
     const coll = readColl(t, query.workspaceId, query.object);
     if (coll === null) return { documents: [], total: 0 };
-    const criteria: Criteria = { filters: query.filters, name: query.name, updatedSince: query.updatedSince };
-    const { plan, documents } = findPage(readCache, t, coll, query.workspaceId, query.object, criteria, query.limit, query.offset);
-    return { documents, total: pageTells(query, documents.length) ?? total(t, coll, query, plan) };
+    const { plan, rows } = findPage(readCache, t, coll, criteriaOf(query), query.limit, query.offset);
+    return { documents: rows.map((row) => toDocument(query.workspaceId, query.object, row)), total: pageTells(query, rows.length) ?? total(t, coll, query, plan) };
   });
+
+  /** findInSnapshot for a reader of stored renderings; without a shape every row is read whole. */
+  const findStoredInSnapshot = read.transaction((query: FindQuery, shape: string | null): FindStoredResult => {
+    const t = tablesOf(liveOn(readCache));
+    const coll = readColl(t, query.workspaceId, query.object);
+    if (coll === null) return { records: [], total: 0 };
+    const { plan, rows } = findStoredPage(readCache, t, coll, criteriaOf(query), query.limit, query.offset, shape);
+    const records = rows.map(({ id, rendered, row }): StoredRecord => ({ id, rendered, document: row === null ? null : () => toDocument(query.workspaceId, query.object, row) }));
+    return { records, total: pageTells(query, rows.length) ?? total(t, coll, query, plan) };
+  });
+
+  const criteriaOf = (query: FindQuery): Criteria => ({ filters: query.filters, name: query.name, updatedSince: query.updatedSince });
+
+  /** A read of the live generation in one snapshot; asked again once if a promotion dropped its tables meanwhile. */
+  function inSnapshot<T>(read: () => T): T {
+    try {
+      return read();
+    } catch (error) {
+      if (!isDroppedTable(error)) throw error;
+      return read();
+    }
+  }
+
+  /** A document's row; the generation the last read found live is assumed, and checked in the row's own statement. */
+  function getRow(workspaceId: string, object: string, id: string): DocumentRow | null {
+    // A promotion since (or the drop of its tables) is read again from the pointer.
+    try {
+      const coll = readColl(tablesOf(assumedLive), workspaceId, object);
+      const found = coll === null ? null : getCheckingLive(readCache, tablesOf(assumedLive), coll, id);
+      if (found && found.live === assumedLive) return found.row;
+    } catch (error) {
+      if (!isDroppedTable(error)) throw error;
+    }
+    return onLive((t) => getRowOn(readCache, t, readColl(t, workspaceId, object), id));
+  }
 
   function inTransaction<T>(work: () => T): Promise<T> {
     return enqueue(async () => write.transaction(work).immediate());
@@ -244,25 +284,21 @@ export function openSqliteReadStore(options: { path: string }): ReadStore {
 
   return {
     async find(query: FindQuery): Promise<FindResult> {
-      try {
-        return findInSnapshot(query);
-      } catch (error) {
-        if (!isDroppedTable(error)) throw error;
-        return findInSnapshot(query);
-      }
+      return inSnapshot(() => findInSnapshot(query));
+    },
+
+    async findStored(query: FindQuery, shape?: string): Promise<FindStoredResult> {
+      return inSnapshot(() => findStoredInSnapshot(query, shape ?? null));
     },
 
     async get(workspaceId, object, id) {
-      // The generation the last read found live is assumed, and checked in the document's own
-      // statement; a promotion since (or the drop of its tables) is read again from the pointer.
-      try {
-        const coll = readColl(tablesOf(assumedLive), workspaceId, object);
-        const found = coll === null ? null : getCheckingLive(readCache, tablesOf(assumedLive), coll, workspaceId, object, id);
-        if (found && found.live === assumedLive) return found.document;
-      } catch (error) {
-        if (!isDroppedTable(error)) throw error;
-      }
-      return onLive((t) => getOn(readCache, t, readColl(t, workspaceId, object), workspaceId, object, id));
+      const row = getRow(workspaceId, object, id);
+      return row ? toDocument(workspaceId, object, row) : null;
+    },
+
+    async getStored(workspaceId, object, id) {
+      const row = getRow(workspaceId, object, id);
+      return row ? toStored(workspaceId, object, row) : null;
     },
 
     async getMany(workspaceId, object, ids) {
