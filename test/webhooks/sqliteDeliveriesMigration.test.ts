@@ -10,14 +10,16 @@ import { createWebhook, samplePayload, at } from '../contract/webhookstore.contr
 const dir = mkdtempSync(join(tmpdir(), 'csr-deliveries-migration-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
+/** The deliveries table's columns in the first release; later releases added the others. */
+const FIRST_DELIVERY_COLUMNS = `id INTEGER PRIMARY KEY AUTOINCREMENT, webhook_id TEXT NOT NULL, event_id TEXT NOT NULL, event TEXT NOT NULL,
+  status TEXT NOT NULL, response_code INTEGER, attempts INTEGER NOT NULL DEFAULT 0, error TEXT, created_at TEXT NOT NULL,
+  last_attempt_at TEXT, next_attempt_at TEXT, claimed_until TEXT`;
+
 describe('SQLite webhook store: deliveries made before resends', () => {
   it('are copied once into the new shape: ids, statuses and the id sequence kept, resends then allowed', async () => {
     const path = join(dir, 'webhooks.db');
     const old = new Sqlite(path);
-    old.exec(`CREATE TABLE deliveries (
-      id INTEGER PRIMARY KEY AUTOINCREMENT, webhook_id TEXT NOT NULL, event_id TEXT NOT NULL, event TEXT NOT NULL, status TEXT NOT NULL,
-      response_code INTEGER, attempts INTEGER NOT NULL DEFAULT 0, error TEXT, created_at TEXT NOT NULL, last_attempt_at TEXT,
-      next_attempt_at TEXT, claimed_until TEXT, UNIQUE (webhook_id, event_id))`);
+    old.exec(`CREATE TABLE deliveries (${FIRST_DELIVERY_COLUMNS}, UNIQUE (webhook_id, event_id))`);
     old.prepare("INSERT INTO deliveries (id, webhook_id, event_id, event, status, attempts, response_code, created_at) VALUES (41, 'w', 'e1', 'clients.created', 'delivered', 1, 204, 'T')").run();
     old.prepare("INSERT INTO deliveries (id, webhook_id, event_id, event, status, created_at) VALUES (42, 'w', 'e2', 'clients.created', 'waiting', 'T')").run();
     old.prepare('DELETE FROM deliveries WHERE id = 42').run();
@@ -67,10 +69,7 @@ describe('SQLite webhook store: deliveries made before resends', () => {
   it('deliveries made before the last attempt\'s headers were kept get their columns: null until the next attempt settles', async () => {
     const path = join(dir, 'before-headers.db');
     const old = new Sqlite(path);
-    old.exec(`CREATE TABLE deliveries (
-      id INTEGER PRIMARY KEY AUTOINCREMENT, webhook_id TEXT NOT NULL, event_id TEXT NOT NULL, event TEXT NOT NULL, status TEXT NOT NULL,
-      response_code INTEGER, attempts INTEGER NOT NULL DEFAULT 0, error TEXT, created_at TEXT NOT NULL, last_attempt_at TEXT,
-      next_attempt_at TEXT, claimed_until TEXT, cause TEXT, original_id INTEGER)`);
+    old.exec(`CREATE TABLE deliveries (${FIRST_DELIVERY_COLUMNS}, cause TEXT, original_id INTEGER)`);
     old.prepare("INSERT INTO deliveries (id, webhook_id, event_id, event, status, attempts, response_code, created_at) VALUES (7, 'w', 'e1', 'clients.created', 'retrying', 1, 500, 'T')").run();
     old.close();
     const store = openSqliteWebhookStore({ path });
