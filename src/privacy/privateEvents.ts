@@ -1,5 +1,5 @@
 import type { AppendGroup, EventStore, NewEvent, PersistentEvent, PersistentSubscription, RecordedEvent, StreamAppend, Subscription } from '../eventstore/port.js';
-
+import { OpenedEvents } from './openedEvents.js';
 import { STORED_DATA } from '../eventstore/chain.js';
 import { RECORD_ERASED } from '../events/records.js';
 import { hasSealed, holdsPersonal, openData, recordIdOf, sealData } from './sealing.js';
@@ -50,7 +50,7 @@ export function privateEvents(stored: EventStore, vault: Vault, personalFields: 
   const openOne = async (event: RecordedEvent): Promise<RecordedEvent> => {
     if (event.type === RECORD_ERASED) opened.forget(recordIdOf(event.data));
     if (!hasSealed(event.type, event.data)) return event;
-    return opened.get(event.id) ?? opened.keep(event.id, recordIdOf(event.data), (await openAll([event]))[0]!);
+    return opened.get(event.id) ?? opened.keep(event.id, recordIdOf(event.data), (await openAll([event]))[0]!, event.data);
   };
 
   return {
@@ -101,26 +101,6 @@ export function privateEvents(stored: EventStore, vault: Vault, personalFields: 
       await stored.close();
     },
   };
-}
-
-/** The last events opened for subscribers, by event id (a bounded map, oldest dropped first). */
-class OpenedEvents {
-  private static readonly SIZE = 2000;
-  private readonly events = new Map<string, { recordId: string | null; event: RecordedEvent }>();
-
-  get(id: string): RecordedEvent | undefined {
-    return this.events.get(id)?.event;
-  }
-
-  keep(id: string, recordId: string | null, event: RecordedEvent): RecordedEvent {
-    this.events.set(id, { recordId, event });
-    if (this.events.size > OpenedEvents.SIZE) this.events.delete(this.events.keys().next().value!);
-    return event;
-  }
-
-  forget(recordId: string | null): void {
-    for (const [id, entry] of this.events) if (entry.recordId === recordId) this.events.delete(id);
-  }
 }
 
 /** The store underneath (ciphertext as stored), or the store itself when it seals nothing. */
