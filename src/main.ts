@@ -6,6 +6,7 @@ import { embeddedFiles, productionUrls } from './backends.js';
 import { loadConfig } from './config.js';
 import { createLogger } from './core/logger.js';
 import { startApiProcesses } from './runtime/apiProcesses.js';
+import { limitHeapGrowth } from './runtime/heapGrowth.js';
 import { announceServer } from './runtime/serverPids.js';
 import { startBesideTheApi, startService } from './service.js';
 import { startWalCheckpointer } from './sqlite/checkpointer.js';
@@ -13,6 +14,7 @@ import { startWalCheckpointer } from './sqlite/checkpointer.js';
 /** The server's entry: read the config once, start the roles, stop them on SIGTERM or SIGINT. */
 
 async function main(): Promise<void> {
+  limitHeapGrowth();
   const loaded = loadConfig(process.env);
   // Decided here, where the terminal is: the role threads' stdout is a pipe to this one.
   const config = { ...loaded, logFormat: loaded.logFormat === 'auto' ? (process.stdout.isTTY ? 'pretty' : 'json') : loaded.logFormat } as const;
