@@ -3,9 +3,9 @@ import type { RecordedEvent } from '../eventstore/port.js';
 /**
  * The last events opened (decrypted) for the subscribers of one process, by event id, so that the
  * projector, the reactors and the webhook fan-out open each new event once. Bounded by count and
- * by the size of what it holds: an entry keeps both the opened values and the sealed ones, and a
- * run of large records (a 1,000-record upsert of 5 KB notes) held by count alone kept tens of
- * megabytes alive in the projector's thread. Oldest dropped first.
+ * by the size of what it holds: an entry keeps both the opened values and the sealed ones, so a
+ * run of large records held by count alone kept much of the projector thread's heap alive
+ * (docs/performance.md, large bodies). Oldest dropped first.
  */
 export class OpenedEvents {
   private readonly events = new Map<string, { recordId: string | null; event: RecordedEvent; size: number }>();
