@@ -13,7 +13,7 @@ import { renderRecords, type RenderDeps } from './recordFormat.js';
  * rendered from its document by renderRecords, as before: the answer is the same either way.
  */
 
-export async function renderStored(object: ObjectDef, records: StoredRecord[], ctx: RenderDeps): Promise<string[]> {
+export function renderStored(object: ObjectDef, records: StoredRecord[], ctx: RenderDeps): string[] | Promise<string[]> {
   const shape = shapeOf(object) + MARK;
   const parsed: (string[] | null)[] = [];
   const stale: RecordDocument[] = [];
@@ -42,16 +42,25 @@ export async function renderStored(object: ObjectDef, records: StoredRecord[], c
     }
   }
 
-  // Most records need nothing read besides themselves: no promises made for them.
-  const needsReads = linkedIds.size > 0 || persons || stale.length > 0;
-  const [linked, userNames, fallback] = !needsReads
-    ? [NO_LINKED, undefined, []]
-    : await Promise.all([
-        loadLinked(linkedIds, ctx),
-        persons ? ctx.listUsers(ctx.workspaceId).then((users) => new Map(users.map((user) => [user.id, user.name]))) : undefined,
-        stale.length > 0 ? renderRecords(object, stale, ctx) : [],
-      ]);
+  // Most records need nothing read besides themselves: answered without a promise.
+  if (linkedIds.size === 0 && !persons && stale.length === 0) return fillIn(object, records, parsed, ctx, NO_LINKED, undefined, []);
+  return Promise.all([
+    loadLinked(linkedIds, ctx),
+    persons ? ctx.listUsers(ctx.workspaceId).then((users) => new Map(users.map((user) => [user.id, user.name]))) : undefined,
+    stale.length > 0 ? renderRecords(object, stale, ctx) : [],
+  ]).then(([linked, userNames, fallback]) => fillIn(object, records, parsed, ctx, linked, userNames, fallback));
+}
 
+/** The records' JSON: each rendering with its splice points filled in, or its fallback rendering. */
+function fillIn(
+  object: ObjectDef,
+  records: StoredRecord[],
+  parsed: (string[] | null)[],
+  ctx: RenderDeps,
+  linked: ReadonlyMap<string, RecordDocument>,
+  userNames: ReadonlyMap<string, string> | undefined,
+  fallback: unknown[],
+): string[] {
   const linkRef = (target: string, id: string): string =>
     ctx.canAccess(target) ? `{"id":${JSON.stringify(id)},"name":${JSON.stringify(linked.get(`${target}/${id}`)?.name ?? null)}}` : `{"id":${JSON.stringify(id)}}`;
 

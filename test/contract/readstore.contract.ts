@@ -143,6 +143,18 @@ export function readStoreContract(name: string, open: () => Promise<ReadStore> |
     describe('stored renderings', () => {
       const rendered = 'shape\u0001{"id":"x","owner":\u0001pu-1\u0001,"n":"é \\" \\u0001"}';
 
+      it('getStoredNow, where the store answers at once, gives a committed change on the next call', async () => {
+        const ws = workspace();
+        const first = doc(ws, 1, { rendered });
+        await putAll(first);
+        const changed = { ...first, fields: { tier: 'Enterprise' }, rendered: 'shape\u0001{}', revision: 1 };
+        await putAll(changed);
+        const answer = store.getStoredNow(ws, 'clients', first.id);
+        if (answer !== undefined) expect({ rendered: answer?.rendered, document: answer?.document?.() }).toEqual({ rendered: 'shape\u0001{}', document: changed });
+        await store.transaction((tx) => tx.delete(ws, 'clients', first.id));
+        expect(store.getStoredNow(ws, 'clients', first.id) ?? null).toBeNull();
+      });
+
       it('keeps a document rendering as written and gives it to getStored and findStored with the document', async () => {
         const ws = workspace();
         const [a, b] = [doc(ws, 1, { rendered, fields: { tier: 'SMB' } }), doc(ws, 2, { fields: { tier: 'SMB' } })];
@@ -158,6 +170,20 @@ export function readStoreContract(name: string, open: () => Promise<ReadStore> |
         expect(none?.document?.()).toEqual(b);
         expect(await store.getStored(ws, 'clients', randomUUID())).toBeNull();
         expect(await store.getStored(workspace(), 'clients', a.id)).toBeNull();
+        // getStoredNow: the same answers, or undefined where the store must be asked.
+        const now = (workspaceId: string, id: string) => {
+          const answer = store.getStoredNow(workspaceId, 'clients', id);
+          return answer && { id: answer.id, rendered: answer.rendered, document: answer.document?.() };
+        };
+        for (const [workspaceId, id, expected] of [
+          [ws, a.id, { id: a.id, rendered, document: a }],
+          [ws, b.id, { id: b.id, rendered: null, document: b }],
+          [ws, randomUUID(), null],
+          [workspace(), a.id, null],
+        ] as const) {
+          const answer = now(workspaceId, id);
+          if (answer !== undefined) expect(answer).toEqual(expected);
+        }
 
         const found = await store.findStored(query(ws, { filters: [{ field: 'tier', value: 'smb' }], limit: 1 }));
         expect(found.total).toBe(2);

@@ -301,6 +301,12 @@ export function openSqliteReadStore(options: { path: string }): ReadStore {
       return row ? toStored(workspaceId, object, row) : null;
     },
 
+    // better-sqlite3 answers synchronously: a GET of one record needs no await for its read.
+    getStoredNow(workspaceId, object, id) {
+      const row = getRow(workspaceId, object, id);
+      return row ? toStored(workspaceId, object, row) : null;
+    },
+
     async getMany(workspaceId, object, ids) {
       if (ids.length === 0) return [];
       return onLive((t) => {
