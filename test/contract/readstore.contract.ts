@@ -207,6 +207,22 @@ export function readStoreContract(name: string, open: () => Promise<ReadStore> |
         expect(third!.document?.()).toEqual(c);
       });
 
+      it('findStored gives ids and renderings as written, whatever characters they hold', async () => {
+        const ws = workspace();
+        const ids = ['a:b', '12:x', 'é-ü', '😀:x', ''];
+        const renderings = ['shape\u0001{"a":"b:c"}', null, '', 'shape\u0001😀:\u0001pu-1\u0001}', 'shape\u0001'];
+        const documents = ids.map((id, n) => doc(ws, n + 1, renderings[n] === null ? { id } : { id, rendered: renderings[n] }));
+        await putAll(...documents);
+        for (const shape of [undefined, 'shape\u0001']) {
+          const found = await store.findStored(query(ws), shape);
+          expect(found.records.map((record) => [record.id, record.rendered])).toEqual(ids.map((id, n) => [id, renderings[n]]));
+          expect(found.records[1]!.document?.()).toEqual(documents[1]);
+          expect(found.records[2]!.document?.()).toEqual(documents[2]);
+        }
+        const ascii = await store.findStored(query(ws, { limit: 2 }), 'shape\u0001');
+        expect(ascii.records.map((record) => [record.id, record.rendered])).toEqual([[ids[0], renderings[0]], [ids[1], null]]);
+      });
+
       it('a put without a rendering clears the one stored before', async () => {
         const ws = workspace();
         const first = doc(ws, 1, { rendered });
