@@ -65,6 +65,10 @@ function fillIn(
     ctx.canAccess(target) ? `{"id":${JSON.stringify(id)},"name":${JSON.stringify(linked.get(`${target}/${id}`)?.name ?? null)}}` : `{"id":${JSON.stringify(id)}}`;
 
   let fallbackAt = 0;
+  // Most records of a page have the same date-relative inputs (none set, or the same date): the
+  // last ones are compared before the shared cache is asked (a key built and hashed per record).
+  let lastInputs: string | undefined;
+  let lastTimed: Record<string, string> | undefined;
   return parsed.map((parts, index) => {
     if (parts === null) return JSON.stringify(fallback[fallbackAt++]);
     let text = parts[1]!;
@@ -93,9 +97,14 @@ function fillIn(
         }
         case SPLICE.timed: {
           const [field, inputs] = body.split(PART);
+          if (!timed && inputs !== undefined && inputs === lastInputs) timed = lastTimed;
           if (!timed) {
             const values = inputs === undefined ? valuesOf(documentOf(records[index]!)) : undefined;
             timed = timedValues(object.key, inputs, values, ctx.today);
+            if (inputs !== undefined) {
+              lastInputs = inputs;
+              lastTimed = timed;
+            }
           }
           text += timed[field!] ?? 'null';
           break;
