@@ -123,7 +123,7 @@ export function findStoredPage(db: StatementCache, t: Tables, coll: number, crit
     const sql = `SELECT ${DOCUMENT_COLUMNS} FROM ${t.documents} d WHERE d.coll = ? AND d.id IN (SELECT value FROM json_each(?))`;
     for (const row of db.documents(sql).all(coll, JSON.stringify(missing)) as DocumentRow[]) whole.set(row[0], row);
   }
-  const rows: StoredPageRow[] = lean.map(([id, rendered]) => ({ id, rendered, row: whole.get(id) ?? null }));
+  const rows: StoredPageRow[] = lean.map(([id, rendered]) => ({ id, rendered, row: whole.size === 0 ? null : (whole.get(id) ?? null) }));
   return { plan, rows };
 }
 
