@@ -2,7 +2,7 @@ import { NotFound } from '../src/core/errors.js';
 import type { StoredRecord } from '../src/readstore/port.js';
 import type { ObjectDef } from '../src/schema/types.js';
 import { renderRecords, type ApiRecord, type RenderContext } from './recordFormat.js';
-import { renderStored } from './storedFormat.js';
+import { listShape, renderStored } from './storedFormat.js';
 
 /** GET /api/v1/{object}/{id} (spec 4.3). */
 export async function getRecord(ctx: RenderContext, object: ObjectDef, recordId: string): Promise<ApiRecord> {
@@ -18,7 +18,7 @@ export async function getRecord(ctx: RenderContext, object: ObjectDef, recordId:
  * the embedded store: no promise made), else its promise.
  */
 export function getRecordJson(ctx: RenderContext, object: ObjectDef, recordId: string): string | Promise<string> {
-  const now = ctx.readStore.getStoredNow(ctx.workspaceId, object.key, recordId);
+  const now = ctx.readStore.getStoredNow(ctx.workspaceId, object.key, recordId, listShape(object));
   if (now === undefined) return ctx.readStore.getStored(ctx.workspaceId, object.key, recordId).then((stored) => rendered(ctx, object, recordId, stored));
   return rendered(ctx, object, recordId, now);
 }

@@ -146,9 +146,15 @@ function documentOf(record: StoredRecord): RecordDocument {
  * documents. None when the object's date-relative values are computed from the whole document.
  */
 export function listShape(object: ObjectDef): string | undefined {
+  if (listShapes.has(object)) return listShapes.get(object);
   const timedFromDocument = !timeInputs[object.key] && object.fields.some((field) => field.format.type === 'calculated' && field.format.timeDependent);
-  return timedFromDocument ? undefined : shapeOf(object) + MARK;
+  const shape = timedFromDocument ? undefined : shapeOf(object) + MARK;
+  listShapes.set(object, shape);
+  return shape;
 }
+
+/** Per object definition (a new definition is a new object): asked on every GET and list. */
+const listShapes = new WeakMap<ObjectDef, string | undefined>();
 
 /**
  * Date-relative values as JSON text, per field. Those computed from a few inputs are remembered

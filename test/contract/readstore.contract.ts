@@ -143,6 +143,35 @@ export function readStoreContract(name: string, open: () => Promise<ReadStore> |
     describe('stored renderings', () => {
       const rendered = 'shape\u0001{"id":"x","owner":\u0001pu-1\u0001,"n":"é \\" \\u0001"}';
 
+      it('getStoredNow with a shape: a rendering with it may come without its document, any other with it; a change or a delete is seen on the next call', async () => {
+        const ws = workspace();
+        const other = 'other\u0001{"id":"y"}';
+        const [a, b, c] = [doc(ws, 1, { rendered }), doc(ws, 2, { rendered: other }), doc(ws, 3)];
+        await putAll(a, b, c);
+        const now = (id: string) => {
+          const answer = store.getStoredNow(ws, 'clients', id, 'shape\u0001');
+          return answer && { id: answer.id, rendered: answer.rendered, document: answer.document?.() };
+        };
+        const expectNow = (id: string, expected: { id: string; rendered: string | null; document?: RecordDocument } | null, documentOptional = false) => {
+          const answer = now(id);
+          if (answer === undefined) return;
+          if (answer && documentOptional && answer.document === undefined) expect({ ...answer, document: expected?.document }).toEqual(expected);
+          else expect(answer).toEqual(expected);
+        };
+        expectNow(a.id, { id: a.id, rendered, document: a }, true);
+        expectNow(b.id, { id: b.id, rendered: other, document: b });
+        expectNow(c.id, { id: c.id, rendered: null, document: c });
+        expectNow(randomUUID(), null);
+        const changed = { ...a, rendered: other, revision: 1 };
+        await putAll(changed);
+        expectNow(a.id, { id: a.id, rendered: other, document: changed });
+        const emptied: RecordDocument = { ...c, rendered: 'shape\u0001', revision: 1 };
+        await putAll(emptied);
+        expectNow(c.id, { id: c.id, rendered: 'shape\u0001', document: emptied }, true);
+        await store.transaction((tx) => tx.delete(ws, 'clients', b.id));
+        expectNow(b.id, null);
+      });
+
       it('getStoredNow, where the store answers at once, gives a committed change on the next call', async () => {
         const ws = workspace();
         const first = doc(ws, 1, { rendered });

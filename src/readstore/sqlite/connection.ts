@@ -254,6 +254,25 @@ export function getCheckingLive(cache: StatementCache, t: Tables, coll: number, 
   return { live, row: document[0] === null ? null : (document as DocumentRow) };
 }
 
+/**
+ * getCheckingLive for a reader of the rendering alone, as one text (pluck: no array, one value):
+ * the live generation, then nothing (no such document), `;` (a document without a rendering) or
+ * `:` and its rendering.
+ */
+const getRenderedWithLiveSql = (t: Tables) =>
+  `SELECT r.live || CASE WHEN d.doc_id IS NULL THEN '' WHEN d.rendered IS NULL THEN ';' ELSE ':' || d.rendered END ` +
+  `FROM read_model r LEFT JOIN ${t.documents} d ON d.coll = ? AND d.id = ? WHERE r.id = 1`;
+
+/** The live generation and the document's rendering: null when none, undefined when it has none. */
+export function getRenderedCheckingLive(cache: StatementCache, t: Tables, coll: number, id: string): { live: number; rendered: string | null | undefined } | null {
+  const text = cache.get(`/* pluck */ ${getRenderedWithLiveSql(t)}`).pluck(true).get(coll, id) as string | undefined;
+  if (text === undefined) return null;
+  const colon = text.indexOf(':');
+  if (colon >= 0) return { live: Number(text.slice(0, colon)), rendered: text.slice(colon + 1) };
+  if (text.endsWith(';')) return { live: Number(text.slice(0, -1)), rendered: undefined };
+  return { live: Number(text), rendered: null };
+}
+
 export function checkpointOn(cache: StatementCache, projection: string): Position | null {
   const row = cache.get(checkpointSql).get(projection) as { position: string } | undefined;
   return row ? row.position : null;
