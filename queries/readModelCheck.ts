@@ -23,7 +23,7 @@ export interface Difference {
   problem: string;
 }
 
-const PAGE = 2000;
+const PAGE = 500;
 const DOCUMENTS_PAGE = 500;
 
 export type ObjectLookup = (object: string) => ObjectDef | undefined;
