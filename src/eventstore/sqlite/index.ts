@@ -57,6 +57,7 @@ export function openSqliteEventStore(options: { path: string }): EventStore {
 }
 
 const DEFAULT_MAX_RETRY_COUNT = 10;
+const DEFAULT_BUFFER_SIZE = 100;
 const CHAIN_PAGE = 2000;
 
 /** The least string above every string that starts with `prefix` (for a range on the stream index). */
@@ -64,7 +65,6 @@ function prefixEnd(prefix: string): string {
   if (prefix === '') return '\u{10FFFF}';
   return prefix.slice(0, -1) + String.fromCharCode(prefix.charCodeAt(prefix.length - 1) + 1);
 }
-const DEFAULT_BUFFER_SIZE = 100;
 
 function positionToSeq(position: Position): number {
   const { commit } = parsePosition(position);
