@@ -148,10 +148,10 @@ export class EventLog {
     this.forwardsStmt = db.prepare<[string, number, number], EventRow>(
       `SELECT ${COLUMNS} FROM events WHERE stream = ${BOUND_VALUE} AND revision >= ${BOUND_VALUE} ORDER BY revision ASC LIMIT ${BOUND_COUNT}`,
     );
-    this.storedStmt = db.prepare<[number, number, number], StoredRow>(`SELECT ${COLUMNS} FROM events WHERE seq > ? AND seq <= ? ORDER BY seq LIMIT ${BOUND_COUNT}`).raw(true);
+    this.storedStmt = db.prepare<[number, number, number], StoredRow>(`SELECT ${COLUMNS} FROM events WHERE seq > ${BOUND_VALUE} AND seq <= ${BOUND_VALUE} ORDER BY seq LIMIT ${BOUND_COUNT}`).raw(true);
     // Along the (stream, revision) index: streams in name order, each in revision order.
     const streams = (from: string) =>
-      db.prepare<[string, string, number], StoredRow>(`SELECT ${COLUMNS} FROM events WHERE stream ${from} ? AND stream < ? ORDER BY stream, revision LIMIT ${BOUND_COUNT}`).raw(true);
+      db.prepare<[string, string, number], StoredRow>(`SELECT ${COLUMNS} FROM events WHERE stream ${from} ${BOUND_VALUE} AND stream < ${BOUND_VALUE} ORDER BY stream, revision LIMIT ${BOUND_COUNT}`).raw(true);
     this.streamsStmts = { from: streams('>='), after: streams('>') };
     this.backwardsStmt = db.prepare<[string, number, number], EventRow>(
       `SELECT ${COLUMNS} FROM events WHERE stream = ${BOUND_VALUE} AND revision <= ${BOUND_VALUE} ORDER BY revision DESC LIMIT ${BOUND_COUNT}`,
