@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3';
 import { generationSchema, openConnection, type Tables } from './connection.js';
 import { filterRowsSql, registerKeysFunction } from './bulkLoad.js';
+import { inChunks, pause } from './chunks.js';
 
 /**
  * The end of a bulk load (bulkLoad.ts) before a promotion, in steps that each hold the write lock
@@ -10,8 +11,7 @@ import { filterRowsSql, registerKeysFunction } from './bulkLoad.js';
  * The costly part (every document's filter keys, computed and sorted) needs no write lock: a
  * connection of its own reads the generation in a snapshot (WAL readers block no writer) into a
  * temporary table, in key order. Only the copy into the generation's tables is locked, in chunks
- * of about CHUNK_MS each, with a pause between them in which other processes' writers get the
- * lock. The copy appends at the right edge of the B-tree, as one sorted insert did. Nothing
+ * (chunks.ts) between which other processes' writers get the lock. The copy appends at the right edge of the B-tree, as one sorted insert did. Nothing
  * else writes a generation being built, so the snapshot stays true while the chunks go in.
  *
  * The first secondary index created ends the loading state (`isBulkLoading`), so the indexes come
@@ -30,14 +30,6 @@ interface Steps {
   /** `work` without a write transaction (it reads a snapshot and writes temporary tables). */
   queued<T>(work: () => T): Promise<T>;
 }
-
-/** Longest a copy chunk should hold the lock; its row count follows the measured rate. */
-const CHUNK_MS = 50;
-/** Between chunks: long enough for a waiting writer elsewhere (SQLite retries a busy lock every 100 ms at most). */
-const PAUSE_MS = 25;
-const FIRST_CHUNK_ROWS = 20_000;
-
-const pause = () => new Promise((resolve) => setTimeout(resolve, PAUSE_MS));
 
 export async function finishBulkLoadInSteps(path: string, t: Tables, queue: WriteQueue): Promise<void> {
   // Its temporary tables go with it when it closes: nothing to drop (and zero) afterwards.
@@ -78,18 +70,12 @@ export async function finishBulkLoadInSteps(path: string, t: Tables, queue: Writ
 async function copyInChunks(own: Database.Database, steps: Steps, table: string, insert: string): Promise<void> {
   const last = (own.prepare(`SELECT coalesce(max(rowid), 0) AS last FROM temp.${table}`).get() as { last: number }).last;
   const copy = own.prepare(`${insert} FROM temp.${table} WHERE rowid > ? AND rowid <= ? ORDER BY rowid`);
-  let rows = FIRST_CHUNK_ROWS;
-  for (let after = 0; after < last; ) {
-    const from = after;
-    const ms = await steps.locked(() => {
-      const started = performance.now();
-      copy.run(from, from + rows);
-      return performance.now() - started;
-    });
+  let after = 0;
+  await inChunks(steps.locked, (rows) => {
+    copy.run(after, after + rows);
     after += rows;
-    rows = Math.max(1_000, Math.min(500_000, Math.round((rows * CHUNK_MS) / Math.max(ms, 1))));
-    if (after < last) await pause();
-  }
+    return after < last;
+  });
 }
 
 /** The generation's CREATE INDEX statements, one by one. */

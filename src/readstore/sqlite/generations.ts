@@ -57,7 +57,7 @@ export function generationsWithTables(write: Database.Database): number[] {
   return names.map(({ name }) => (name === 'documents' ? 1 : Number(name.slice('documents_g'.length))));
 }
 
-/** A generation's tables in the order they are dropped: `documents` last, as it is how a generation with tables is found. */
+/** A generation's tables in the order they are dropped (`documents` last: it is how a generation with tables is found). */
 export function tablesToDrop(t: Tables): string[] {
   return [t.filters, t.filterCounts, t.collections, t.documents];
 }

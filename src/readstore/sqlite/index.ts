@@ -23,6 +23,7 @@ import {
 } from './connection.js';
 import { bulkSchema, finishBulkLoad, isBulkLoading } from './bulkLoad.js';
 import { finishBulkLoadInSteps } from './bulkFinish.js';
+import { pause } from './chunks.js';
 import { DocumentWriter } from './documentWriter.js';
 import { filterCount, findPage, findStoredPage, type Criteria, type FindPlan } from './findPlan.js';
 import { dropTables, tablesToDrop, ensureReadModelRow, generationsOn, generationsWithTables, isDroppedTable, liveOn } from './generations.js';
@@ -421,10 +422,12 @@ export function openSqliteReadStore(options: { path: string }): ReadStore {
         const state = generationsOn(writeCache);
         return generationsWithTables(write).filter((generation) => unused(state, generation));
       });
-      // A table per transaction: a drop zeroes the table's pages (secure_delete), and writers
-      // elsewhere wait for one table's drop at most, not a whole generation's.
+      // A table per transaction, with a pause between: a drop zeroes the table's pages
+      // (secure_delete, docs/privacy.md), and writers elsewhere wait for one table's drop at most.
+      // Emptying a table in chunks first would bound that too, but costs about five times the drop.
       for (const generation of generations) {
         for (const table of tablesToDrop(tablesOf(generation))) {
+          await pause();
           await inTransaction(() => {
             if (unused(generationsOn(writeCache), generation)) write.exec(`DROP TABLE IF EXISTS ${table}`);
           });
