@@ -306,6 +306,13 @@ export function openSqliteReadStore(options: { path: string }): ReadStore {
     return onLive((t) => getRowOn(readCache, t, readColl(t, workspaceId, object), id));
   }
 
+  /** The generation being built catches up with the live checkpoint (`catchUp` applies the events between). */
+  async function catchUpWith(tx: ReadTransaction, projection: string, catchUp: Parameters<ReadStore['promoteGeneration']>[2]): Promise<void> {
+    const live = checkpointOn(writeCache, projection);
+    const built = await tx.checkpoint(projection);
+    if (live !== null && (built === null || built < live)) await catchUp(tx, built, live);
+  }
+
   function inTransaction<T>(work: () => T): Promise<T> {
     return enqueue(async () => write.transaction(work).immediate());
   }
@@ -398,13 +405,14 @@ export function openSqliteReadStore(options: { path: string }): ReadStore {
       // catches up with what they did.
       const loading = await enqueue(async () => generationsOn(writeCache).building?.generation === generation && isBulkLoading(write, t));
       if (loading) await finishBulkLoadInSteps(options.path, t, enqueue);
+      // What the live projector committed meanwhile, applied before the switch, in a batch that
+      // takes the lock at its first write: the switch then holds it for the last few events only.
+      await enqueue(() => runTransaction((tx) => catchUpWith(tx, projection, catchUp), generation, true));
       return enqueue(() =>
         runTransaction(async (tx) => {
           // Indexes a stop between the finishing steps left out.
           write.exec(generationSchema(t));
-          const live = checkpointOn(writeCache, projection);
-          const built = await tx.checkpoint(projection);
-          if (live !== null && (built === null || built < live)) await catchUp(tx, built, live);
+          await catchUpWith(tx, projection, catchUp);
           const final = await tx.checkpoint(projection);
           write
             .prepare(
