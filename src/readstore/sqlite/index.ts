@@ -54,6 +54,8 @@ import { dropTables, tablesToDrop, ensureReadModelRow, generationsOn, generation
  * read that raced a promotion and the drop of the old tables after it is answered again.
  */
 
+const STOPPED_ELSEWHERE = 'this rebuild was stopped or restarted by another one; the live read model is untouched';
+
 export function openSqliteReadStore(options: { path: string }): ReadStore {
   const write = openConnection(options.path, false);
   applySchema(write, SCHEMA);
@@ -165,7 +167,7 @@ export function openSqliteReadStore(options: { path: string }): ReadStore {
     const target = () => {
       const state = generationsOn(writeCache);
       if (generation !== undefined && state.building?.generation !== generation) {
-        throw new Error('this rebuild was stopped or restarted by another one; the live read model is untouched');
+        throw new Error(STOPPED_ELSEWHERE);
       }
       t = tablesOf(generation ?? state.live);
       writer = writerFor(t.generation);
@@ -255,6 +257,8 @@ export function openSqliteReadStore(options: { path: string }): ReadStore {
       open = false;
       writer.rolledBack();
       if (write.inTransaction) write.exec('ROLLBACK');
+      // A lazy batch reads before it locks: a restart elsewhere may have dropped its tables meanwhile.
+      if (lazy && isDroppedTable(error)) throw new Error(STOPPED_ELSEWHERE);
       throw error;
     }
     writer.committed();
