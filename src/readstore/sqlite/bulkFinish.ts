@@ -6,13 +6,15 @@ import { inChunks, pause } from './chunks.js';
 /**
  * The end of a bulk load (bulkLoad.ts) before a promotion, in steps that each hold the write lock
  * of the file briefly: a `csr projections rebuild` runs beside a server whose projector must get
- * that lock within its busy timeout, and one transaction doing everything held it for seconds.
+ * that lock within its busy timeout, and one transaction doing everything held it for the whole
+ * step.
  *
  * The costly part (every document's filter keys, computed and sorted) needs no write lock: a
  * connection of its own reads the generation in a snapshot (WAL readers block no writer) into a
  * temporary table, in key order. Only the copy into the generation's tables is locked, in chunks
- * (chunks.ts) between which other processes' writers get the lock. The copy appends at the right edge of the B-tree, as one sorted insert did. Nothing
- * else writes a generation being built, so the snapshot stays true while the chunks go in.
+ * (chunks.ts) between which other processes' writers get the lock. The copy appends at the right
+ * edge of the B-tree, as one sorted insert did. Nothing else writes a generation being built, so
+ * the snapshot stays true while the chunks go in.
  *
  * The first secondary index created ends the loading state (`isBulkLoading`), so the indexes come
  * last, one per step; a promotion creates any that a stop between them left out.
