@@ -99,8 +99,16 @@ export async function auditBench(root: string): Promise<AuditRow[]> {
     }
     await appendAll(events, batch);
   }
-  const head = (await events.headPosition())!;
-  await readStore.waitForCheckpoint(RECORDS_PROJECTION, head, 600_000);
+  // The reactors go on appending after the load (a health score per new client): the rates below
+  // are measured once the log has stopped growing and the read model has caught up with it, so
+  // that no run measures the projector's work beside its own.
+  for (let head = (await events.headPosition())!, settled = false; !settled; ) {
+    await readStore.waitForCheckpoint(RECORDS_PROJECTION, head, 600_000);
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    const now = (await events.headPosition())!;
+    settled = now === head;
+    head = now;
+  }
 
   const api = (path: string) => fetch(`${service.url}${path}`, { headers: { Authorization: `Bearer ${key}` } }).then((response) => response.json());
   const historyMs = await timed(5, () => api(`/api/v1/clients/${client}/history?limit=1000`));

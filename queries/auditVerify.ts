@@ -1,20 +1,16 @@
-import type { ChainBreak } from '../src/eventstore/chainCheck.js';
-import type { EventStore } from '../src/eventstore/port.js';
+import type { ChainBreak, EventStore } from '../src/eventstore/port.js';
 import { RECORDS_PROJECTION, type ReadStore } from '../src/readstore/port.js';
 import { loadCatalogue } from '../src/schema/catalogues.js';
-import { checkLog, groupKey, type LogPassOptions } from './logPass.js';
 import { ReadModelCheck, type Difference, type ObjectLookup } from './readModelCheck.js';
 
 export type { Difference } from './readModelCheck.js';
-export type { LogSummary } from './logPass.js';
 
 /**
- * `csr audit verify` (docs/auditing.md), in two halves that run interleaved on one thread (they
- * take turns at each page read) and each hold a page at a time, never the store: the log pass re-checks the hash chain over the whole log and counts
- * the live records of each object (logPass.ts); the read model check compares every document of
- * every object with its own stream folded up to the records read model's checkpoint, calculated
- * values included (readModelCheck.ts). Where the counts say the read model lacks records, the log
- * is searched for them.
+ * `csr audit verify` (docs/auditing.md), in two halves that take turns on one thread (a page at a
+ * time each, never the store in memory): the event store re-checks the hash chain over the whole
+ * log its own fastest way (EventStore.checkChain), and the read model check folds every record
+ * stream up to the records read model's checkpoint and compares it with its document, calculated
+ * values included (readModelCheck.ts), then looks for documents no stream led to.
  */
 
 export interface VerifyResult {
@@ -44,41 +40,27 @@ export async function verifyAudit(
   const checkpoint = await deps.readStore.checkpoint(RECORDS_PROJECTION);
   // Both halves stop at the head as it is now: appends made meanwhile are for the next run.
   const until = await deps.events.headPosition();
-  const passOptions: LogPassOptions = { checkpoint, workspaceId: options.workspaceId };
-  const logPass = checkLog(deps.events, until, passOptions);
-  logPass.catch(() => undefined);
+  const chain = deps.events.checkChain({ until });
+  chain.catch(() => undefined);
 
-  const check = new ReadModelCheck(deps, checkpoint, options.progress);
-  const present = new Map<string, number>();
-  const workspaces = options.workspaceId !== undefined ? [options.workspaceId] : (await deps.setup.listWorkspaces()).map((workspace) => workspace.id);
-  const lookups = new Map<string, ObjectLookup>();
-  const lookup = async (workspaceId: string) => {
+  const lookups = new Map<string, Promise<ObjectLookup>>();
+  const objectsOf = (workspaceId: string) => {
     let found = lookups.get(workspaceId);
-    if (!found) {
-      const catalogue = await loadCatalogue(deps.events, workspaceId);
-      lookups.set(workspaceId, (found = (object) => catalogue.object(object)));
-    }
+    if (!found) lookups.set(workspaceId, (found = loadCatalogue(deps.events, workspaceId).then((catalogue) => (object: string) => catalogue.object(object))));
     return found;
   };
-  const checkObject = async (workspaceId: string, object: string) => {
-    present.set(groupKey(workspaceId, object), await check.documents(workspaceId, object, await lookup(workspaceId)));
-  };
+  const check = new ReadModelCheck(deps, checkpoint, objectsOf, options.workspaceId, options.progress);
+  await check.streams();
+  // Documents no record stream led to, in every object a catalogue lists or the log has records of.
+  const workspaces = options.workspaceId !== undefined ? [options.workspaceId] : (await deps.setup.listWorkspaces()).map((workspace) => workspace.id);
+  const objects = new Map<string, [string, string]>();
   for (const workspaceId of workspaces) {
-    for (const object of (await loadCatalogue(deps.events, workspaceId)).objects) await checkObject(workspaceId, object.key);
+    for (const object of (await loadCatalogue(deps.events, workspaceId)).objects) objects.set(`${workspaceId}\u0000${object.key}`, [workspaceId, object.key]);
   }
+  for (const [workspaceId, object] of check.objects()) objects.set(`${workspaceId}\u0000${object}`, [workspaceId, object]);
+  for (const [workspaceId, object] of objects.values()) await check.strays(workspaceId, object);
 
-  const log = await logPass;
-  // Objects the log has records of that no catalogue lists any more: their documents too.
-  for (const key of Object.keys(log.live)) {
-    if (present.has(key)) continue;
-    const [workspaceId, object] = key.split('\u0000') as [string, string];
-    await checkObject(workspaceId, object);
-  }
-  for (const [key, live] of Object.entries(log.live)) {
-    if (live === (present.get(key) ?? 0)) continue;
-    const [workspaceId, object] = key.split('\u0000') as [string, string];
-    await check.missing(workspaceId, object, until);
-  }
+  const log = await chain;
   return {
     ok: log.firstBreak === null && check.differences.length === 0,
     scope: deps.events.chainScope,

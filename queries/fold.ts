@@ -34,7 +34,9 @@ export class RecordFold {
 
   /** Events of one stream, in order. */
   add(event: RecordedEvent): void {
-    const recordEvent = upcast({ ...event, data: readableData(event) });
+    // No copy of the event when its data reads as stored: a copy would read every member, the metadata too.
+    const data = readableData(event);
+    const recordEvent = upcast(data === event.data ? event : { ...event, data });
     if (!recordEvent) return;
     this.revision = event.revision;
     const at = event.created.toISOString();

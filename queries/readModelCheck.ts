@@ -1,21 +1,19 @@
 import { RECORD_STREAM_PREFIX, recordStream } from '../src/events/records.js';
-import { canonicalJson } from '../src/eventstore/chain.js';
-import type { EventStore } from '../src/eventstore/port.js';
+import type { EventStore, RecordedEvent } from '../src/eventstore/port.js';
 import { hasReached, type Position } from '../src/eventstore/position.js';
-import { filterKey } from '../src/readstore/filterKey.js';
-import type { ReadStore, RecordDocument, Values } from '../src/readstore/port.js';
-import { ownCalculations, rollups } from '../src/schema/calculated.js';
+import type { ReadStore, RecordDocument } from '../src/readstore/port.js';
 import type { ObjectDef } from '../src/schema/catalogue.js';
 import { RecordFold } from './fold.js';
+import { RecordComparison } from './recordComparison.js';
 
 /**
- * The read model half of `csr audit verify`, one object at a time and a page of documents at a
- * time, so memory stays flat however large the store: every document is compared with its own
- * stream folded up to the records read model's checkpoint (fields, name, times, revision) and its
- * calculated values re-derived (roll-ups from its children's documents, each of which is checked
- * against its own stream too). Documents the log does not know are found on the way; records the
- * log has but the read model lacks are looked for only where the log's count of live records says
- * some are missing (`missing`).
+ * The read model half of `csr audit verify`, a page at a time so memory stays flat however large
+ * the store. Driven by the log: every record stream (EventStore.readStreams, a page of whole
+ * streams at a time) is folded up to the records read model's checkpoint and compared with its
+ * document (fields, name, times, revision, calculated values: recordComparison.ts), the page's
+ * documents fetched together per object. Documents no record stream leads to (a record the log
+ * does not have, or has as another object) are looked for only where an object's documents
+ * outnumber those the streams found (`strays`).
  */
 
 export interface Difference {
@@ -26,125 +24,119 @@ export interface Difference {
 }
 
 const PAGE = 500;
+const DOCUMENTS_PAGE = 500;
 
 export type ObjectLookup = (object: string) => ObjectDef | undefined;
+
+const groupKey = (workspaceId: string, object: string) => `${workspaceId}\u0000${object}`;
+
+interface Folded {
+  fold: RecordFold;
+  /** Revision of the stream's last event of all (past the checkpoint too). */
+  last: number;
+  /** Whether the record was deleted after the checkpoint. */
+  deletedLater: boolean;
+}
 
 export class ReadModelCheck {
   readonly differences: Difference[] = [];
   /** Records compared. */
   records = 0;
+  /** Per workspace and object: the documents the record streams led to. */
+  private readonly found = new Map<string, number>();
+  private readonly compare: RecordComparison;
 
   constructor(
     private readonly deps: { events: EventStore; readStore: Pick<ReadStore, 'find' | 'getMany'> },
     private readonly checkpoint: Position | null,
+    private readonly objectsOf: (workspaceId: string) => Promise<ObjectLookup>,
+    private readonly workspaceId?: string,
     private readonly progress?: (records: number) => void,
-  ) {}
+  ) {
+    this.compare = new RecordComparison(deps.readStore);
+  }
 
-  /** Checks every document of the object; answers how many of them are live records in the log. */
-  async documents(workspaceId: string, object: string, objectOf: ObjectLookup): Promise<number> {
-    let present = 0;
-    for (let offset = 0; ; offset += PAGE) {
-      const page = await this.deps.readStore.find({ workspaceId, object, filters: [], limit: PAGE, offset });
-      for (const document of page.documents) {
-        const { fold, last } = await this.fold(document.id);
-        const address = fold.address;
-        const known = address !== null && address.workspaceId === workspaceId && address.object === object;
-        const folded = known ? fold.result(objectOf).document : null;
-        if (folded) present += 1;
-        this.records += 1;
-        // The projector moved on after verification read its checkpoint, to events that exist: nothing to compare against.
-        if (document.revision > fold.revision && document.revision <= last) continue;
-        const problem = !known
-          ? 'in the read model, but no such record in the log'
-          : !folded
-            ? 'deleted in the log, but still in the read model'
-            : await this.differs(folded, document);
-        if (problem) this.differences.push({ workspaceId, object, id: document.id, problem });
+  /** The (workspace, object) pairs the record streams had records of. */
+  objects(): Array<[workspaceId: string, object: string]> {
+    return [...this.found.keys()].map((key) => key.split('\u0000') as [string, string]);
+  }
+
+  /** Every record stream of the log against its document. */
+  async streams(): Promise<void> {
+    for (let from: string | null = 'start'; from !== null; ) {
+      const page = await this.deps.events.readStreams({ prefix: RECORD_STREAM_PREFIX, from, maxCount: PAGE });
+      const groups = new Map<string, Folded[]>();
+      for (const stream of page.streams) {
+        const folded = this.fold(stream);
+        const address = folded.fold.address;
+        // No creation up to the checkpoint: nothing the read model may show yet.
+        if (address === null || (this.workspaceId !== undefined && address.workspaceId !== this.workspaceId)) continue;
+        const key = groupKey(address.workspaceId, address.object);
+        let group = groups.get(key);
+        if (!group) groups.set(key, (group = []));
+        group.push(folded);
       }
+      for (const [key, group] of groups) await this.compareGroup(key, group);
       this.progress?.(this.records);
-      if (page.documents.length < PAGE) return present;
+      from = page.next;
+    }
+  }
+
+  private async compareGroup(key: string, group: Folded[]): Promise<void> {
+    const [workspaceId, object] = key.split('\u0000') as [string, string];
+    const objectOf = await this.objectsOf(workspaceId);
+    const documents = await this.deps.readStore.getMany(workspaceId, object, group.map(({ fold }) => fold.address!.id));
+    const byId = new Map(documents.map((document) => [document.id, document]));
+    this.found.set(key, (this.found.get(key) ?? 0) + documents.length);
+    for (const { fold, last, deletedLater } of group) {
+      const id = fold.address!.id;
+      const document = byId.get(id);
+      const folded = fold.result(objectOf).document;
+      if (!folded && !document) continue;
+      this.records += 1;
+      // The projector moved on after verification read its checkpoint, to events that exist: nothing to compare against.
+      if (document ? document.revision > fold.revision && document.revision <= last : deletedLater) continue;
+      const problem = !document
+        ? 'in the log, but missing from the read model'
+        : !folded
+          ? 'deleted in the log, but still in the read model'
+          : await this.compare.differs(folded, document);
+      if (problem) this.differences.push({ workspaceId, object, id, problem });
     }
   }
 
   /**
-   * Records of the object that are live in the log but have no document: the log's record
-   * creations of the object, looked up a page at a time (only run when the counts differ).
+   * Documents of the object no record stream led to: only looked for when the object has more
+   * documents than the streams found, then a page of documents at a time, each against its own stream.
    */
-  async missing(workspaceId: string, object: string, until: Position | null): Promise<void> {
-    let ids: string[] = [];
-    const flush = async () => {
-      const found = new Set((await this.deps.readStore.getMany(workspaceId, object, ids)).map((document) => document.id));
-      for (const id of ids) {
-        if (found.has(id) || !(await this.fold(id)).fold.result().document) continue;
-        this.records += 1;
-        this.differences.push({ workspaceId, object, id, problem: 'in the log, but missing from the read model' });
-      }
-      ids = [];
-    };
-    for (let from: Position | 'start' = 'start'; until !== null; ) {
-      const page = await this.deps.events.readAll({ from, maxCount: 2000, filter: { streamPrefixes: [RECORD_STREAM_PREFIX] } });
-      for (const event of page) {
-        if (event.position > until || !hasReached(this.checkpoint, event.position)) break;
-        const data = event.data as { workspaceId?: unknown; object?: unknown; recordId?: unknown };
-        if (event.type === 'RecordCreated' && data.workspaceId === workspaceId && data.object === object) ids.push(String(data.recordId));
-        if (ids.length >= PAGE) await flush();
-      }
-      if (page.length === 0 || page.at(-1)!.position > until || !hasReached(this.checkpoint, page.at(-1)!.position)) break;
-      from = page.at(-1)!.position;
+  async strays(workspaceId: string, object: string): Promise<void> {
+    const { total } = await this.deps.readStore.find({ workspaceId, object, filters: [], limit: 1, offset: 0 });
+    if (total <= (this.found.get(groupKey(workspaceId, object)) ?? 0)) return;
+    for (let offset = 0; ; offset += DOCUMENTS_PAGE) {
+      const page = await this.deps.readStore.find({ workspaceId, object, filters: [], limit: DOCUMENTS_PAGE, offset });
+      for (const document of page.documents) await this.stray(document);
+      if (page.documents.length < DOCUMENTS_PAGE) return;
     }
-    if (ids.length > 0) await flush();
   }
 
-  /** The record's stream folded up to the checkpoint, and the revision of its last event of all (-1: none). */
-  private async fold(id: string): Promise<{ fold: RecordFold; last: number }> {
+  private async stray(document: RecordDocument): Promise<void> {
+    const { fold, last } = this.fold(await this.deps.events.readStream(recordStream(document.id)));
+    const address = fold.address;
+    // Its stream leads here: compared with the streams already.
+    if (address !== null && address.workspaceId === document.workspaceId && address.object === document.object) return;
+    this.records += 1;
+    if (document.revision > fold.revision && document.revision <= last) return;
+    this.differences.push({ workspaceId: document.workspaceId, object: document.object, id: document.id, problem: 'in the read model, but no such record in the log' });
+  }
+
+  /** A record's stream folded up to the checkpoint. */
+  private fold(stream: RecordedEvent[]): Folded {
     const fold = new RecordFold();
-    const stream = await this.deps.events.readStream(recordStream(id));
+    let deletedLater = false;
     for (const event of stream) {
-      if (!hasReached(this.checkpoint, event.position)) break;
-      fold.add(event);
+      if (hasReached(this.checkpoint, event.position)) fold.add(event);
+      else if (event.type === 'RecordDeleted') deletedLater = true;
     }
-    return { fold, last: stream.at(-1)?.revision ?? -1 };
+    return { fold, last: stream.at(-1)?.revision ?? -1, deletedLater };
   }
-
-  private async differs(expected: NonNullable<ReturnType<RecordFold['result']>['document']>, document: RecordDocument): Promise<string | null> {
-    const wrong: string[] = [];
-    for (const key of ['name', 'createdAt', 'updatedAt', 'revision'] as const) {
-      if (expected[key] !== document[key]) wrong.push(key);
-    }
-    for (const key of new Set([...Object.keys(expected.fields), ...Object.keys(document.fields)])) {
-      if (!same(expected.fields[key], document.fields[key])) wrong.push(key);
-    }
-    const values = await this.calculated(expected.workspaceId, expected.object, expected.id, expected.fields);
-    for (const key of new Set([...Object.keys(values), ...Object.keys(document.calculated)])) {
-      if (!same(values[key], document.calculated[key])) wrong.push(key);
-    }
-    return wrong.length === 0 ? null : `the read model differs from the log in: ${wrong.join(', ')}`;
-  }
-
-  /** Calculated values as the projection derives them: roll-ups from the children's documents. */
-  private async calculated(workspaceId: string, object: string, id: string, fields: Values): Promise<Values> {
-    const rolledUp: Values = {};
-    const children = new Map<string, Values[]>();
-    for (const rollup of rollups) {
-      if (rollup.object !== object) continue;
-      const key = `${rollup.source}\u0000${rollup.via}`;
-      let kids = children.get(key);
-      if (!kids) children.set(key, (kids = await this.children(workspaceId, rollup.source, rollup.via, id)));
-      rolledUp[rollup.field] = rollup.compute(kids);
-    }
-    return { ...rolledUp, ...ownCalculations(object, { ...fields, ...rolledUp }) };
-  }
-
-  private async children(workspaceId: string, source: string, via: string, parent: string): Promise<Values[]> {
-    const found: Values[] = [];
-    for (let offset = 0; ; offset += 1000) {
-      const page = await this.deps.readStore.find({ workspaceId, object: source, filters: [{ field: via, value: filterKey(parent) }], limit: 1000, offset });
-      for (const child of page.documents) if (child.fields[via] === parent) found.push({ ...child.fields, ...child.calculated });
-      if (page.documents.length < 1000) return found;
-    }
-  }
-}
-
-function same(a: unknown, b: unknown): boolean {
-  return canonicalJson(a ?? null) === canonicalJson(b ?? null);
 }

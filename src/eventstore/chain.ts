@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash as digest } from 'node:crypto';
 import type { ChainScope, EventMetadata, NewEvent } from './port.js';
 
 /**
@@ -124,11 +124,18 @@ export type ChainJson = Omit<ChainContent, 'data' | 'metadata'> & { data: string
  * that text is their canonical JSON. The body is laid out in canonicalJson's key order.
  */
 export function chainHashOfJson(previous: string, content: ChainJson): string {
-  const created = content.created === undefined ? '' : `"created":${JSON.stringify(content.created)},`;
-  const body =
-    `{${created}"data":${content.data},"id":${JSON.stringify(content.id)},"metadata":${content.metadata},` +
-    `"revision":${JSON.stringify(content.revision)},"stream":${JSON.stringify(content.stream)},"type":${JSON.stringify(content.type)}}`;
-  return createHash('sha256').update(previous).update('\n').update(body).digest('hex');
+  return chainHashOfText(previous, content.id, content.stream, content.revision, content.type, content.created, content.data, content.metadata);
+}
+
+/** `chainHashOfJson` with its parts given one by one: the chain check calls it once per event read, without an object for each. */
+export function chainHashOfText(previous: string, id: string, stream: string, revision: number, type: string, created: number | undefined, data: string, metadata: string): string {
+  const createdMember = created === undefined ? '' : `"created":${JSON.stringify(created)},`;
+  // One-shot hashing of the whole text: the same digest as a Hash object fed in parts, without making one per event.
+  return digest(
+    'sha256',
+    `${previous}\n{${createdMember}"data":${data},"id":${JSON.stringify(id)},"metadata":${metadata},"revision":${JSON.stringify(revision)},"stream":${JSON.stringify(stream)},"type":${JSON.stringify(type)}}`,
+    'hex',
+  );
 }
 
 /**

@@ -113,6 +113,49 @@ export interface ReadAllOptions {
   filter?: EventFilter;
 }
 
+/** Where the audit hash chain first fails (chain.ts). */
+export interface ChainBreak {
+  position: Position;
+  eventId: string;
+  stream: string;
+  reason: string;
+}
+
+/** What `checkChain` found. */
+export interface ChainReport {
+  /** Events read. */
+  events: number;
+  chained: number;
+  /** Events written before the chain began (not covered). */
+  unchained: number;
+  /** The hash of the last chained event (the head an auditor keeps); 64 zeros before any. */
+  head: string;
+  firstBreak: ChainBreak | null;
+}
+
+export interface CheckChainOptions {
+  /** Check up to this position (included); null: nothing (an empty log). */
+  until: Position | null;
+  /** Told the number of events checked so far, a page at a time. */
+  progress?: (events: number) => void;
+}
+
+export interface ReadStreamsOptions {
+  /** Streams whose name starts with this. */
+  prefix: string;
+  /** 'start', or the `next` of the page before. */
+  from: string | 'start';
+  /** About this many events per page (>= 1): a page ends with the stream that reaches it, and a longer stream comes whole. */
+  maxCount: number;
+}
+
+export interface StreamsPage {
+  /** Whole streams, each its events in revision order. */
+  streams: RecordedEvent[][];
+  /** Where the next page starts (opaque to the caller); null: no more streams. */
+  next: string | null;
+}
+
 export interface SubscribeToAllOptions {
   /** Deliver events strictly after this position; 'start' for the whole log. */
   from: Position | 'start';
@@ -192,8 +235,21 @@ export interface EventStore {
    * verification and the as-of reads page through the log with it.
    */
   readAll(options: ReadAllOptions): Promise<RecordedEvent[]>;
+  /**
+   * Every stream whose name starts with `prefix`, whole, a page of streams at a time, each exactly
+   * once, in an order of the store's choosing (the embedded store by stream name, along its
+   * (stream, revision) index; EventStoreDB in the order the streams began in $all). Verification
+   * folds every record's stream this way, not with one readStream per record.
+   */
+  readStreams(options: ReadStreamsOptions): Promise<StreamsPage>;
   /** How this store chains its events' hashes: over the whole log, or per stream (chain.ts). */
   readonly chainScope: ChainScope;
+  /**
+   * Re-checks the audit hash chain (chain.ts) over the log up to `until`, each store its own
+   * fastest way (the embedded one hashes the stored text itself, without parsing it). The data
+   * checked is as stored (ciphertext for sealed personal values), never a rendered form.
+   */
+  checkChain(options: CheckChainOptions): Promise<ChainReport>;
   /**
    * Whether a group (AppendGroup) is written all or none, also as `first` of appendThen: true where
    * the store has multi-stream transactions (the embedded one). EventStoreDB writes a group's

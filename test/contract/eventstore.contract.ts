@@ -397,6 +397,62 @@ export function eventStoreContract(
       });
     });
 
+    describe('readStreams and checkChain (audit verification)', () => {
+      it('gives every stream of the prefix whole, exactly once, a page at a time', async () => {
+        const [a, b, long] = [streamName('a'), streamName('b'), streamName('long')];
+        await store.append(a, [newEvent(), newEvent()], { expectedRevision: 'no_stream' });
+        await store.append(`other-${randomUUID()}`, [newEvent()], { expectedRevision: 'no_stream' });
+        await store.append(long, [newEvent(), newEvent(), newEvent(), newEvent(), newEvent()], { expectedRevision: 'no_stream' });
+        await store.append(b, [newEvent()], { expectedRevision: 'no_stream' });
+        await store.append(a, [newEvent()], { expectedRevision: 1 });
+        const read: RecordedEvent[][] = [];
+        let pages = 0;
+        for (let from: string | null = 'start'; from !== null; pages++) {
+          const page = await store.readStreams({ prefix, from, maxCount: 2 });
+          read.push(...page.streams);
+          from = page.next;
+        }
+        expect(pages).toBeGreaterThan(1);
+        const byName = new Map(read.map((events) => [events[0]!.stream, events]));
+        expect(read).toHaveLength(3);
+        expect([...byName.keys()].sort()).toEqual([a, b, long].sort());
+        for (const [name, events] of byName) {
+          expect(events.every((event) => event.stream === name)).toBe(true);
+          expect(events.map((event) => event.revision)).toEqual([...events.keys()]);
+          expect(events).toEqual(await store.readStream(name));
+        }
+        expect(byName.get(long)).toHaveLength(5);
+        expect(await store.readStreams({ prefix: `${prefix}none-`, from: 'start', maxCount: 10 })).toEqual({ streams: [], next: null });
+      });
+
+      it('re-checks the chain up to the position given, as ChainCheck does over the events read', async () => {
+        const stream = streamName();
+        await store.append(stream, [newEvent(), newEvent('Other', { n: 1.5, list: ['x', null], 10: 'ten', 9: 'nine' })], { expectedRevision: 'no_stream' });
+        const middle = (await store.readStream(stream))[0]!.position;
+        await store.append(stream, [newEvent()], { expectedRevision: 1 });
+        const head = (await store.headPosition())!;
+        const whole = await store.checkChain({ until: head });
+        expect(whole.firstBreak).toBeNull();
+        expect(whole.events).toBe(whole.chained + whole.unchained);
+        const check = new ChainCheck(store.chainScope);
+        let events = 0;
+        for (let from: RecordedEvent['position'] | 'start' = 'start'; ; ) {
+          const page = (await store.readAll({ from, maxCount: 500 })).filter((event) => event.position <= head);
+          if (page.length === 0) break;
+          for (const event of page) check.add(event);
+          events += page.length;
+          from = page.at(-1)!.position;
+          if (from === head) break;
+        }
+        expect(whole).toEqual({ events, chained: check.chained, unchained: check.unchained, head: check.head, firstBreak: null });
+        const early = await store.checkChain({ until: middle });
+        // Up to the first event of the stream: not its two later ones (nor what other writers appended meanwhile).
+        expect(early.events).toBeLessThanOrEqual(whole.events - 2);
+        expect(early.firstBreak).toBeNull();
+        expect(await store.checkChain({ until: null })).toMatchObject({ events: 0, chained: 0, firstBreak: null });
+      });
+    });
+
     describe('appendThen with groups (reservations before the record they protect)', () => {
       it('writes a claim group and a dependent group, each in order', async () => {
         const [reservation, counter, record] = [streamName('reservation'), streamName('counter'), streamName()];

@@ -285,6 +285,30 @@ describe('SQLite event store', () => {
     expect(ended.map((r) => r.done)).toEqual([true, true]);
   });
 
+  it('checks the chain from the stored text: a row in an older form still verifies, an edited one breaks it', async () => {
+    const path = freshPath();
+    const store = open(path);
+    await store.append('s', [newEvent(), newEvent('Other', { nested: { b: 1, a: 2 } }), newEvent()], { expectedRevision: 'no_stream' });
+    await Promise.all(Array.from({ length: 2_100 }, (_, i) => store.append(`t-${i % 5}`, [newEvent()], { expectedRevision: 'any' })));
+    const head = (await store.headPosition())!;
+    const intact = await store.checkChain({ until: head });
+    expect(intact).toMatchObject({ events: 2_103, chained: 2_103, unchained: 0, firstBreak: null });
+    expect(intact.head).toBe((await store.readAll({ from: 'start', maxCount: 5_000 })).at(-1)!.metadata.hash);
+
+    const file = new Sqlite(path);
+    // Stored as an older release did (another key order): the parsed check still proves it.
+    file.prepare("UPDATE events SET data = '{\"nested\":{\"b\":1,\"a\":2}}' WHERE stream = 's' AND revision = 1").run();
+    expect(await store.checkChain({ until: head })).toEqual(intact);
+    // An edit breaks the chain at that event, even one written in the canonical form.
+    file.prepare("UPDATE events SET data = '{\"nested\":{\"a\":3,\"b\":1}}' WHERE stream = 's' AND revision = 1").run();
+    const position = (await store.readStream('s'))[1]!.position;
+    const edited = await store.checkChain({ until: head });
+    expect(edited.firstBreak).toMatchObject({ position, stream: 's', reason: expect.stringContaining('does not match') });
+    // The broken event is not counted as chained, as ChainCheck counts.
+    expect(edited).toMatchObject({ events: 2_103, chained: 2_102 });
+    file.close();
+  });
+
   it('reads pages beyond the first when catching up', async () => {
     const store = open(freshPath());
     await Promise.all(Array.from({ length: 2_500 }, (_, i) => store.append(`s-${i % 7}`, [newEvent()], { expectedRevision: 'any' })));

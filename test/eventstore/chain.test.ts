@@ -1,7 +1,7 @@
 import { NO_STREAM } from '@eventstore/db-client';
 import { describe, expect, it } from 'vitest';
 import { canonicalJson, chainForStream, chainHash, chainHashOfJson, GENESIS, storedMetadataJson } from '../../src/eventstore/chain.js';
-import { ChainCheck } from '../../src/eventstore/chainCheck.js';
+import { ChainCheck, checkChainByPages, type StoredText } from '../../src/eventstore/chainCheck.js';
 import { chainedAppend } from '../../src/eventstore/eventstoredb/mapping.js';
 import type { NewEvent, RecordedEvent } from '../../src/eventstore/port.js';
 import { formatPosition } from '../../src/eventstore/position.js';
@@ -110,5 +110,65 @@ describe('canonical storage and the fast check', () => {
     expect(verdict(stored({ data: edited, metadata: canonicalJson(metadata) }, hash)).broken).toMatch(/does not match/);
     const otherActor = canonicalJson({ ...metadata, actor: { ...metadata.actor, name: 'Someone else' } });
     expect(verdict(stored({ data: canonicalJson(data), metadata: otherActor }, hash)).broken).toMatch(/does not match/);
+  });
+});
+
+describe('ChainCheck.addStoredText (the embedded store checks the stored text without parsing it)', () => {
+  const data = { workspaceId: 'w', fields: { name: 'Acme', 10: 'ten', 9: 'nine' } };
+  const base = { id: 'e1', stream: 's', revision: 0, type: 'Happened', created: 5 };
+  const hash = chainHash(GENESIS, { ...base, data, metadata });
+  const text = (over: Partial<StoredText> = {}): StoredText => ({ ...base, data: canonicalJson(data), metadata: storedMetadataJson(canonicalJson(metadata), hash), ...over });
+  const parsed = (stored: StoredText): RecordedEvent => ({ ...stored, position: formatPosition(7n), created: new Date(stored.created), data: JSON.parse(stored.data), metadata: JSON.parse(stored.metadata) });
+
+  it('accepts an event stored as the canonical text it was hashed as, exactly as add does', () => {
+    const fast = new ChainCheck('log');
+    expect(fast.addStoredText(text())).toBe(true);
+    const slow = new ChainCheck('log');
+    slow.add(parsed(text()));
+    expect(fast.report(1)).toEqual(slow.report(1));
+    expect(fast.report(1)).toEqual({ events: 1, chained: 1, unchained: 0, head: hash, firstBreak: null });
+    // Metadata with nothing but the hash; the stream scope leaves the commit time out.
+    const bare = chainHash(GENESIS, { ...base, data, metadata: {} });
+    expect(new ChainCheck('log').addStoredText(text({ metadata: storedMetadataJson('{}', bare) }))).toBe(true);
+    const { created: _created, ...withoutTime } = base;
+    const perStream = chainHash(GENESIS, { ...withoutTime, data, metadata });
+    expect(new ChainCheck('stream').addStoredText(text({ metadata: storedMetadataJson(canonicalJson(metadata), perStream) }))).toBe(true);
+  });
+
+  it('leaves to add (parsed) what the text does not prove: another form, an edit, no hash, a wrong previous hash, a break found', () => {
+    const cases: Array<[string, StoredText, string | null]> = [
+      ['stored by an older release in another key order', text({ data: JSON.stringify(data), metadata: JSON.stringify({ ...metadata, hash }) }), null],
+      ['an edited value', text({ data: canonicalJson({ ...data, fields: { name: 'Acme Ltd' } }) }), 'its hash does not match'],
+      ['an edited commit time', text({ created: 6 }), 'its hash does not match'],
+      ['no hash', text({ metadata: canonicalJson(metadata) }), null],
+    ];
+    for (const [name, stored, broken] of cases) {
+      const check = new ChainCheck('log');
+      expect(check.addStoredText(stored), name).toBe(false);
+      expect(check.report(0), name).toEqual({ events: 0, chained: 0, unchained: 0, head: GENESIS, firstBreak: null });
+      check.add(parsed(stored));
+      expect(check.firstBreak?.reason ?? null, name).toEqual(broken === null ? null : expect.stringContaining(broken));
+    }
+    const after = new ChainCheck('log');
+    expect(after.addStoredText(text())).toBe(true);
+    expect(after.addStoredText(text()), 'the same event again: its previous hash is not GENESIS').toBe(false);
+    after.add(parsed(text()));
+    expect(after.firstBreak).not.toBeNull();
+    expect(after.addStoredText(text())).toBe(false);
+  });
+});
+
+describe('checkChainByPages (stores that give their events parsed)', () => {
+  const events = chainForStream('s', 0, GENESIS, [newEvent('e1'), newEvent('e2'), newEvent('e3')]).map(
+    (event, revision): RecordedEvent => ({ ...event, stream: 's', revision, position: formatPosition(BigInt(revision + 1)), created: new Date() }),
+  );
+  const pagesOf2 = async (from: string) => events.filter((event) => from === 'start' || event.position > from).slice(0, 2);
+
+  it('checks every page up to `until`, telling progress', async () => {
+    const told: number[] = [];
+    expect(await checkChainByPages('stream', pagesOf2, events[2]!.position, (count) => told.push(count))).toEqual({ events: 3, chained: 3, unchained: 0, head: events[2]!.metadata.hash, firstBreak: null });
+    expect(told).toEqual([2, 3]);
+    expect(await checkChainByPages('stream', pagesOf2, events[0]!.position)).toMatchObject({ events: 1, head: events[0]!.metadata.hash });
+    expect(await checkChainByPages('stream', pagesOf2, null)).toEqual({ events: 0, chained: 0, unchained: 0, head: GENESIS, firstBreak: null });
   });
 });

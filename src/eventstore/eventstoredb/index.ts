@@ -17,6 +17,10 @@ import type {
 import { Conflict, InsufficientStorage, ValidationFailed } from '../../core/errors.js';
 import { asGroup } from '../port.js';
 import type {
+  ChainReport,
+  CheckChainOptions,
+  ReadStreamsOptions,
+  StreamsPage,
   AppendGroup,
   AppendResult,
   ChainResult,
@@ -29,6 +33,8 @@ import type {
   StreamAppend,
 } from '../port.js';
 import { chainForStream, hashOf } from '../chain.js';
+import { checkChainByPages } from '../chainCheck.js';
+import { streamsByFirstEvent } from './streams.js';
 import type { Position } from '../position.js';
 import {
   describeRevision,
@@ -203,6 +209,20 @@ export function openEventStoreDb(options: EventStoreDbOptions): EventStore {
     return resolved.map(toRecordedEvent).filter((event): event is RecordedEvent => event !== null);
   }
 
+  async function readStreams(streamsOptions: ReadStreamsOptions): Promise<StreamsPage> {
+    assertOpen();
+    return streamsByFirstEvent(
+      { all: (from, prefix) => readAll({ from, maxCount: PAGE, filter: { streamPrefixes: [prefix] } }), stream: (name) => readStream(name) },
+      streamsOptions,
+    );
+  }
+
+  async function checkChain(chainOptions: CheckChainOptions): Promise<ChainReport> {
+    assertOpen();
+    // Parsed by the client: each event is re-serialised (chainCheck.ts), one chain per stream.
+    return checkChainByPages('stream', (from) => readAll({ from, maxCount: PAGE }), chainOptions.until, chainOptions.progress);
+  }
+
   async function replayParked(group: string): Promise<number> {
     assertOpen();
     const info = await client.getPersistentSubscriptionToAllInfo(group);
@@ -265,6 +285,8 @@ export function openEventStoreDb(options: EventStoreDbOptions): EventStore {
     appendThen,
     readAll,
     readStream,
+    readStreams,
+    checkChain,
     subscribeToAll: (subscribeOptions) => subscribeToAll(context, subscribeOptions),
     persistentSubscription: (group, subscribeOptions) => persistentSubscription(context, group, subscribeOptions),
     replayParked,
@@ -274,6 +296,9 @@ export function openEventStoreDb(options: EventStoreDbOptions): EventStore {
     close,
   };
 }
+
+/** Events per $all page of readStreams and checkChain. */
+const PAGE = 1000;
 
 /** How often an append expecting 'any' is tried again when another writer extends the stream's chain first. */
 const CHAIN_ATTEMPTS = 5;
