@@ -135,6 +135,8 @@ export async function rebuildReadModel(
         done += ready.length;
         status.applied(ready.length);
         await progress.report(done, position, 'building');
+        // At the live checkpoint: the switch applies whatever the live projector did since.
+        if (live !== null && position >= live) break;
       }
     } finally {
       pending.catch(() => undefined);

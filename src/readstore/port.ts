@@ -186,7 +186,8 @@ export interface ReadStore {
   /**
    * In one transaction of `generation`: `catchUp(tx, from, to)` applies the events after its
    * checkpoint up to the live checkpoint of `projection` (only called when behind), then the
-   * generation becomes the live one, with that checkpoint. Reads switch to it atomically.
+   * generation becomes the live one, with that checkpoint. Reads switch to it atomically. An
+   * adapter may call `catchUp` in a batch of its own before (so that the switch has less to do).
    */
   promoteGeneration(
     generation: number,

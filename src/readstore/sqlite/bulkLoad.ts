@@ -7,10 +7,10 @@ import { keysOf } from './documentWriter.js';
  * The bulk load of a generation a rebuild builds (blue/green): its tables are made without their
  * secondary indexes, and its documents are written without filter rows or counts. Maintaining
  * those row by row was most of a rebuild's time: every document insert also inserted into three
- * indexes and several filter rows, each at a random place of its B-tree. `finishBulkLoad` then
- * builds them once, in one transaction, before the generation is promoted: filter rows computed
- * from the documents and inserted in key order, the counts grouped from them, the indexes created
- * over full tables.
+ * indexes and several filter rows, each at a random place of its B-tree. They are built once,
+ * before the generation is promoted: filter rows computed from the documents and inserted in key
+ * order, the counts grouped from them, the indexes created over full tables (bulkFinish.ts, in
+ * steps that each hold the write lock briefly; `finishBulkLoad` in one transaction).
  *
  * The state is the schema itself: a generation none of whose declared indexes exists yet is still
  * loading. It commits with the transaction that changes it, so a rebuild killed at any
@@ -42,7 +42,7 @@ export function isBulkLoading(write: Database.Database, t: Tables): boolean {
 const KEYS_FUNCTION = 'bulk_filter_keys';
 const withKeysFunction = new WeakSet<Database.Database>();
 
-function registerKeysFunction(write: Database.Database): void {
+export function registerKeysFunction(write: Database.Database): void {
   if (withKeysFunction.has(write)) return;
   write.table(KEYS_FUNCTION, {
     columns: ['field', 'key'],
@@ -57,15 +57,25 @@ function registerKeysFunction(write: Database.Database): void {
   withKeysFunction.add(write);
 }
 
-/** Filter rows, counts and indexes of a bulk-loaded generation; the caller runs it in a write transaction. */
+/** Every document's filter rows (coll, field, key, created_position, doc_id), in key order. */
+export function filterRowsSql(t: Tables): string {
+  return `SELECT d.coll AS coll, k.field AS field, k.key AS key, d.created_position AS created_position, d.doc_id AS doc_id
+    FROM ${t.documents} d, ${KEYS_FUNCTION}(d.fields, d.calculated) k ORDER BY 1, 2, 3, 4, 5`;
+}
+
+/**
+ * Filter rows, counts and indexes of a bulk-loaded generation in the caller's write transaction:
+ * for a projection that finds documents by value while the generation loads. A promotion finishes
+ * in short steps instead (bulkFinish.ts).
+ */
 export function finishBulkLoad(write: Database.Database, t: Tables): void {
   registerKeysFunction(write);
-  // One statement: SQLite sorts the rows, then appends them at the right edge of the B-tree
-  // instead of inserting each at a random place.
+  // Rows of a stepwise finish that was stopped halfway are made again. One statement: SQLite
+  // sorts the rows, then appends them at the right edge of the B-tree instead of inserting each
+  // at a random place.
   write.exec(`
-    INSERT INTO ${t.filters} (coll, field, key, created_position, doc_id)
-      SELECT d.coll, k.field, k.key, d.created_position, d.doc_id FROM ${t.documents} d, ${KEYS_FUNCTION}(d.fields, d.calculated) k
-      ORDER BY 1, 2, 3, 4, 5;
+    DELETE FROM ${t.filters};
+    INSERT INTO ${t.filters} (coll, field, key, created_position, doc_id) ${filterRowsSql(t)};
     DELETE FROM ${t.filterCounts};
     INSERT INTO ${t.filterCounts} (coll, field, key, n) SELECT coll, field, key, count(*) FROM ${t.filters} GROUP BY coll, field, key;
     UPDATE ${t.collections} SET documents = (SELECT count(*) FROM ${t.documents} d WHERE d.coll = ${t.collections}.coll);

@@ -57,8 +57,13 @@ export function generationsWithTables(write: Database.Database): number[] {
   return names.map(({ name }) => (name === 'documents' ? 1 : Number(name.slice('documents_g'.length))));
 }
 
+/** A generation's tables in the order they are dropped (`documents` last: it is how a generation with tables is found). */
+export function tablesToDrop(t: Tables): string[] {
+  return [t.filters, t.filterCounts, t.collections, t.documents];
+}
+
 export function dropTables(write: Database.Database, t: Tables): void {
-  write.exec(`DROP TABLE IF EXISTS ${t.filters}; DROP TABLE IF EXISTS ${t.filterCounts}; DROP TABLE IF EXISTS ${t.documents}; DROP TABLE IF EXISTS ${t.collections};`);
+  write.exec(tablesToDrop(t).map((table) => `DROP TABLE IF EXISTS ${table};`).join(' '));
 }
 
 /** A statement failed because the tables it names were dropped (a promoted generation's old ones). */

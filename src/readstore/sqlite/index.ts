@@ -8,6 +8,7 @@ import {
   checkpointOn,
   collOn,
   DOCUMENT_COLUMNS,
+  generationSchema,
   getCheckingLive,
   getOn,
   getRenderedCheckingLive,
@@ -22,9 +23,11 @@ import {
   type Tables,
 } from './connection.js';
 import { bulkSchema, finishBulkLoad, isBulkLoading } from './bulkLoad.js';
+import { finishBulkLoadInSteps } from './bulkFinish.js';
+import { pause } from './chunks.js';
 import { DocumentWriter } from './documentWriter.js';
 import { filterCount, findPage, findStoredPage, type Criteria, type FindPlan } from './findPlan.js';
-import { dropTables, ensureReadModelRow, generationsOn, generationsWithTables, isDroppedTable, liveOn } from './generations.js';
+import { dropTables, tablesToDrop, ensureReadModelRow, generationsOn, generationsWithTables, isDroppedTable, liveOn } from './generations.js';
 
 /**
  * The embedded read store (better-sqlite3). Read models are rebuildable from the log, so
@@ -51,6 +54,8 @@ import { dropTables, ensureReadModelRow, generationsOn, generationsWithTables, i
  * ones); `read_model` says which is live. Every read looks the live one up in its own snapshot; a
  * read that raced a promotion and the drop of the old tables after it is answered again.
  */
+
+const STOPPED_ELSEWHERE = 'this rebuild was stopped or restarted by another one; the live read model is untouched';
 
 export function openSqliteReadStore(options: { path: string }): ReadStore {
   const write = openConnection(options.path, false);
@@ -147,24 +152,41 @@ export function openSqliteReadStore(options: { path: string }): ReadStore {
     return result;
   }
 
-  /** `generation`: the one being built (its checkpoint is `building_position`); else the live one. */
-  async function runTransaction<T>(fn: (tx: ReadTransaction) => Promise<T>, generation?: number): Promise<T> {
+  /**
+   * `generation`: the one being built (its checkpoint is `building_position`); else the live one.
+   * `lazy` (a rebuild's batch): the write lock is taken at the first write, not at the start. The
+   * batch's reads before it are of a generation no other transaction writes, and the projection's
+   * apply runs before its writes (batchOverlay.ts), so other processes' writers (a server's
+   * projector) get the lock while a rebuild computes, rather than only in the instants between
+   * two of its batches.
+   */
+  async function runTransaction<T>(fn: (tx: ReadTransaction) => Promise<T>, generation?: number, lazy = false): Promise<T> {
     const checkpoints = new Map<string, Position>();
-    write.exec('BEGIN IMMEDIATE');
-    let writer: DocumentWriter;
-    let t: Tables;
-    try {
+    let writer!: DocumentWriter;
+    let t!: Tables;
+    let begun = false;
+    const target = () => {
       const state = generationsOn(writeCache);
       if (generation !== undefined && state.building?.generation !== generation) {
-        throw new Error('this rebuild was stopped or restarted by another one; the live read model is untouched');
+        throw new Error(STOPPED_ELSEWHERE);
       }
       t = tablesOf(generation ?? state.live);
       writer = writerFor(t.generation);
       writer.bulk = generation !== undefined && isBulkLoading(write, t);
-    } catch (error) {
-      write.exec('ROLLBACK');
-      throw error;
-    }
+    };
+    const begin = () => {
+      if (begun) return;
+      write.exec('BEGIN IMMEDIATE');
+      try {
+        target();
+      } catch (error) {
+        write.exec('ROLLBACK');
+        throw error;
+      }
+      begun = true;
+    };
+    if (lazy) target();
+    else begin();
     let open = true;
     const live = () => {
       if (!open) throw new Error('this read transaction has already ended');
@@ -176,6 +198,7 @@ export function openSqliteReadStore(options: { path: string }): ReadStore {
       },
       findAll: async (workspaceId, object, filters) => {
         live();
+        begin();
         const coll = writer.coll(workspaceId, object, false);
         if (coll === null) return [];
         // Finding by value needs the filter rows a bulk load has not written yet.
@@ -188,19 +211,23 @@ export function openSqliteReadStore(options: { path: string }): ReadStore {
       },
       put: async (document) => {
         live();
+        begin();
         writer.put(document);
       },
       // Prepared statements in one transaction already: a loop is the bulk write here.
       putMany: async (documents) => {
         live();
+        begin();
         for (const document of documents) writer.put(document);
       },
       addLinks: async (edges) => {
         live();
+        begin();
         for (const edge of edges) addLink.run(edge.workspaceId, edge.target, edge.object, edge.field, edge.id);
       },
       delete: async (workspaceId, object, id) => {
         live();
+        begin();
         writer.remove(workspaceId, object, id);
       },
       checkpoint: async (projection) => {
@@ -210,6 +237,7 @@ export function openSqliteReadStore(options: { path: string }): ReadStore {
       },
       setCheckpoint: async (projection, position) => {
         live();
+        begin();
         if (generation !== undefined) {
           setBuildingPosition.run(position);
           return;
@@ -222,12 +250,16 @@ export function openSqliteReadStore(options: { path: string }): ReadStore {
     try {
       result = await fn(tx);
       open = false;
-      writer.writeCounts();
-      write.exec('COMMIT');
+      if (begun) {
+        writer.writeCounts();
+        write.exec('COMMIT');
+      }
     } catch (error) {
       open = false;
       writer.rolledBack();
       if (write.inTransaction) write.exec('ROLLBACK');
+      // A lazy batch reads before it locks: a restart elsewhere may have dropped its tables meanwhile.
+      if (lazy && isDroppedTable(error)) throw new Error(STOPPED_ELSEWHERE);
       throw error;
     }
     writer.committed();
@@ -277,6 +309,13 @@ export function openSqliteReadStore(options: { path: string }): ReadStore {
       if (!isDroppedTable(error)) throw error;
     }
     return onLive((t) => getRowOn(readCache, t, readColl(t, workspaceId, object), id));
+  }
+
+  /** The generation being built catches up with the live checkpoint (`catchUp` applies the events between). */
+  async function catchUpWith(tx: ReadTransaction, projection: string, catchUp: Parameters<ReadStore['promoteGeneration']>[2]): Promise<void> {
+    const live = checkpointOn(writeCache, projection);
+    const built = await tx.checkpoint(projection);
+    if (live !== null && (built === null || built < live)) await catchUp(tx, built, live);
   }
 
   function inTransaction<T>(work: () => T): Promise<T> {
@@ -347,7 +386,7 @@ export function openSqliteReadStore(options: { path: string }): ReadStore {
     },
 
     transaction(fn, options) {
-      return enqueue(() => runTransaction(fn, options?.generation));
+      return enqueue(() => runTransaction(fn, options?.generation, options?.generation !== undefined));
     },
 
     async generations() {
@@ -384,19 +423,21 @@ export function openSqliteReadStore(options: { path: string }): ReadStore {
       });
     },
 
-    promoteGeneration(generation, projection, catchUp) {
-      // The bulk load is finished in a transaction of its own, so that the live projector's
-      // batches can commit between it and the switch (which catches up with them).
-      const finishLoad = write.transaction(() => {
-        const t = tablesOf(generation);
-        if (generationsOn(writeCache).building?.generation === generation && isBulkLoading(write, t)) finishBulkLoad(write, t);
-      });
-      return enqueue(() => {
-        finishLoad.immediate();
-        return runTransaction(async (tx) => {
-          const live = checkpointOn(writeCache, projection);
-          const built = await tx.checkpoint(projection);
-          if (live !== null && (built === null || built < live)) await catchUp(tx, built, live);
+    async promoteGeneration(generation, projection, catchUp) {
+      const t = tablesOf(generation);
+      // The bulk load is finished in short transactions of its own, so that writers (this
+      // process's live projector, another process's) commit between them; the switch then
+      // catches up with what they did.
+      const loading = await enqueue(async () => generationsOn(writeCache).building?.generation === generation && isBulkLoading(write, t));
+      if (loading) await finishBulkLoadInSteps(options.path, t, enqueue);
+      // What the live projector committed meanwhile, applied before the switch, in a batch that
+      // takes the lock at its first write: the switch then holds it for the last few events only.
+      await enqueue(() => runTransaction((tx) => catchUpWith(tx, projection, catchUp), generation, true));
+      return enqueue(() =>
+        runTransaction(async (tx) => {
+          // Indexes a stop between the finishing steps left out.
+          write.exec(generationSchema(t));
+          await catchUpWith(tx, projection, catchUp);
           const final = await tx.checkpoint(projection);
           write
             .prepare(
@@ -404,22 +445,29 @@ export function openSqliteReadStore(options: { path: string }): ReadStore {
             )
             .run();
           if (final !== null) upsertCheckpoint.run(projection, final);
-        }, generation);
-      });
+        }, generation),
+      );
     },
 
-    dropUnusedGenerations() {
-      return inTransaction(() => {
+    async dropUnusedGenerations() {
+      const unused = (state: ReturnType<typeof generationsOn>, generation: number) => generation !== state.live && generation !== state.building?.generation;
+      const generations = await inTransaction(() => {
         const state = generationsOn(writeCache);
-        let dropped = 0;
-        for (const generation of generationsWithTables(write)) {
-          if (generation === state.live || generation === state.building?.generation) continue;
-          dropTables(write, tablesOf(generation));
-          writers.delete(generation);
-          dropped++;
-        }
-        return dropped;
+        return generationsWithTables(write).filter((generation) => unused(state, generation));
       });
+      // A table per transaction, with a pause between: a drop zeroes the table's pages
+      // (secure_delete, docs/privacy.md), and writers elsewhere wait for one table's drop at most.
+      // Emptying a table in chunks first would bound that too, but costs about five times the drop.
+      for (const generation of generations) {
+        for (const table of tablesToDrop(tablesOf(generation))) {
+          await pause();
+          await inTransaction(() => {
+            if (unused(generationsOn(writeCache), generation)) write.exec(`DROP TABLE IF EXISTS ${table}`);
+          });
+        }
+        writers.delete(generation);
+      }
+      return generations.length;
     },
 
     async saveRunnerStatus(status) {
