@@ -1,7 +1,8 @@
 import { NotFound } from '../src/core/errors.js';
+import type { StoredRecord } from '../src/readstore/port.js';
 import type { ObjectDef } from '../src/schema/types.js';
 import { renderRecords, type ApiRecord, type RenderContext } from './recordFormat.js';
-import { renderStored } from './storedFormat.js';
+import { listShape, renderStored } from './storedFormat.js';
 
 /** GET /api/v1/{object}/{id} (spec 4.3). */
 export async function getRecord(ctx: RenderContext, object: ObjectDef, recordId: string): Promise<ApiRecord> {
@@ -11,10 +12,19 @@ export async function getRecord(ctx: RenderContext, object: ObjectDef, recordId:
   return record!;
 }
 
-/** The same record as JSON text, from its stored rendering where it has one (queries/storedFormat.ts). */
-export async function getRecordJson(ctx: RenderContext, object: ObjectDef, recordId: string): Promise<string> {
-  const stored = await ctx.readStore.getStored(ctx.workspaceId, object.key, recordId);
+/**
+ * The same record as JSON text, from its stored rendering where it has one (queries/storedFormat.ts).
+ * A string when neither the store nor the rendering had to wait for anything (the usual GET on
+ * the embedded store: no promise made), else its promise.
+ */
+export function getRecordJson(ctx: RenderContext, object: ObjectDef, recordId: string): string | Promise<string> {
+  const now = ctx.readStore.getStoredNow(ctx.workspaceId, object.key, recordId, listShape(object));
+  if (now === undefined) return ctx.readStore.getStored(ctx.workspaceId, object.key, recordId).then((stored) => rendered(ctx, object, recordId, stored));
+  return rendered(ctx, object, recordId, now);
+}
+
+function rendered(ctx: RenderContext, object: ObjectDef, recordId: string, stored: StoredRecord | null): string | Promise<string> {
   if (!stored) throw new NotFound(`${object.key} record ${recordId} not found`);
-  const [json] = await renderStored(object, [stored], ctx);
-  return json!;
+  const json = renderStored(object, [stored], ctx);
+  return Array.isArray(json) ? json[0]! : json.then(([first]) => first!);
 }

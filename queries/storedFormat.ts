@@ -13,7 +13,7 @@ import { renderRecords, type RenderDeps } from './recordFormat.js';
  * rendered from its document by renderRecords, as before: the answer is the same either way.
  */
 
-export async function renderStored(object: ObjectDef, records: StoredRecord[], ctx: RenderDeps): Promise<string[]> {
+export function renderStored(object: ObjectDef, records: StoredRecord[], ctx: RenderDeps): string[] | Promise<string[]> {
   const shape = shapeOf(object) + MARK;
   const parsed: (string[] | null)[] = [];
   const stale: RecordDocument[] = [];
@@ -26,14 +26,14 @@ export async function renderStored(object: ObjectDef, records: StoredRecord[], c
       stale.push(documentOf(record));
       continue;
     }
-    const parts = rendered.split(MARK);
+    const parts = splitOn(rendered, MARK);
     parsed.push(parts);
     for (let at = 2; at < parts.length; at += 2) {
       const splice = parts[at]!;
       const kind = splice[0];
       if (kind === SPLICE.person) persons = true;
       else if (kind === SPLICE.link || kind === SPLICE.linkList || kind === SPLICE.lookup) {
-        const [target, ...ids] = splice.slice(1).split(PART);
+        const [target, ...ids] = splitOn(splice.slice(1), PART);
         let known = linkedIds.get(target!);
         if (!known) linkedIds.set(target!, (known = new Set()));
         known.add(ids[0]!);
@@ -42,20 +42,33 @@ export async function renderStored(object: ObjectDef, records: StoredRecord[], c
     }
   }
 
-  // Most records need nothing read besides themselves: no promises made for them.
-  const needsReads = linkedIds.size > 0 || persons || stale.length > 0;
-  const [linked, userNames, fallback] = !needsReads
-    ? [NO_LINKED, undefined, []]
-    : await Promise.all([
-        loadLinked(linkedIds, ctx),
-        persons ? ctx.listUsers(ctx.workspaceId).then((users) => new Map(users.map((user) => [user.id, user.name]))) : undefined,
-        stale.length > 0 ? renderRecords(object, stale, ctx) : [],
-      ]);
+  // Most records need nothing read besides themselves: answered without a promise.
+  if (linkedIds.size === 0 && !persons && stale.length === 0) return fillIn(object, records, parsed, ctx, NO_LINKED, undefined, []);
+  return Promise.all([
+    loadLinked(linkedIds, ctx),
+    persons ? ctx.listUsers(ctx.workspaceId).then((users) => new Map(users.map((user) => [user.id, user.name]))) : undefined,
+    stale.length > 0 ? renderRecords(object, stale, ctx) : [],
+  ]).then(([linked, userNames, fallback]) => fillIn(object, records, parsed, ctx, linked, userNames, fallback));
+}
 
+/** The records' JSON: each rendering with its splice points filled in, or its fallback rendering. */
+function fillIn(
+  object: ObjectDef,
+  records: StoredRecord[],
+  parsed: (string[] | null)[],
+  ctx: RenderDeps,
+  linked: ReadonlyMap<string, RecordDocument>,
+  userNames: ReadonlyMap<string, string> | undefined,
+  fallback: unknown[],
+): string[] {
   const linkRef = (target: string, id: string): string =>
     ctx.canAccess(target) ? `{"id":${JSON.stringify(id)},"name":${JSON.stringify(linked.get(`${target}/${id}`)?.name ?? null)}}` : `{"id":${JSON.stringify(id)}}`;
 
   let fallbackAt = 0;
+  // Most records of a page have the same date-relative inputs (none set, or the same date): the
+  // last ones are compared before the shared cache is asked (a key built and hashed per record).
+  let lastInputs: string | undefined;
+  let lastTimed: Record<string, string> | undefined;
   return parsed.map((parts, index) => {
     if (parts === null) return JSON.stringify(fallback[fallbackAt++]);
     let text = parts[1]!;
@@ -68,25 +81,30 @@ export async function renderStored(object: ObjectDef, records: StoredRecord[], c
           text += `{"id":${JSON.stringify(body)},"name":${JSON.stringify(userNames?.get(body) ?? null)}}`;
           break;
         case SPLICE.link: {
-          const [target, id] = body.split(PART);
+          const [target, id] = splitOn(body, PART);
           text += linkRef(target!, id!);
           break;
         }
         case SPLICE.linkList: {
-          const [target, ...ids] = body.split(PART);
+          const [target, ...ids] = splitOn(body, PART);
           text += `[${ids.map((id) => linkRef(target!, id)).join(',')}]`;
           break;
         }
         case SPLICE.lookup: {
-          const [target, id, take] = body.split(PART);
+          const [target, id, take] = splitOn(body, PART);
           text += JSON.stringify(linked.get(`${target}/${id}`)?.fields[take!] ?? null);
           break;
         }
         case SPLICE.timed: {
-          const [field, inputs] = body.split(PART);
+          const [field, inputs] = splitOn(body, PART);
+          if (!timed && inputs !== undefined && inputs === lastInputs) timed = lastTimed;
           if (!timed) {
             const values = inputs === undefined ? valuesOf(documentOf(records[index]!)) : undefined;
             timed = timedValues(object.key, inputs, values, ctx.today);
+            if (inputs !== undefined) {
+              lastInputs = inputs;
+              lastTimed = timed;
+            }
           }
           text += timed[field!] ?? 'null';
           break;
@@ -98,6 +116,22 @@ export async function renderStored(object: ObjectDef, records: StoredRecord[], c
     }
     return text;
   });
+}
+
+/**
+ * `text.split(separator)` for a one-character separator, by indexOf: String.prototype.split
+ * goes through V8's runtime (and hashes the text for its cache), at about twice the cost on a
+ * rendering, once per record of every page.
+ */
+function splitOn(text: string, separator: string): string[] {
+  const parts: string[] = [];
+  let from = 0;
+  for (let at = text.indexOf(separator); at >= 0; at = text.indexOf(separator, from)) {
+    parts.push(text.slice(from, at));
+    from = at + 1;
+  }
+  parts.push(text.slice(from));
+  return parts;
 }
 
 const valuesOf = (document: RecordDocument) => ({ ...document.fields, ...document.calculated });
@@ -112,9 +146,15 @@ function documentOf(record: StoredRecord): RecordDocument {
  * documents. None when the object's date-relative values are computed from the whole document.
  */
 export function listShape(object: ObjectDef): string | undefined {
+  if (listShapes.has(object)) return listShapes.get(object);
   const timedFromDocument = !timeInputs[object.key] && object.fields.some((field) => field.format.type === 'calculated' && field.format.timeDependent);
-  return timedFromDocument ? undefined : shapeOf(object) + MARK;
+  const shape = timedFromDocument ? undefined : shapeOf(object) + MARK;
+  listShapes.set(object, shape);
+  return shape;
 }
+
+/** Per object definition (a new definition is a new object): asked on every GET and list. */
+const listShapes = new WeakMap<ObjectDef, string | undefined>();
 
 /**
  * Date-relative values as JSON text, per field. Those computed from a few inputs are remembered

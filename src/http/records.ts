@@ -78,15 +78,29 @@ export function recordRoutes(app: Hono<AppEnv>, deps: ApiDeps): void {
     return c.json(saveResultBody(result), saveStatus(result));
   });
 
-  app.get('/api/v1/:object/:id', async (c) => {
-    const object = await readable(c);
+  // Not async: a GET answered from the embedded store makes no promise of its own (one record is
+  // the API's most frequent request); whatever has to wait (loading a catalogue, another store,
+  // linked records, as_of) answers with a promise.
+  app.get('/api/v1/:object/:id', (c): Response | Promise<Response> => {
+    const known = knownObject(c, deps);
+    if (known === undefined) return readable(c).then((object) => getOne(c, object));
+    c.get('caller').assertCanRead(known.key);
+    return getOne(c, known);
+  });
+
+  const getOne = (c: Context<AppEnv>, object: ObjectDef): Response | Promise<Response> => {
     const asOf = c.req.queries('as_of');
-    if (asOf === undefined) return jsonText(c, `{"data":${await getRecordJson(renderContext(c), object, recordId(c))}}`);
+    if (asOf !== undefined) return getAsOf(c, object, asOf);
+    const json = getRecordJson(renderContext(c), object, recordId(c));
+    return typeof json === 'string' ? jsonText(c, `{"data":${json}}`) : json.then((text) => jsonText(c, `{"data":${text}}`));
+  };
+
+  const getAsOf = async (c: Context<AppEnv>, object: ObjectDef, asOf: string[]): Promise<Response> => {
     if (asOf.length !== 1) throw new ValidationFailed(`query parameter 'as_of' is given ${asOf.length} times; give it once`);
     const deps = asOfDeps(c);
     const at = parseAsOf(asOf[0]!, deps.now);
     return c.json({ data: await getRecordAsOf(renderContext(c), deps, object, recordId(c), at) });
-  });
+  };
 
   app.patch('/api/v1/:object/:id', async (c) => {
     const object = await writable(c);
@@ -139,6 +153,11 @@ async function objectOf(c: Context<AppEnv>, deps: ApiDeps): Promise<{ object: Ob
   const object = catalogue.object(key) ?? (await deps.catalogues.refresh(caller.workspaceId)).object(key);
   if (!object) throw new NotFound(`unknown object '${key}'`);
   return { object, caller };
+}
+
+/** The object of the path from the catalogue this process holds; undefined when it has to be loaded or read again. */
+function knownObject(c: Context<AppEnv>, deps: ApiDeps): ObjectDef | undefined {
+  return deps.catalogues.peek(c.get('caller').workspaceId)?.object(c.req.param('object') ?? '');
 }
 
 /** The object of the path, when the caller's key may read it. */

@@ -154,6 +154,12 @@ export interface ReadStore {
   /** `get` for a reader of the stored rendering (a GET of one record): the document is parsed only if asked for. */
   getStored(workspaceId: string, object: string, id: string): Promise<StoredRecord | null>;
   /**
+   * What getStored would answer, when the store can tell without waiting (a synchronous driver);
+   * undefined when it must be asked. Never older than getStored's answer would be. `shape`: as
+   * findStored's, a record whose rendering starts with it may come without its document.
+   */
+  getStoredNow(workspaceId: string, object: string, id: string, shape?: string): StoredRecord | null | undefined;
+  /**
    * `find` for a reader of the stored renderings (a list). `shape`: the reader uses renderings
    * that start with it as they are, so the store may leave out those records' documents.
    */

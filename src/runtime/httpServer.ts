@@ -1,6 +1,7 @@
 import type { Server } from 'node:http';
 import { serve, type ServerType } from '@hono/node-server';
 import type { Config } from '../config.js';
+import { answersPerTurn } from './answersPerTurn.js';
 import { PortInUse } from './startFailure.js';
 
 /** The API's HTTP server: listening (with a clear error when the port is taken) and a graceful close. */
@@ -10,7 +11,7 @@ export const SHUTDOWN_DEADLINE_MS = 10_000;
 
 export function listen(fetch: (request: Request) => Response | Promise<Response>, config: Pick<Config, 'port' | 'host'>): Promise<ServerType> {
   return new Promise<ServerType>((resolve, reject) => {
-    const started = serve({ fetch, port: config.port, hostname: config.host }, () => {
+    const started = serve({ fetch: answersPerTurn(fetch), port: config.port, hostname: config.host }, () => {
       started.off('error', onError);
       resolve(started);
     });

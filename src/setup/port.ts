@@ -45,6 +45,13 @@ export interface SetupStore {
 
   createKey(key: ApiKey): Promise<void>;
   keyByFingerprint(fingerprint: string): Promise<ApiKey | null>;
+  /**
+   * What keyByFingerprint would answer, when the store can tell without waiting (a synchronous
+   * driver, or what it remembers and still trusts); undefined when it must be asked. Bound by the
+   * same rule as keyByFingerprint: never a key as it was before a revocation or change made
+   * through this store (and, within the store's recheck time, through another).
+   */
+  keyByFingerprintNow(fingerprint: string): ApiKey | null | undefined;
   keyById(id: string): Promise<ApiKey | null>;
   listKeys(workspaceId: string): Promise<ApiKey[]>;
   /** Sets revokedAt (once; revoking again keeps the first time). Null when the key is unknown. */

@@ -46,6 +46,29 @@ describe('authentication', () => {
     expect((await api.get('/api/v1/clients')).status).toBe(401);
   });
 
+  it('a store that can only answer asynchronously (as the MongoDB one) is waited for: the key is admitted, and refused at once once revoked', async () => {
+    const setup = svc.service.backends.setup;
+    const answerNow = setup.keyByFingerprintNow;
+    let asked = 0;
+    setup.keyByFingerprintNow = () => {
+      asked++;
+      return undefined;
+    };
+    try {
+      const ws = await svc.workspace();
+      const { key, record } = await ws.key();
+      const api = client(svc, key);
+      asked = 0;
+      expect((await api.get('/api/v1/clients')).status).toBe(200);
+      expect((await api.get('/api/v1/clients/not-an-id')).status).toBe(404);
+      await setup.revokeKey(record.id, new Date().toISOString());
+      expect((await api.get('/api/v1/clients')).status).toBe(401);
+      expect(asked).toBeGreaterThanOrEqual(3);
+    } finally {
+      setup.keyByFingerprintNow = answerNow;
+    }
+  });
+
   it('records when a key was last used', async () => {
     const ws = await svc.workspace();
     const { key, record } = await ws.key();

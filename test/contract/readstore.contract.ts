@@ -143,6 +143,47 @@ export function readStoreContract(name: string, open: () => Promise<ReadStore> |
     describe('stored renderings', () => {
       const rendered = 'shape\u0001{"id":"x","owner":\u0001pu-1\u0001,"n":"é \\" \\u0001"}';
 
+      it('getStoredNow with a shape: a rendering with it may come without its document, any other with it; a change or a delete is seen on the next call', async () => {
+        const ws = workspace();
+        const other = 'other\u0001{"id":"y"}';
+        const [a, b, c] = [doc(ws, 1, { rendered }), doc(ws, 2, { rendered: other }), doc(ws, 3)];
+        await putAll(a, b, c);
+        const now = (id: string) => {
+          const answer = store.getStoredNow(ws, 'clients', id, 'shape\u0001');
+          return answer && { id: answer.id, rendered: answer.rendered, document: answer.document?.() };
+        };
+        const expectNow = (id: string, expected: { id: string; rendered: string | null; document?: RecordDocument } | null, documentOptional = false) => {
+          const answer = now(id);
+          if (answer === undefined) return;
+          if (answer && documentOptional && answer.document === undefined) expect({ ...answer, document: expected?.document }).toEqual(expected);
+          else expect(answer).toEqual(expected);
+        };
+        expectNow(a.id, { id: a.id, rendered, document: a }, true);
+        expectNow(b.id, { id: b.id, rendered: other, document: b });
+        expectNow(c.id, { id: c.id, rendered: null, document: c });
+        expectNow(randomUUID(), null);
+        const changed = { ...a, rendered: other, revision: 1 };
+        await putAll(changed);
+        expectNow(a.id, { id: a.id, rendered: other, document: changed });
+        const emptied: RecordDocument = { ...c, rendered: 'shape\u0001', revision: 1 };
+        await putAll(emptied);
+        expectNow(c.id, { id: c.id, rendered: 'shape\u0001', document: emptied }, true);
+        await store.transaction((tx) => tx.delete(ws, 'clients', b.id));
+        expectNow(b.id, null);
+      });
+
+      it('getStoredNow, where the store answers at once, gives a committed change on the next call', async () => {
+        const ws = workspace();
+        const first = doc(ws, 1, { rendered });
+        await putAll(first);
+        const changed = { ...first, fields: { tier: 'Enterprise' }, rendered: 'shape\u0001{}', revision: 1 };
+        await putAll(changed);
+        const answer = store.getStoredNow(ws, 'clients', first.id);
+        if (answer !== undefined) expect({ rendered: answer?.rendered, document: answer?.document?.() }).toEqual({ rendered: 'shape\u0001{}', document: changed });
+        await store.transaction((tx) => tx.delete(ws, 'clients', first.id));
+        expect(store.getStoredNow(ws, 'clients', first.id) ?? null).toBeNull();
+      });
+
       it('keeps a document rendering as written and gives it to getStored and findStored with the document', async () => {
         const ws = workspace();
         const [a, b] = [doc(ws, 1, { rendered, fields: { tier: 'SMB' } }), doc(ws, 2, { fields: { tier: 'SMB' } })];
@@ -158,6 +199,20 @@ export function readStoreContract(name: string, open: () => Promise<ReadStore> |
         expect(none?.document?.()).toEqual(b);
         expect(await store.getStored(ws, 'clients', randomUUID())).toBeNull();
         expect(await store.getStored(workspace(), 'clients', a.id)).toBeNull();
+        // getStoredNow: the same answers, or undefined where the store must be asked.
+        const now = (workspaceId: string, id: string) => {
+          const answer = store.getStoredNow(workspaceId, 'clients', id);
+          return answer && { id: answer.id, rendered: answer.rendered, document: answer.document?.() };
+        };
+        for (const [workspaceId, id, expected] of [
+          [ws, a.id, { id: a.id, rendered, document: a }],
+          [ws, b.id, { id: b.id, rendered: null, document: b }],
+          [ws, randomUUID(), null],
+          [workspace(), a.id, null],
+        ] as const) {
+          const answer = now(workspaceId, id);
+          if (answer !== undefined) expect(answer).toEqual(expected);
+        }
 
         const found = await store.findStored(query(ws, { filters: [{ field: 'tier', value: 'smb' }], limit: 1 }));
         expect(found.total).toBe(2);
@@ -179,6 +234,22 @@ export function readStoreContract(name: string, open: () => Promise<ReadStore> |
         if (first!.document) expect(first!.document()).toEqual(a);
         expect(second!.document?.()).toEqual(b);
         expect(third!.document?.()).toEqual(c);
+      });
+
+      it('findStored gives ids and renderings as written, whatever characters they hold', async () => {
+        const ws = workspace();
+        const ids = ['a:b', '12:x', 'é-ü', '😀:x', ''];
+        const renderings = ['shape\u0001{"a":"b:c"}', null, '', 'shape\u0001😀:\u0001pu-1\u0001}', 'shape\u0001'];
+        const documents = ids.map((id, n) => doc(ws, n + 1, renderings[n] === null ? { id } : { id, rendered: renderings[n] }));
+        await putAll(...documents);
+        for (const shape of [undefined, 'shape\u0001']) {
+          const found = await store.findStored(query(ws), shape);
+          expect(found.records.map((record) => [record.id, record.rendered])).toEqual(ids.map((id, n) => [id, renderings[n]]));
+          expect(found.records[1]!.document?.()).toEqual(documents[1]);
+          expect(found.records[2]!.document?.()).toEqual(documents[2]);
+        }
+        const ascii = await store.findStored(query(ws, { limit: 2 }), 'shape\u0001');
+        expect(ascii.records.map((record) => [record.id, record.rendered])).toEqual([[ids[0], renderings[0]], [ids[1], null]]);
       });
 
       it('a put without a rendering clears the one stored before', async () => {

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { formatPosition } from '../../src/eventstore/position.js';
 import type { RecordDocument } from '../../src/readstore/port.js';
+import { openConnection, READ_MAP_BYTES } from '../../src/readstore/sqlite/connection.js';
 import { openSqliteReadStore } from '../../src/readstore/sqlite/index.js';
 import { Sqlite } from '../../src/sqlite/driver.js';
 import { readStoreContract } from './readstore.contract.js';
@@ -122,6 +123,40 @@ describe('sqlite read store', () => {
     } finally {
       await second.close();
       await third.close();
+    }
+  });
+
+  it('maps the file for the reads of its read connection only', () => {
+    const path = join(dir, 'mapped.db');
+    const write = openConnection(path, false);
+    const read = openConnection(path, true);
+    try {
+      expect(read.pragma('mmap_size', { simple: true })).toBe(READ_MAP_BYTES);
+      expect(write.pragma('mmap_size', { simple: true })).toBe(0);
+    } finally {
+      read.close();
+      write.close();
+    }
+  });
+
+  it('reads through its map what another instance wrote after the file grew, in the WAL and once copied into the file', async () => {
+    const path = join(dir, 'grown.db');
+    const api = openSqliteReadStore({ path });
+    const projector = openSqliteReadStore({ path });
+    try {
+      expect(await api.get('ws', 'clients', doc('ws', 1).id)).toBeNull();
+      const documents = Array.from({ length: 3_000 }, (_, n) => ({ ...doc('ws', n + 1), fields: { n: n + 1, notes: 'x'.repeat(500) } }));
+      await projector.transaction((tx) => tx.putMany(documents));
+      expect(await api.get('ws', 'clients', documents[2_999]!.id)).toEqual(documents[2_999]);
+      const checkpointer = new Sqlite(path);
+      checkpointer.pragma('wal_checkpoint(TRUNCATE)');
+      checkpointer.close();
+      for (const n of [0, 1_500, 2_999]) expect(await api.get('ws', 'clients', documents[n]!.id)).toEqual(documents[n]);
+      await projector.transaction((tx) => tx.put({ ...documents[0]!, fields: { n: 0 }, revision: 1 }));
+      expect(await api.get('ws', 'clients', documents[0]!.id)).toEqual({ ...documents[0]!, fields: { n: 0 }, revision: 1 });
+    } finally {
+      await api.close();
+      await projector.close();
     }
   });
 

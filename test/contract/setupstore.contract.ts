@@ -122,6 +122,25 @@ export function setupStoreContract(name: string, open: () => Promise<SetupStore>
         expect(await store.renameKey(randomUUID(), 'x')).toBeNull();
       });
 
+      it('keyByFingerprintNow answers what keyByFingerprint would, or undefined when the store must be asked: never a key as it was before a revocation or rename', async () => {
+        const ws = await workspace();
+        const created = key(ws.id);
+        const nowIs = (expected: ApiKey | null) => {
+          const answer = store.keyByFingerprintNow(created.fingerprint);
+          if (answer !== undefined) expect(answer).toEqual(expected);
+        };
+        nowIs(null);
+        await store.createKey(created);
+        nowIs(created);
+        expect(await store.keyByFingerprint(created.fingerprint)).toEqual(created);
+        nowIs(created);
+        await store.renameKey(created.id, 'Renamed');
+        nowIs({ ...created, name: 'Renamed' });
+        await store.revokeKey(created.id, at(10));
+        nowIs({ ...created, name: 'Renamed', revokedAt: at(10) });
+        expect(store.keyByFingerprintNow('0'.repeat(64)) ?? null).toBeNull();
+      });
+
       it('revoking an unknown key answers null', async () => {
         expect(await store.revokeKey(randomUUID(), at(10))).toBeNull();
       });

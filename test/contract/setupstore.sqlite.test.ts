@@ -48,6 +48,26 @@ describe('sqlite setup store', () => {
     }
   });
 
+  it('answers keyByFingerprintNow at once, remembered or not, and sees another process revoke a remembered key within KEY_RECHECK_MS', async () => {
+    const path = join(dir, 'now.db');
+    const server = openSqliteSetupStore({ path });
+    const cli = openSqliteSetupStore({ path });
+    try {
+      await cli.createWorkspace({ id: 'w1', slug: 'acme', name: 'Acme', createdAt: '2025-01-01T00:00:00.000Z' });
+      const created = key('w1');
+      expect(server.keyByFingerprintNow(created.fingerprint)).toBeNull();
+      await cli.createKey(created);
+      expect(server.keyByFingerprintNow(created.fingerprint)).toEqual(created);
+      expect(server.keyByFingerprintNow(created.fingerprint)).toEqual(created);
+      await cli.revokeKey(created.id, '2025-01-03T00:00:00.000Z');
+      await new Promise((resolve) => setTimeout(resolve, KEY_RECHECK_MS + 1));
+      expect(server.keyByFingerprintNow(created.fingerprint)?.revokedAt).toBe('2025-01-03T00:00:00.000Z');
+    } finally {
+      await server.close();
+      await cli.close();
+    }
+  });
+
   it('keeps everything across a reopen', async () => {
     const path = join(dir, 'reopen.db');
     const first = openSqliteSetupStore({ path });

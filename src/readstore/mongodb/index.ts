@@ -183,6 +183,11 @@ export async function openMongoReadStore(options: MongoStoreOptions): Promise<Re
       return document === null ? null : toStoredRecord(document);
     },
 
+    // The driver only answers asynchronously.
+    getStoredNow() {
+      return undefined;
+    },
+
     async getMany(workspaceId, object, ids) {
       if (ids.length === 0) return [];
       const keys = [...new Set(ids)].map((id) => recordKey(workspaceId, object, id));

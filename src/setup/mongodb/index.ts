@@ -134,6 +134,12 @@ export async function openMongoSetupStore(options: MongoStoreOptions): Promise<S
       return found ? keyFrom(found) : null;
     },
 
+    // The driver only answers asynchronously, and nothing is remembered: a revocation by any
+    // node must take effect on the next request.
+    keyByFingerprintNow() {
+      return undefined;
+    },
+
     async keyById(id) {
       const found = await keys.findOne({ _id: id });
       return found ? keyFrom(found) : null;

@@ -195,6 +195,17 @@ export function openSqliteSetupStore(options: { path: string }): SetupStore {
   );
   const listUsers = db.prepare(`SELECT * FROM users WHERE workspace_id = ${BOUND_VALUE} ORDER BY created_at, rowid`);
 
+  /** better-sqlite3 answers synchronously: the API's authentication needs no await (keyByFingerprintNow). */
+  function keyNow(fingerprint: string): ApiKey | null {
+    const cached = keyCache.get(fingerprint);
+    if (cached) return cached;
+    const row = keyByFingerprint.get(fingerprint) as KeyRow | undefined;
+    if (!row) return null;
+    const key = toKey(row);
+    keyCache.remember(key);
+    return key;
+  }
+
   const rename = db.transaction((id: string, name: string): ApiKey | null => {
     renameKey.run(name, id);
     const row = keyById.get(id) as KeyRow | undefined;
@@ -243,14 +254,10 @@ export function openSqliteSetupStore(options: { path: string }): SetupStore {
     },
 
     async keyByFingerprint(fingerprint) {
-      const cached = keyCache.get(fingerprint);
-      if (cached) return cached;
-      const row = keyByFingerprint.get(fingerprint) as KeyRow | undefined;
-      if (!row) return null;
-      const key = toKey(row);
-      keyCache.remember(key);
-      return key;
+      return keyNow(fingerprint);
     },
+
+    keyByFingerprintNow: keyNow,
 
     async keyById(id) {
       const row = keyById.get(id) as KeyRow | undefined;

@@ -1,0 +1,28 @@
+/**
+ * Answers leave together at the end of the event loop's poll phase instead of one by one as each
+ * is ready. Every answer written to a client that is waiting for it wakes that client up, and
+ * when the client is asleep (the server is the slower side) the wake-up costs the writing server
+ * far more than the write: an inter-processor interrupt, paid inside the writev. Answers written
+ * in one burst wake a client once; the others reach it while it is already running. Under light
+ * load a turn holds one answer and nothing changes but one setImmediate; under load more answers
+ * go out per unit of CPU and the wait is at most the rest of one turn (docs/performance.md,
+ * "read lane 2").
+ *
+ * Only the moment an answer is handed to the HTTP server moves: a request is still handled,
+ * logged and counted as before, and an error is handed on at once.
+ */
+export function answersPerTurn<A extends unknown[]>(fetch: (request: Request, ...rest: A) => Response | Promise<Response>) {
+  let turn: Promise<void> | null = null;
+  const endOfTurn = (): Promise<void> =>
+    (turn ??= new Promise<void>((resolve) =>
+      setImmediate(() => {
+        turn = null;
+        resolve();
+      }),
+    ));
+  return async (request: Request, ...rest: A): Promise<Response> => {
+    const response = await fetch(request, ...rest);
+    await endOfTurn();
+    return response;
+  };
+}
