@@ -7,6 +7,7 @@ import { aroundRequest, type RequestScope } from './requestContext.js';
 import type { AppEnv } from './types.js';
 
 /** The paths the main app routes to GET one record (`/api/v1/:object/:id`, a parameter being `[^/]+`). */
+const ROUTE = '/api/v1/:object/:id';
 const ONE_RECORD = /^\/api\/v1\/[^/]+\/[^/]+$/;
 
 /**
@@ -30,7 +31,7 @@ export function withOneRecordRoute(
     const waiting = authenticate(c);
     return waiting ? waiting.then(() => oneRecord(c)) : oneRecord(c);
   };
-  one.get('/api/v1/:object/:id', aroundRequest(scope, authenticated, onError));
+  one.get(ROUTE, aroundRequest(scope, ROUTE, authenticated, onError));
   // Unreachable while ONE_RECORD and the route agree; should they not, the main app answers.
   one.notFound((c) => fetch(c.req.raw, c.env));
   one.onError(onError);

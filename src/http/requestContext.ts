@@ -19,8 +19,8 @@ export interface RequestScope {
   begin(c: Context<AppEnv>): number;
   /** The `request` line. */
   log(c: Context<AppEnv>, status: number, started: number): void;
-  /** The observation in the metrics. */
-  count(c: Context<AppEnv>, status: number, started: number): void;
+  /** The observation in the metrics; `route`, the template, when the caller knows it. */
+  count(c: Context<AppEnv>, status: number, started: number, route?: string): void;
 }
 
 export function requestScope(logger: Logger, metrics: Metrics | undefined): RequestScope {
@@ -46,8 +46,8 @@ export function requestScope(logger: Logger, metrics: Metrics | undefined): Requ
         );
       }
     },
-    count(c, status, started) {
-      if (metrics) metrics.httpRequest(routeLabel(c), c.req.method, status, (performance.now() - started) / 1000);
+    count(c, status, started, route) {
+      if (metrics) metrics.httpRequest(route ?? routeLabel(c), c.req.method, status, (performance.now() - started) / 1000);
     },
   };
 }
@@ -67,10 +67,12 @@ export function requestContext(scope: RequestScope): MiddlewareHandler<AppEnv> {
 
 /**
  * The scope around a handler that maps its own errors: what the middleware and Hono's chain do,
- * without a promise when the handler answers at once. `onError` is the app's error mapper.
+ * without a promise when the handler answers at once. `onError` is the app's error mapper; `route`
+ * the handler's route template.
  */
 export function aroundRequest(
   scope: RequestScope,
+  route: string,
   handle: (c: Context<AppEnv>) => Response | Promise<Response>,
   onError: (error: unknown, c: Context<AppEnv>) => Response,
 ): (c: Context<AppEnv>) => Response | Promise<Response> {
@@ -86,7 +88,7 @@ export function aroundRequest(
       try {
         scope.log(c, response.status, started);
       } finally {
-        scope.count(c, response.status, started);
+        scope.count(c, response.status, started, route);
       }
       return response;
     };
