@@ -26,9 +26,6 @@ const EVENTS_SCHEMA = `
   );
 `;
 
-/** How much of the log file reads map (see openLogFile); past it, the rest is read as before. */
-const LOG_MAP_BYTES = 2 ** 31 - 2 ** 16;
-
 const COLUMNS = 'seq, id, stream, revision, type, created, data, metadata';
 
 export type Db = Database.Database;
@@ -66,11 +63,6 @@ export interface Page {
 export function openLogFile(path: string): Db {
   const db = openSqliteFile(path, { synchronous: 'FULL' });
   applySchema(db, EVENTS_SCHEMA);
-  // Reads of pages outside the WAL point into the map: no pread, no copy into the page cache and
-  // no page cache lookup. The stream-order read of audit verification visits the table's rows
-  // out of log order, far more pages than the page cache holds (docs/performance.md). Writes
-  // still go through the WAL as before; the touched pages are the OS's shared file cache.
-  db.pragma(`mmap_size = ${LOG_MAP_BYTES}`);
   return db;
 }
 
