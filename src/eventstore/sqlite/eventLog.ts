@@ -71,11 +71,13 @@ export function storedRowEvent(row: StoredRow): RecordedEvent {
 }
 
 /**
- * An event whose metadata is parsed when first read: a reader that folds records' streams (audit
- * verification) never reads it, and parsing it is a fifth of reading an event.
+ * A row of the stream-order read (audit verification) as an event. A plain object with its
+ * metadata parsed at once: an object literal with a lazy `metadata` accessor (and the closures
+ * it needs per row) cost more to make and to read than parsing the metadata (docs/performance.md,
+ * verify lane 2), and a class with the accessor on its prototype would drop `metadata` from a
+ * spread copy of the event.
  */
-function lazyMetadataEvent(row: StoredRow): RecordedEvent {
-  let metadata: EventMetadata | undefined;
+function streamRowEvent(row: StoredRow): RecordedEvent {
   return {
     id: row[1],
     type: row[4],
@@ -84,12 +86,7 @@ function lazyMetadataEvent(row: StoredRow): RecordedEvent {
     position: seqPosition(row[0]),
     created: new Date(row[5]),
     data: JSON.parse(row[6]) as Record<string, unknown>,
-    get metadata(): EventMetadata {
-      return (metadata ??= JSON.parse(row[7]) as EventMetadata);
-    },
-    set metadata(value: EventMetadata) {
-      metadata = value;
-    },
+    metadata: JSON.parse(row[7]) as EventMetadata,
   };
 }
 
@@ -222,7 +219,7 @@ export class EventLog {
    * (excluded), in stream then revision order, at most `limit`.
    */
   streamRange(from: string, after: boolean, below: string, limit: number): RecordedEvent[] {
-    return (after ? this.streamsStmts.after : this.streamsStmts.from).all(from, below, limit).map(lazyMetadataEvent);
+    return (after ? this.streamsStmts.after : this.streamsStmts.from).all(from, below, limit).map(streamRowEvent);
   }
 
   /** Events after `cursor` matching `filter`, bounded by the head read first so that an empty
