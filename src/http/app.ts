@@ -1,6 +1,6 @@
 import { Hono } from 'hono';
 import { RegExpRouter } from 'hono/router/reg-exp-router';
-import { bearerAuth } from './auth.js';
+import { bearerAuth, bearerAuthentication } from './auth.js';
 import { bodySizeLimit } from './body.js';
 import { bodyBudget } from './bodyBudget.js';
 import { errorResponse, handleError } from './errors.js';
@@ -8,9 +8,10 @@ import { idempotency } from './idempotency.js';
 import { healthRoutes } from './health.js';
 import { metricsRoute } from './metrics.js';
 import { openApiRoute } from './openapiRoute.js';
+import { withOneRecordRoute } from './oneRecordRoute.js';
 import { historyRoutes } from './history.js';
 import { recordRoutes } from './records.js';
-import { requestContext } from './requestContext.js';
+import { requestContext, requestScope } from './requestContext.js';
 import { setupPage } from './setup/index.js';
 import type { ApiDeps, AppEnv } from './types.js';
 
@@ -20,22 +21,24 @@ export function createApp(deps: ApiDeps): Hono<AppEnv> {
   // one route was beyond the RegExpRouter. Chosen outright, such a route stops the start (see
   // the end) instead of slowing every request down.
   const app = new Hono<AppEnv>({ router: new RegExpRouter() });
-  app.use('*', requestContext(deps.logger, deps.metrics));
+  const scope = requestScope(deps.logger, deps.metrics);
+  const authenticate = bearerAuthentication(deps.setup, deps.clock);
+  app.use('*', requestContext(scope));
   healthRoutes(app, deps.readiness ?? []);
   if (deps.metrics && deps.serveMetrics) metricsRoute(app, deps.metrics);
   // Only where a body is read.
   app.on(['POST', 'PUT', 'PATCH'], '/api/*', bodySizeLimit());
-  app.use('/api/*', bearerAuth(deps.setup, deps.clock));
+  app.use('/api/*', bearerAuth(authenticate));
   app.on(['POST', 'PUT', 'PATCH'], '/api/*', bodyBudget());
   app.on(['POST', 'PATCH', 'DELETE'], '/api/*', idempotency(deps.idempotency, deps.clock));
   openApiRoute(app, deps);
   historyRoutes(app, deps);
-  recordRoutes(app, deps);
+  const oneRecord = recordRoutes(app, deps);
   if (deps.setupPage) app.route('/setup', setupPage(deps.setupPage));
 
   app.notFound((c) => errorResponse(c, 404, `no such path: ${c.req.path}`));
   app.onError((error, c) => handleError(error, c, deps.logger));
   // The RegExpRouter compiles on its first match: done here, a route it cannot take stops the start.
   app.router.match('GET', '/');
-  return app;
+  return withOneRecordRoute(app, scope, authenticate, oneRecord, (error, c) => handleError(error, c, deps.logger));
 }

@@ -1,4 +1,4 @@
-import type { Context, MiddlewareHandler, Next } from 'hono';
+import type { Context, MiddlewareHandler } from 'hono';
 import { Forbidden, Unauthorized } from '../core/errors.js';
 import { fingerprint } from '../setup/apiKeys.js';
 import type { ApiKey, SetupStore } from '../setup/port.js';
@@ -30,13 +30,25 @@ const BEARER = /^Bearer[ ]+([\x21-\x7e]{1,512})\s*$/i;
 /** Headers remembered at most; more keys in use only mean more hashing. */
 const REMEMBERED_HEADERS = 1_000;
 
-export function bearerAuth(setup: SetupStore, clock: () => Date): MiddlewareHandler {
+/** Sets the request's caller, or throws; a promise only when the store cannot answer at once. */
+export type Authenticate = (c: Context) => void | Promise<void>;
+
+export function bearerAuth(authenticate: Authenticate): MiddlewareHandler {
+  // Not an async function: when the store answers at once, the request goes on to the handler
+  // without waiting for a turn of the microtask queue (and without a promise of its own).
+  return (c, next) => {
+    const waiting = authenticate(c);
+    return waiting ? waiting.then(next) : next();
+  };
+}
+
+export function bearerAuthentication(setup: SetupStore, clock: () => Date): Authenticate {
   const lastTouched = new Map<string, number>();
   // Only headers that named a key: guessed keys cannot push the real ones out.
   const fingerprints = new Map<string, string>();
   const known = new WeakMap<ApiKey, { caller: Caller; fields: Record<string, unknown> }>();
 
-  const admit = (c: Context, next: Next, header: string, print: string, key: ApiKey | null): Promise<void> => {
+  const admit = (c: Context, header: string, print: string, key: ApiKey | null): void => {
     if (!key || key.revokedAt !== null) throw new Unauthorized('invalid or revoked API key');
     if (!fingerprints.has(header)) {
       if (fingerprints.size >= REMEMBERED_HEADERS) fingerprints.clear();
@@ -54,12 +66,9 @@ export function bearerAuth(setup: SetupStore, clock: () => Date): MiddlewareHand
     if (!entry) known.set(key, (entry = { caller: callerFor(key), fields: { workspace: key.workspaceId, keyId: key.id } }));
     c.set('caller', entry.caller);
     (c.get('log') as RequestLog).bind(entry.fields);
-    return next();
   };
 
-  // Not an async function: when the store answers at once, the request goes on to the handler
-  // without waiting for a turn of the microtask queue (and without a promise of its own).
-  return (c, next) => {
+  return (c) => {
     const header = c.req.header('Authorization') ?? '';
     let print = fingerprints.get(header);
     if (print === undefined) {
@@ -68,9 +77,9 @@ export function bearerAuth(setup: SetupStore, clock: () => Date): MiddlewareHand
       print = fingerprint(match[1]!);
     }
     const key = setup.keyByFingerprintNow(print);
-    if (key !== undefined) return admit(c, next, header, print, key);
+    if (key !== undefined) return admit(c, header, print, key);
     const looked = print;
-    return setup.keyByFingerprint(looked).then((found) => admit(c, next, header, looked, found));
+    return setup.keyByFingerprint(looked).then((found) => admit(c, header, looked, found));
   };
 }
 

@@ -16,8 +16,10 @@ import { readJsonBody } from './body.js';
 import type { ApiDeps, AppEnv } from './types.js';
 import { errorBody } from './errors.js';
 
-/** The records endpoints of spec section 4. */
-export function recordRoutes(app: Hono<AppEnv>, deps: ApiDeps): void {
+export type OneRecordHandler = (c: Context<AppEnv>) => Response | Promise<Response>;
+
+/** The records endpoints of spec section 4; returns GET one record's handler (app.ts serves it on its own too). */
+export function recordRoutes(app: Hono<AppEnv>, deps: ApiDeps): OneRecordHandler {
   const renderContext = (c: Context<AppEnv>): RenderContext => {
     const caller = c.get('caller');
     return {
@@ -81,12 +83,13 @@ export function recordRoutes(app: Hono<AppEnv>, deps: ApiDeps): void {
   // Not async: a GET answered from the embedded store makes no promise of its own (one record is
   // the API's most frequent request); whatever has to wait (loading a catalogue, another store,
   // linked records, as_of) answers with a promise.
-  app.get('/api/v1/:object/:id', (c): Response | Promise<Response> => {
+  const oneRecord: OneRecordHandler = (c) => {
     const known = knownObject(c, deps);
     if (known === undefined) return readable(c).then((object) => getOne(c, object));
     c.get('caller').assertCanRead(known.key);
     return getOne(c, known);
-  });
+  };
+  app.get('/api/v1/:object/:id', oneRecord);
 
   const getOne = (c: Context<AppEnv>, object: ObjectDef): Response | Promise<Response> => {
     const asOf = c.req.queries('as_of');
@@ -124,6 +127,7 @@ export function recordRoutes(app: Hono<AppEnv>, deps: ApiDeps): void {
   };
   app.on(['PUT', 'PATCH', 'DELETE'], '/api/v1/:object', notAllowed('GET, POST'));
   app.on(['PUT', 'POST'], '/api/v1/:object/:id', notAllowed('GET, PATCH, DELETE'));
+  return oneRecord;
 }
 
 /** An answer already made JSON text (from stored renderings): what c.json sends, without the stringify. */

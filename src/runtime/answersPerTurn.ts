@@ -20,9 +20,16 @@ export function answersPerTurn<A extends unknown[]>(fetch: (request: Request, ..
         resolve();
       }),
     ));
-  return async (request: Request, ...rest: A): Promise<Response> => {
-    const response = await fetch(request, ...rest);
-    await endOfTurn();
-    return response;
+  // Not an async function: an answer made at once waits for the end of the turn only, without an
+  // await of its own before that (a promise and a microtask turn fewer per request).
+  const afterTurn = (response: Response): Promise<Response> => endOfTurn().then(() => response);
+  return (request: Request, ...rest: A): Promise<Response> => {
+    let answer: Response | Promise<Response>;
+    try {
+      answer = fetch(request, ...rest);
+    } catch (error) {
+      return Promise.reject(error as Error);
+    }
+    return answer instanceof Promise ? answer.then(afterTurn) : afterTurn(answer);
   };
 }

@@ -77,12 +77,14 @@ describe('metrics', () => {
     for (let i = 0; i < 20; i++) expect((await api.post('/api/v1/clients', { name: `load ${i}` })).status).toBe(201);
     const created = (await api.get('/api/v1/clients?limit=1')).body.data[0].id;
     await api.get(`/api/v1/clients/${created}`);
+    await api.get('/api/v1/clients/00000000-0000-4000-8000-000000000000');
     const after = await scrape();
     checkFormat(after);
 
     const posts = 'csr_http_request_duration_seconds_count{route="/api/v1/:object",method="POST",status="201"}';
     expect(value(after, posts) - value(before, posts)).toBe(20);
     expect(value(after, 'csr_http_request_duration_seconds_count{route="/api/v1/:object/:id",method="GET",status="200"}')).toBe(1);
+    expect(value(after, 'csr_http_request_duration_seconds_count{route="/api/v1/:object/:id",method="GET",status="404"}')).toBe(1);
     expect(value(after, 'csr_event_appends_duration_seconds_count{outcome="ok"}')).toBeGreaterThan(value(before, 'csr_event_appends_duration_seconds_count{outcome="ok"}'));
     expect(after).toContain('csr_event_appends_duration_seconds_bucket{le="0.005",outcome="ok"}');
     expect(value(after, 'csr_append_conflicts_total')).toBe(0);
