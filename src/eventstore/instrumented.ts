@@ -31,6 +31,7 @@ export function instrumentAppends(events: EventStore, metrics: Metrics): EventSt
     atomicGroups: events.atomicGroups,
     subscribeToAll: (options) => events.subscribeToAll(options),
     persistentSubscription: (group, options) => events.persistentSubscription(group, options),
+    ensurePersistentGroup: (group, options) => events.ensurePersistentGroup(group, options),
     replayParked: (...args: Parameters<EventStore['replayParked']>) => events.replayParked(...args),
     groupCheckpoint: (group: string) => events.groupCheckpoint(group),
     headPosition: () => events.headPosition(),

@@ -261,6 +261,12 @@ export interface EventStore {
   subscribeToAll(options: SubscribeToAllOptions): Subscription;
   persistentSubscription(group: string, options?: PersistentSubscriptionOptions): PersistentSubscription;
   /**
+   * Creates the group, at the current end of the log, when it does not exist yet; an existing
+   * group is left as it is. A group starts where it is created, so whoever needs the events from
+   * a moment on (the first webhook) creates it then, whenever its consumers first start.
+   */
+  ensurePersistentGroup(group: string, options?: PersistentSubscriptionOptions): Promise<void>;
+  /**
    * Hands the group's parked events out again (an operator's command, from any process) and
    * resolves with how many there were. Replayed events start their retries afresh.
    */

@@ -100,6 +100,7 @@ export function privateEvents(stored: EventStore, vault: Vault, personalFields: 
         },
       };
     },
+    ensurePersistentGroup: (group, options) => stored.ensurePersistentGroup(group, options),
     replayParked: (group) => stored.replayParked(group),
     headPosition: () => stored.headPosition(),
     groupCheckpoint: (group) => stored.groupCheckpoint(group),

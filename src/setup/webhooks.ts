@@ -14,7 +14,7 @@ import { checkWebhookUrl, resolveTarget } from '../webhooks/addressPolicy.js';
 import { checkForwardTo } from '../webhooks/loopbackSender.js';
 import { notListener } from '../webhooks/listen.js';
 import type { WebhookSender } from '../webhooks/httpsSender.js';
-import { EVENT_KINDS, WEBHOOKS_GROUP, type Delivery, type EventKind, type Webhook, type WebhookStore } from '../webhooks/port.js';
+import { EVENT_KINDS, WEBHOOKS_FILTER, WEBHOOKS_GROUP, type Delivery, type EventKind, type Webhook, type WebhookStore } from '../webhooks/port.js';
 import { ADMIN_SWITCH_OFF_REASON, switchedOffAt } from '../webhooks/timeline.js';
 
 /**
@@ -127,6 +127,9 @@ export class WebhookSetup {
       lastSuccessAt: null,
       ...(listener ? { listener: true as const } : {}),
     };
+    // The fan-out's group starts where it is created: it must exist before a webhook can want a
+    // change, whether or not a dispatcher has run yet.
+    await this.options.events.ensurePersistentGroup(WEBHOOKS_GROUP, { filter: WEBHOOKS_FILTER });
     // The log first: the fan-out decides who receives a change by log order (webhooks/timeline.ts).
     await this.audit(webhook, 'WebhookCreated', { name: webhook.name, url, events, objects, ...(listener ? { listener: true } : {}) });
     await this.options.webhooks.createWebhook(webhook);

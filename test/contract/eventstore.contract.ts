@@ -606,6 +606,18 @@ export function eventStoreContract(
     });
 
     describe('persistentSubscription', () => {
+      it('ensurePersistentGroup: a group made before any consumer starts there; made again, it stays', async () => {
+        const group = `group-${randomUUID()}`;
+        await appendOne(streamName('before'));
+        await store.ensurePersistentGroup(group, { filter: { streamPrefixes: [prefix] } });
+        const expected = [(await appendOne(streamName('after'))).event.id];
+        await store.ensurePersistentGroup(group, { filter: { streamPrefixes: [prefix] } });
+        expected.push((await appendOne(streamName('after'))).event.id);
+
+        const received = await takeAcking(consumer(group), 2, waitMs);
+        expect(received.map((e) => e.event.id)).toEqual(expected);
+      });
+
       it('creates a missing group that starts at the current end of the log, filter respected', async () => {
         const wanted = `${prefix}wanted-`;
         await appendOne(`${wanted}${randomUUID()}`);

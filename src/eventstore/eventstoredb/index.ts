@@ -52,7 +52,7 @@ import {
 } from './mapping.js';
 import { subscribeToAll } from './catchUp.js';
 import type { EsdbLogger, SubscriptionContext } from './control.js';
-import { persistentSubscription } from './persistent.js';
+import { ensurePersistentGroup, persistentSubscription } from './persistent.js';
 
 /**
  * The production event log: EventStoreDB (or KurrentDB, its successor, which speaks the same gRPC
@@ -289,6 +289,7 @@ export function openEventStoreDb(options: EventStoreDbOptions): EventStore {
     checkChain,
     subscribeToAll: (subscribeOptions) => subscribeToAll(context, subscribeOptions),
     persistentSubscription: (group, subscribeOptions) => persistentSubscription(context, group, subscribeOptions),
+    ensurePersistentGroup: (group, groupOptions) => ensurePersistentGroup(context, group, groupOptions),
     replayParked,
     groupCheckpoint,
     headPosition,

@@ -21,16 +21,31 @@ import {
  * once). Acks and nacks for events of a connection that has dropped are ignored.
  */
 
+/** The group's settings as this code makes them (retries, timeout, buffers; a new group starts at the end). */
+function groupSettings(ctx: SubscriptionContext, options: PersistentSubscriptionOptions) {
+  return persistentGroupSettings({
+    ...(options.maxRetryCount !== undefined ? { maxRetryCount: options.maxRetryCount } : {}),
+    messageTimeoutMs: ctx.messageTimeoutMs ?? PERSISTENT_DEFAULTS.messageTimeoutMs,
+    bufferSize: options.bufferSize ?? PERSISTENT_DEFAULTS.bufferSize,
+  });
+}
+
+/** Creates the group when missing; an existing one keeps its checkpoint and settings (its subscriber updates those). */
+export async function ensurePersistentGroup(ctx: SubscriptionContext, group: string, options: PersistentSubscriptionOptions = {}): Promise<void> {
+  ctx.assertOpen();
+  try {
+    await ctx.client.createPersistentSubscriptionToAll(group, groupSettings(ctx, options), { filter: toServerFilter(options.filter) });
+  } catch (error) {
+    if (!(error instanceof PersistentSubscriptionExistsError)) throw error;
+  }
+}
+
 export function persistentSubscription(ctx: SubscriptionContext, group: string, subscribeOptions: PersistentSubscriptionOptions = {}): PersistentSubscription {
   const { client, logger, open } = ctx;
   ctx.assertOpen();
   const messageTimeoutMs = ctx.messageTimeoutMs ?? PERSISTENT_DEFAULTS.messageTimeoutMs;
   const requested = subscribeOptions.bufferSize ?? PERSISTENT_DEFAULTS.bufferSize;
-  const settings = persistentGroupSettings({
-    ...(subscribeOptions.maxRetryCount !== undefined ? { maxRetryCount: subscribeOptions.maxRetryCount } : {}),
-    messageTimeoutMs,
-    bufferSize: requested,
-  });
+  const settings = groupSettings(ctx, subscribeOptions);
   const serverFilter = toServerFilter(subscribeOptions.filter);
   const bufferSize = inFlightLimit(requested, messageTimeoutMs);
   const backoff = nackBackoff(subscribeOptions.retryBackoff ?? DEFAULT_RETRY_BACKOFF, messageTimeoutMs);

@@ -130,6 +130,11 @@ export class GroupTables {
     return this.checkpointStmt.get(name)?.checkpoint;
   }
 
+  /** Creates the group (at the end of the log) when missing. */
+  ensure(name: string): void {
+    this.ensureStmt.run(name);
+  }
+
   /** Creates the group when missing and returns what it remembers. */
   load(name: string): GroupState {
     return this.loadTx.immediate(name);

@@ -213,6 +213,14 @@ class SqliteEventStore implements EventStore {
     return (this.groups.get(group) ?? this.createGroup(group, options)).attach(bufferSize);
   }
 
+  async ensurePersistentGroup(group: string, options: PersistentSubscriptionOptions = {}): Promise<void> {
+    this.assertOpen();
+    if (typeof group !== 'string' || group.length === 0) throw new RangeError('group name must be a non-empty string');
+    validateFilter(options.filter);
+    this.groupTables ??= new GroupTables(this.db);
+    this.groupTables.ensure(group);
+  }
+
   async replayParked(group: string): Promise<number> {
     this.assertOpen();
     this.groupTables ??= new GroupTables(this.db);
