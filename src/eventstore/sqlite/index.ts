@@ -66,6 +66,10 @@ function prefixEnd(prefix: string): string {
   return prefix.slice(0, -1) + String.fromCharCode(prefix.charCodeAt(prefix.length - 1) + 1);
 }
 
+function validateGroupName(group: string): void {
+  if (typeof group !== 'string' || group.length === 0) throw new RangeError('group name must be a non-empty string');
+}
+
 function positionToSeq(position: Position): number {
   const { commit } = parsePosition(position);
   if (commit > BigInt(Number.MAX_SAFE_INTEGER)) throw new RangeError(`position out of range: ${position}`);
@@ -207,7 +211,7 @@ class SqliteEventStore implements EventStore {
 
   persistentSubscription(group: string, options: PersistentSubscriptionOptions = {}): PersistentSubscription {
     this.assertOpen();
-    if (typeof group !== 'string' || group.length === 0) throw new RangeError('group name must be a non-empty string');
+    validateGroupName(group);
     const bufferSize = options.bufferSize ?? DEFAULT_BUFFER_SIZE;
     validateCount('bufferSize', bufferSize, 1);
     return (this.groups.get(group) ?? this.createGroup(group, options)).attach(bufferSize);
@@ -215,17 +219,15 @@ class SqliteEventStore implements EventStore {
 
   async ensurePersistentGroup(group: string, options: PersistentSubscriptionOptions = {}): Promise<void> {
     this.assertOpen();
-    if (typeof group !== 'string' || group.length === 0) throw new RangeError('group name must be a non-empty string');
+    validateGroupName(group);
     validateFilter(options.filter);
-    this.groupTables ??= new GroupTables(this.db);
-    this.groupTables.ensure(group);
+    this.tables().ensure(group);
   }
 
   async replayParked(group: string): Promise<number> {
     this.assertOpen();
-    this.groupTables ??= new GroupTables(this.db);
     this.groups.get(group)?.persist();
-    const count = this.groupTables.requestReplay(group);
+    const count = this.tables().requestReplay(group);
     // Served here: at once; served by another process: at its next look (groupTables.ts).
     this.groups.get(group)?.takeReplays();
     return count;
@@ -252,8 +254,7 @@ class SqliteEventStore implements EventStore {
     this.assertOpen();
     // The group served in this process saves first: its checkpoint may be in memory only for a moment.
     this.groups.get(group)?.persist();
-    this.groupTables ??= new GroupTables(this.db);
-    const seq = this.groupTables.checkpointOf(group);
+    const seq = this.tables().checkpointOf(group);
     if (seq === undefined) return null;
     return { position: seq === 0 ? null : formatPosition(BigInt(seq)) };
   }
@@ -280,16 +281,20 @@ class SqliteEventStore implements EventStore {
     const maxRetryCount = options.maxRetryCount ?? DEFAULT_MAX_RETRY_COUNT;
     validateCount('maxRetryCount', maxRetryCount, 0);
     validateFilter(options.filter);
-    this.groupTables ??= new GroupTables(this.db);
     const group = new PersistentGroup(
       name,
       { filter: options.filter, maxRetryCount, retryBackoff: options.retryBackoff ?? DEFAULT_RETRY_BACKOFF },
-      this.groupTables,
+      this.tables(),
       this.log,
       this.watcher,
     );
     this.groups.set(name, group);
     return group;
+  }
+
+  /** The persistent groups' tables, opened on first use. */
+  private tables(): GroupTables {
+    return (this.groupTables ??= new GroupTables(this.db));
   }
 
   private assertOpen(): void {
