@@ -21,18 +21,58 @@ export interface PrivateEventStore extends EventStore {
 }
 
 export function privateEvents(stored: EventStore, vault: Vault, personalFields: PersonalFields, onClose?: () => Promise<void>): PrivateEventStore {
-  const sealEvent = async (event: NewEvent): Promise<NewEvent> => {
+  const sealEvent = async (event: NewEvent, fieldsOf: PersonalFields = personalFields): Promise<NewEvent> => {
     const { data } = event;
     const workspaceId = data['workspaceId'];
     const object = data['object'];
     if (typeof workspaceId !== 'string' || typeof object !== 'string' || recordIdOf(data) === null) return event;
-    const personal = await personalFields(workspaceId, object);
+    const personal = await fieldsOf(workspaceId, object);
     if (!holdsPersonal(event.type, data, personal)) return event;
     const key = await vault.keyFor(recordIdOf(data)!, event.type === 'RecordCreated');
     return { ...event, data: sealData(event.type, data, personal, key) };
   };
-  const sealAppend = async (append: StreamAppend): Promise<StreamAppend> => ({ ...append, events: await Promise.all(append.events.map(sealEvent)) });
-  const sealGroup = async (group: AppendGroup): Promise<AppendGroup> => (Array.isArray(group) ? Promise.all(group.map(sealAppend)) : sealAppend(group));
+  const sealAppend = async (append: StreamAppend, fieldsOf?: PersonalFields): Promise<StreamAppend> => ({
+    ...append,
+    events: await Promise.all(append.events.map((event) => sealEvent(event, fieldsOf))),
+  });
+  const sealGroup = async (group: AppendGroup, fieldsOf?: PersonalFields): Promise<AppendGroup> =>
+    Array.isArray(group) ? Promise.all(group.map((append) => sealAppend(append, fieldsOf))) : sealAppend(group, fieldsOf);
+  /**
+   * A request's creates are appended together (thousands of events, mostly claims that hold no
+   * personal value): the personal fields of each workspace and object are looked up once, and
+   * only groups with an event that holds personal values go through sealGroup; the others are
+   * written as given, without a promise per event.
+   */
+  const sealGroups = async (groups: AppendGroup[]): Promise<AppendGroup[]> => {
+    const personal = new Map<string, ReadonlySet<string>>();
+    const holds = (event: NewEvent): boolean | Promise<boolean> => {
+      const { data } = event;
+      const workspaceId = data['workspaceId'];
+      const object = data['object'];
+      if (typeof workspaceId !== 'string' || typeof object !== 'string' || recordIdOf(data) === null) return false;
+      const key = `${workspaceId}\u0000${object}`;
+      const fields = personal.get(key);
+      if (fields !== undefined) return holdsPersonal(event.type, data, fields);
+      return personalFields(workspaceId, object).then((found) => {
+        personal.set(key, found);
+        return holdsPersonal(event.type, data, found);
+      });
+    };
+    const known: PersonalFields = async (workspaceId, object) => personal.get(`${workspaceId}\u0000${object}`) ?? personalFields(workspaceId, object);
+    const sealed: (AppendGroup | Promise<AppendGroup>)[] = [];
+    for (const group of groups) {
+      let seal = false;
+      for (const append of Array.isArray(group) ? group : [group]) {
+        for (const event of append.events) {
+          const held = holds(event);
+          if ((seal = typeof held === 'boolean' ? held : await held)) break;
+        }
+        if (seal) break;
+      }
+      sealed.push(seal ? sealGroup(group, known) : group);
+    }
+    return Promise.all(sealed);
+  };
 
   const openAll = async (events: RecordedEvent[]): Promise<RecordedEvent[]> => {
     const ids = new Set<string>();
@@ -59,10 +99,11 @@ export function privateEvents(stored: EventStore, vault: Vault, personalFields: 
     chainScope: stored.chainScope,
     atomicGroups: stored.atomicGroups,
     async append(stream, events, options) {
-      return stored.append(stream, await Promise.all(events.map(sealEvent)), options);
+      return stored.append(stream, await Promise.all(events.map((event) => sealEvent(event))), options);
     },
     async appendThen(first, then) {
-      return stored.appendThen(await sealGroup(first), await Promise.all(then.map(sealGroup)));
+      const [sealedFirst, ...sealedThen] = await sealGroups([first, ...then]);
+      return stored.appendThen(sealedFirst!, sealedThen);
     },
     async readStream(stream, options) {
       return openAll(await stored.readStream(stream, options));
