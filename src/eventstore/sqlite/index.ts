@@ -16,6 +16,7 @@ import type {
   ReadStreamOptions,
   ReadStreamsOptions,
   StreamsPage,
+  StreamEvent,
   RecordedEvent,
   SubscribeToAllOptions,
   Subscription,
@@ -165,7 +166,7 @@ class SqliteEventStore implements EventStore {
     // The cursor names the stream to start at ('=') or the one to start after ('>').
     const [from, after] = options.from === 'start' ? [options.prefix, false] : [options.from.slice(1), options.from.startsWith('>')];
     const events = this.log.streamRange(from, after, prefixEnd(options.prefix), options.maxCount);
-    const streams: RecordedEvent[][] = [];
+    const streams: StreamEvent[][] = [];
     for (const event of events) {
       const current = streams.at(-1);
       if (current?.[0]!.stream === event.stream) current.push(event);
@@ -177,7 +178,8 @@ class SqliteEventStore implements EventStore {
     const last = streams.pop()!;
     const name = last[0]!.stream;
     if (streams.length > 0) return { streams, next: `=${name}` };
-    return { streams: [this.log.readStream(name, false, -1)], next: `>${name}` };
+    // (A name followed by U+0000 is the least name above it.)
+    return { streams: [this.log.streamRange(name, false, `${name}\u0000`, -1)], next: `>${name}` };
   }
 
   async checkChain(options: CheckChainOptions): Promise<ChainReport> {
