@@ -8,7 +8,11 @@ import { storedRowEvent, type EventLog } from './eventLog.js';
  * thread (chainThread.ts).
  */
 
-const CHAIN_PAGE = 2000;
+/**
+ * Rows per page. Small pages keep a thread's heap small (each row's text and the hashed text
+ * built from it live until the page is done) at the same speed (docs/performance.md, verify lane 3).
+ */
+const CHAIN_PAGE = 500;
 
 export async function checkStoredChain(
   log: EventLog,
