@@ -244,8 +244,9 @@ export interface EventStore {
   /**
    * Every stream whose name starts with `prefix`, whole, a page of streams at a time, each exactly
    * once, in an order of the store's choosing (the embedded store by stream name, along its
-   * (stream, revision) index; EventStoreDB in the order the streams began in $all). Verification
-   * folds every record's stream this way, not with one readStream per record.
+   * (stream, revision) index; EventStoreDB in the order the streams began in $all), each event
+   * without its metadata. Verification folds every record's stream this way, not with one
+   * readStream per record.
    */
   readStreams(options: ReadStreamsOptions): Promise<StreamsPage>;
   /** How this store chains its events' hashes: over the whole log, or per stream (chain.ts). */

@@ -75,7 +75,7 @@ describe('the chain check on a thread of its own (embedded store)', () => {
     expect(await store.checkChain({ until })).toEqual(report);
   });
 
-  it('reports the exact first broken event of a log edited by hand, and still counts the rest', async () => {
+  it('reports the exact first broken event of a log edited by hand (data, then metadata alone), and still counts the rest', async () => {
     const events: RecordedEvent[] = [];
     for (let from: RecordedEvent['position'] | 'start' = 'start'; ; ) {
       const page = await store.readAll({ from, maxCount: 1000 });
@@ -94,6 +94,15 @@ describe('the chain check on a thread of its own (embedded store)', () => {
     expect(report.firstBreak).toEqual({ position: edited.position, eventId: edited.id, stream: edited.stream, reason: expect.stringContaining('does not match') });
     expect(report).toEqual(await expectedReport(store));
     expect(await store.checkChain({ until })).toEqual(report);
+
+    // Metadata alone edited (who made the change), earlier in the log: the break moves there.
+    const renamed = events[1000]!;
+    const file = openSqliteFile(path, { synchronous: 'FULL' });
+    file.prepare("UPDATE events SET metadata = json_set(metadata, '$.actor.name', 'Someone else') WHERE id = ?").run(renamed.id);
+    file.close();
+    const again = await thread.checkChainOnThread({ path, until: Number(until.split(':')[0]) }, undefined, new Set());
+    expect(again.firstBreak).toMatchObject({ position: renamed.position, eventId: renamed.id });
+    expect(again).toEqual(await expectedReport(store));
   });
 
   it('ends with the store: a check still running when it closes rejects, and its thread stops', async () => {
