@@ -21,6 +21,12 @@ export interface ChainThreadData {
 export type ChainThreadMessage = { progress: number } | { report: ChainReport };
 
 const SCRIPT = new URL('./chainThread.js', import.meta.url);
+/**
+ * The thread's young generation: the check makes a few short-lived strings per event, and V8's
+ * default lets the young generation grow to tens of MiB, which a verification's resident memory
+ * then carried on top of the calling thread's (as for the role threads: supervisedThread.ts).
+ */
+const YOUNG_GENERATION_MB = 8;
 
 /** Whether a chain check of the file at `path` should run on a thread (`checkChainOnThread`). */
 export function chainThreadFits(path: string, cores = availableParallelism()): boolean {
@@ -32,7 +38,7 @@ export function chainThreadFits(path: string, cores = availableParallelism()): b
  * promise then rejects).
  */
 export function checkChainOnThread(data: ChainThreadData, progress: ((events: number) => void) | undefined, running: Set<Worker>): Promise<ChainReport> {
-  const worker = new Worker(SCRIPT, { workerData: data });
+  const worker = new Worker(SCRIPT, { workerData: data, resourceLimits: { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB } });
   running.add(worker);
   return new Promise<ChainReport>((resolve, reject) => {
     worker.on('message', (message: ChainThreadMessage) => {
