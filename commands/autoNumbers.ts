@@ -63,8 +63,20 @@ interface Waiter {
   reject(error: unknown): void;
 }
 
+/** A counter stream as this process last wrote or read it. */
+interface Counter {
+  revision: number;
+  last: number;
+}
+
 export class AutoNumbers {
   private readonly queues = new Map<string, Waiter[]>();
+  /**
+   * The counters this process wrote last: the next reservation appends after them without reading
+   * the stream again. Another process's reservation meanwhile fails that append with a Conflict
+   * (expected revision), and the counter is read again.
+   */
+  private readonly counters = new Map<string, Counter>();
 
   constructor(private readonly events: EventStore) {}
 
@@ -115,8 +127,8 @@ export class AutoNumbers {
     const batch = [...all];
     while (batch.length > 0) {
       const count = batch.reduce((sum, waiter) => sum + waiter.count, 0);
-      const [last] = await this.events.readStream(stream, { direction: 'backwards', maxCount: 1 });
-      const first = (last ? Number(last.data['last']) : 0) + 1;
+      const counter = this.counters.get(stream) ?? (await this.readCounter(stream));
+      const first = (counter ? counter.last : 0) + 1;
       const metadata = batch[0]!.metadata;
       const free = await this.freeNumbers(scope, numbered, first, count, metadata);
       const built = batch.map((waiter) => waiter.use(free.assigned.splice(0, waiter.count)));
@@ -124,11 +136,14 @@ export class AutoNumbers {
       const reservation: StreamAppend = {
         stream,
         events: [{ id: newId(), type: 'NumbersReserved', data, metadata }],
-        expectedRevision: last ? last.revision : 'no_stream',
+        expectedRevision: counter ? counter.revision : 'no_stream',
       };
       const claims = batch.flatMap((waiter) => waiter.claims);
       try {
+        // Not known until the append answers: a failure may or may not have written it.
+        this.counters.delete(stream);
         const { then } = await this.events.appendThen(claims.length > 0 ? [reservation, ...claims] : reservation, built.flat());
+        this.counters.set(stream, { revision: counter ? counter.revision + 1 : 0, last: free.last });
         let offset = 0;
         batch.forEach((waiter, i) => waiter.resolve(then.slice(offset, (offset += built[i]!.length))));
         return;
@@ -137,11 +152,18 @@ export class AutoNumbers {
         // Another process reserved meanwhile: read again. A request's claim was taken: it alone
         // fails (the last one claiming it, when several of this batch claim the same key).
         if (error.stream === stream) continue;
+        // The claim failed the whole group where groups are all or none: the counter is as it was.
+        if (this.events.atomicGroups && counter) this.counters.set(stream, counter);
         const loser = batch.findLastIndex((waiter) => waiter.claims.some((claim) => claim.stream === error.stream));
         if (loser === -1) throw error;
         batch.splice(loser, 1)[0]!.reject(error);
       }
     }
+  }
+
+  private async readCounter(stream: string): Promise<Counter | null> {
+    const [last] = await this.events.readStream(stream, { direction: 'backwards', maxCount: 1 });
+    return last ? { revision: last.revision, last: Number(last.data['last']) } : null;
   }
 
   /**

@@ -10,6 +10,7 @@ import type { RecordEvent } from '../src/events/records.js';
 import { loadRecord, MAX_ATTEMPTS, recordAppend, retryPause } from './record/repository.js';
 import { takenError } from './reservations/changes.js';
 import { heldKeys, isUniqueKey, sameKey, type ReservationKey } from './reservations/keys.js';
+import type { Judgement } from './reservations/reservation.js';
 import { claimAppend, judgeKey, releaseAppends, type ReservationScope } from './reservations/store.js';
 
 /**
@@ -38,6 +39,9 @@ export type CreateOutcome = { kind: 'created'; position: Position } | { kind: 'm
 
 type Role = 'match' | 'unique' | 'name';
 
+/** What reading a key's stream that does not exist judges (reservation.ts: FREE). */
+const NEVER_CLAIMED: Judgement = { kind: 'free', expectedRevision: 'no_stream' };
+
 /** How long a create waits for the record of a claim that another create holds. */
 const PENDING_PATIENCE_MS = 5_000;
 
@@ -49,11 +53,16 @@ export async function createRecord(deps: CommandDeps, request: CreateRequest, me
   const keys = keysToClaim(object, values, request.matchKey);
 
   const patience = Date.now() + PENDING_PATIENCE_MS;
+  // A create's keys are new values nearly always (the upsert found no record with them): the first
+  // attempt claims them as never claimed, without reading their streams. The expected revision
+  // makes that safe: a stream that exists fails the claim with a Conflict, and the next attempt
+  // reads and judges every key as it would have.
+  let presume = true;
   for (let attempt = 1; ; attempt++) {
     const claims: StreamAppend[] = [];
     let pending = false;
     for (const { key, role } of keys) {
-      const judgement = await judgeKey(scope, key, recordId);
+      const judgement = presume ? NEVER_CLAIMED : await judgeKey(scope, key, recordId);
       if (judgement.kind === 'free' || judgement.kind === 'stale') claims.push(claimAppend(scope, key, judgement, recordId, metadata));
       else if (judgement.kind === 'held' && role === 'match') return { kind: 'matched', holder: judgement.holder };
       else if (judgement.kind === 'held' && role === 'unique') throw takenError(object.key, key, values, judgement.holder);
@@ -72,6 +81,13 @@ export async function createRecord(deps: CommandDeps, request: CreateRequest, me
         : await appendWithClaims(deps, claims, recordAppend(recordId, decided, metadata, 'no_stream'), request.also ?? []);
       return { kind: 'created', position };
     } catch (error) {
+      const presumed = presume;
+      presume = false;
+      if (presumed && error instanceof Conflict && claims.some((claim) => claim.stream === error.stream)) {
+        // A presumed claim met a stream that exists: not a lost race, so no attempt and no pause.
+        attempt--;
+        continue;
+      }
       if (!(error instanceof Conflict) || attempt === MAX_ATTEMPTS) throw error;
       await retryPause(attempt);
     }

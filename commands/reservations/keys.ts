@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { Values } from '../../src/readstore/port.js';
 import { filterKey } from '../../src/readstore/filterKey.js';
 import { recordName, uniqueFields } from '../../src/schema/catalogue.js';
@@ -22,7 +22,8 @@ export const RESERVATION_STREAM_PREFIX = 'reservation-';
 
 /** The stream of one key value; hashed, as values may be long or hold any character. */
 export function reservationStream(workspaceId: string, object: string, key: ReservationKey): string {
-  const digest = createHash('sha256').update(JSON.stringify([key.kind, key.fields, key.values])).digest('hex').slice(0, 40);
+  // One-shot hash: no Hash object per key (a create names two streams or more).
+  const digest = hash('sha256', JSON.stringify([key.kind, key.fields, key.values]), 'hex').slice(0, 40);
   return `${RESERVATION_STREAM_PREFIX}${workspaceId}-${object}-${digest}`;
 }
 

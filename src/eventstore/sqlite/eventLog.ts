@@ -62,6 +62,10 @@ export interface Page {
 /** Opens the log file: WAL with synchronous=FULL, so an acknowledged append survives kill -9 and power loss. */
 export function openLogFile(path: string): Db {
   const db = openSqliteFile(path, { synchronous: 'FULL' });
+  // The group commit writes each append of several events in a savepoint, whose statement journal
+  // grows with the commit and went to a temporary file, a write syscall per page; it is needed
+  // only until COMMIT (never for durability), so it stays in memory.
+  db.pragma('temp_store = MEMORY');
   applySchema(db, EVENTS_SCHEMA);
   return db;
 }
@@ -127,6 +131,8 @@ export class EventLog {
   /** Page queries by number of filter prefixes (-1: no filter). */
   private readonly pageStmts = new Map<number, Database.Statement<unknown[], EventRow>>();
   private readonly metadataJson = new WeakMap<EventMetadata, string>();
+  /** The last page read per filter (readAfter). */
+  private readonly lastPages = new Map<string | null, { cursor: number; head: number; limit: number; page: Page }>();
   private readonly storedStmt;
   private readonly streamsStmts;
 
@@ -226,6 +232,23 @@ export class EventLog {
    *  page proves nothing matching exists up to that head. */
   readAfter(cursor: number, filter: EventFilter | undefined, limit: number): Page {
     const head = this.headSeq();
+    // The subscriptions of one thread (the records projection and the reactors) follow the log
+    // with one filter and wake together on each commit: each asks for the page the first one read.
+    // Shared as read (the events are never changed by their readers), parsed once.
+    const key = filter ? filter.streamPrefixes.join('\u0000') : null;
+    const last = this.lastPages.get(key);
+    if (last && last.cursor === cursor && last.head === head && last.limit === limit) return last.page;
+    const page = this.readPage(cursor, head, filter, limit);
+    this.lastPages.set(key, { cursor, head, limit, page });
+    return page;
+  }
+
+  /** After events were changed in place (rewriteUnchained): no page read before is handed out again. */
+  forgetPages(): void {
+    this.lastPages.clear();
+  }
+
+  private readPage(cursor: number, head: number, filter: EventFilter | undefined, limit: number): Page {
     const rows = this.pageStatement(filter).all(cursor, head, ...(filter?.streamPrefixes ?? []), limit);
     const full = rows.length === limit;
     const last = rows[rows.length - 1];

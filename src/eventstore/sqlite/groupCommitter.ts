@@ -230,13 +230,16 @@ export class GroupCommitter {
     let head = chain.head;
     let bytes = 0;
     for (const part of append.parts) {
-      const current = this.log.streamRevision(part.stream);
-      checkExpected(part.stream, part.expectedRevision, current);
+      // A new stream is not looked up: its first row, revision 0, cannot be inserted where the
+      // stream exists (UNIQUE (stream, revision)), and only then is its revision read, for the Conflict.
+      const fresh = part.expectedRevision === 'no_stream';
+      const current = fresh ? undefined : this.log.streamRevision(part.stream);
+      if (!fresh) checkExpected(part.stream, part.expectedRevision, current);
       let revision = current ?? -1;
       let lastSeq = 0;
       for (const event of part.events) {
         revision += 1;
-        const inserted = this.log.insert(part.stream, revision, event, created, head);
+        const inserted = fresh && revision === 0 ? this.insertFirst(part.stream, event, created, head) : this.log.insert(part.stream, revision, event, created, head);
         lastSeq = inserted.seq;
         head = inserted.hash;
         bytes += inserted.bytes;
@@ -246,4 +249,18 @@ export class GroupCommitter {
     chain.head = head;
     return committed;
   }
+
+  private insertFirst(stream: string, event: StreamAppend['events'][number], created: number, head: string): ReturnType<EventLog['insert']> {
+    try {
+      return this.log.insert(stream, 0, event, created, head);
+    } catch (error) {
+      const actual = isUniqueViolation(error) ? this.log.streamRevision(stream) : undefined;
+      if (actual !== undefined) throw new Conflict(stream, 'no_stream', String(actual));
+      throw error;
+    }
+  }
+}
+
+function isUniqueViolation(error: unknown): boolean {
+  return (error as { code?: unknown } | null)?.code === 'SQLITE_CONSTRAINT_UNIQUE';
 }

@@ -245,6 +245,7 @@ class SqliteEventStore implements EventStore {
           const data = rewrite(event);
           if (data !== null) count += update.run(JSON.stringify(data), event.id).changes;
         }
+        this.log.forgetPages();
         return count;
       })
       .immediate();
