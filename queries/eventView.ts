@@ -1,4 +1,4 @@
-import type { Actor, EventMetadata, EventSource, RecordedEvent } from '../src/eventstore/port.js';
+import type { Actor, EventMetadata, EventSource, StreamEvent } from '../src/eventstore/port.js';
 
 /**
  * How a stored event reads to an auditor. `readableData` is the one place where event data
@@ -6,7 +6,7 @@ import type { Actor, EventMetadata, EventSource, RecordedEvent } from '../src/ev
  * decrypting personal fields (and showing them as null once their key is shredded) slots in here.
  */
 
-export function readableData(event: RecordedEvent): Record<string, unknown> {
+export function readableData(event: StreamEvent): Record<string, unknown> {
   return event.data;
 }
 

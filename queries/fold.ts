@@ -1,5 +1,5 @@
 import { upcast } from '../src/events/records.js';
-import type { RecordedEvent } from '../src/eventstore/port.js';
+import type { StreamEvent } from '../src/eventstore/port.js';
 import type { RecordDocument, Values } from '../src/readstore/port.js';
 import { defaultObject, recordName, type ObjectDef } from '../src/schema/catalogue.js';
 import { readableData } from './eventView.js';
@@ -33,7 +33,7 @@ export class RecordFold {
   }
 
   /** Events of one stream, in order. */
-  add(event: RecordedEvent): void {
+  add(event: StreamEvent): void {
     // No copy of the event when its data reads as stored: a copy would read every member, the metadata too.
     const data = readableData(event);
     const recordEvent = upcast(data === event.data ? event : { ...event, data });

@@ -1,5 +1,5 @@
 import { RECORD_STREAM_PREFIX, recordStream } from '../src/events/records.js';
-import type { EventStore, RecordedEvent } from '../src/eventstore/port.js';
+import type { EventStore, StreamEvent } from '../src/eventstore/port.js';
 import { hasReached, type Position } from '../src/eventstore/position.js';
 import type { ReadStore, RecordDocument } from '../src/readstore/port.js';
 import type { ObjectDef } from '../src/schema/catalogue.js';
@@ -130,7 +130,7 @@ export class ReadModelCheck {
   }
 
   /** A record's stream folded up to the checkpoint. */
-  private fold(stream: RecordedEvent[]): Folded {
+  private fold(stream: StreamEvent[]): Folded {
     const fold = new RecordFold();
     let deletedLater = false;
     for (const event of stream) {

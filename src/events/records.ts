@@ -77,7 +77,7 @@ export type RecordEventType = RecordEvent['type'];
 const RECORD_EVENT_TYPES: ReadonlySet<string> = new Set<string>(['RecordCreated', 'RecordUpdated', 'RecordDeleted', 'RecordRollupsChanged', RECORD_ERASED]);
 
 /** The current-version record event held by a recorded event, or null for other event types. */
-export function upcast(event: RecordedEvent): RecordEvent | null {
+export function upcast(event: Omit<RecordedEvent, 'metadata'>): RecordEvent | null {
   if (!RECORD_EVENT_TYPES.has(event.type)) return null;
   const version = event.data['schemaVersion'];
   if (version !== 1) throw new Error(`${event.type} ${event.id}: unknown schemaVersion ${String(version)}`);

@@ -49,6 +49,12 @@ export interface RecordedEvent {
   metadata: EventMetadata;
 }
 
+/**
+ * An event as `readStreams` gives it: without its metadata, which verification's fold does not
+ * read (the chain check covers it), and which the embedded store then neither copies nor parses.
+ */
+export type StreamEvent = Omit<RecordedEvent, 'metadata'>;
+
 /** 'no_stream': the stream must not exist; a number: the revision of the stream's last event. */
 export type ExpectedRevision = 'any' | 'no_stream' | 'stream_exists' | number;
 
@@ -150,8 +156,8 @@ export interface ReadStreamsOptions {
 }
 
 export interface StreamsPage {
-  /** Whole streams, each its events in revision order. */
-  streams: RecordedEvent[][];
+  /** Whole streams, each its events in revision order (without their metadata). */
+  streams: StreamEvent[][];
   /** Where the next page starts (opaque to the caller); null: no more streams. */
   next: string | null;
 }
@@ -238,8 +244,9 @@ export interface EventStore {
   /**
    * Every stream whose name starts with `prefix`, whole, a page of streams at a time, each exactly
    * once, in an order of the store's choosing (the embedded store by stream name, along its
-   * (stream, revision) index; EventStoreDB in the order the streams began in $all). Verification
-   * folds every record's stream this way, not with one readStream per record.
+   * (stream, revision) index; EventStoreDB in the order the streams began in $all), each event
+   * without its metadata. Verification folds every record's stream this way, not with one
+   * readStream per record.
    */
   readStreams(options: ReadStreamsOptions): Promise<StreamsPage>;
   /** How this store chains its events' hashes: over the whole log, or per stream (chain.ts). */

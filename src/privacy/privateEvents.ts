@@ -1,4 +1,4 @@
-import type { AppendGroup, EventStore, NewEvent, PersistentEvent, PersistentSubscription, RecordedEvent, StreamAppend, Subscription } from '../eventstore/port.js';
+import type { AppendGroup, EventStore, NewEvent, PersistentEvent, PersistentSubscription, RecordedEvent, StreamAppend, StreamEvent, Subscription } from '../eventstore/port.js';
 import { OpenedEvents } from './openedEvents.js';
 import { STORED_DATA } from '../eventstore/chain.js';
 import { RECORD_ERASED } from '../events/records.js';
@@ -74,7 +74,7 @@ export function privateEvents(stored: EventStore, vault: Vault, personalFields: 
     return Promise.all(sealed);
   };
 
-  const openAll = async (events: RecordedEvent[]): Promise<RecordedEvent[]> => {
+  const openAll = async <E extends StreamEvent>(events: E[]): Promise<E[]> => {
     const ids = new Set<string>();
     for (const event of events) if (hasSealed(event.type, event.data)) ids.add(recordIdOf(event.data)!);
     if (ids.size === 0) return events;

@@ -63,67 +63,137 @@ function timedInputsOf(object: string, document: RecordDocument): string | null 
 /** Splice point kinds (the first character of a splice). */
 export const SPLICE = { person: 'p', link: 'l', linkList: 'L', lookup: 'k', timed: 't' } as const;
 
-type Piece = { json: string } | { splice: string };
+/**
+ * One key of the rendering, in the order a plain object assigned in renderRecords' order gives
+ * (integer-like keys first, a repeated key where it was first assigned, the last value kept):
+ * worked out once per object definition, so that a rendering assigns no object of pieces and
+ * quotes no key. Every value is still computed in the original order, overwritten ones included
+ * (any of them can make the rendering unsafe).
+ */
+type Unslotted =
+  | { kind: 'id' | 'createdAt' | 'updatedAt' }
+  | { kind: 'field'; field: ObjectDef['fields'][number] }
+  | { kind: 'lookup'; lookup: (typeof lookups)[number]; format: ObjectDef['fields'][number]['format'] | undefined };
+type Step = Unslotted & { slot: number };
+
+interface Plan {
+  steps: Step[];
+  /** Per slot: `,"key":` (no comma for the first). */
+  prefixes: string[];
+  timed: boolean;
+}
+
+const plans = new WeakMap<ObjectDef, Plan>();
+
+function planOf(object: ObjectDef): Plan {
+  let plan = plans.get(object);
+  if (plan) return plan;
+  const order: Record<string, true> = {};
+  const keyed: { key: string; step: Unslotted }[] = [];
+  const add = (key: string, step: Unslotted) => {
+    order[key] = true;
+    keyed.push({ key, step });
+  };
+  add('id', { kind: 'id' });
+  for (const field of object.fields) add(field.key, { kind: 'field', field });
+  for (const lookup of lookups) {
+    if (lookup.object === object.key) add(lookup.field, { kind: 'lookup', lookup, format: object.fields.find((field) => field.key === lookup.via)?.format });
+  }
+  add('id', { kind: 'id' });
+  add('createdAt', { kind: 'createdAt' });
+  add('updatedAt', { kind: 'updatedAt' });
+  // Object.keys of the same assignments: the order (and the keys, `__proto__` left out) the pieces had.
+  const keys = Object.keys(order);
+  const slots = new Map(keys.map((key, at) => [key, at]));
+  plan = {
+    steps: keyed.map(({ key, step }): Step => ({ ...step, slot: slots.get(key) ?? -1 })),
+    prefixes: keys.map((key, at) => (at === 0 ? '' : ',') + JSON.stringify(key) + ':'),
+    timed: object.fields.some((field) => field.format.type === 'calculated' && field.format.timeDependent),
+  };
+  plans.set(object, plan);
+  return plan;
+}
+
+/** Ids and keys are plain text; one holding a separator is rendered at read time instead. */
+const unsafePart = (part: string) => part.includes(MARK) || part.includes(PART);
 
 /** The stored rendering of `document` with `object`'s definition; null when a value cannot be spliced safely (read time renders it then). */
 export function renderTemplate(object: ObjectDef, document: RecordDocument): string | null {
-  // A plain object, assigned in renderRecords' order: its keys then come out in the same order.
-  const pieces: Record<string, Piece> = {};
-  const json = (value: unknown): Piece => ({ json: JSON.stringify(value) });
+  const plan = planOf(object);
+  // Per slot: final JSON text, or a splice (kind and parts).
+  const values: string[] = new Array(plan.prefixes.length);
+  const spliced: boolean[] = new Array(plan.prefixes.length).fill(false);
   let unsafe = false;
-  // Ids and keys are plain text; one holding a separator is rendered at read time instead.
-  const splice = (kind: string, parts: string[]): Piece => {
-    if (parts.some((part) => part.includes(MARK) || part.includes(PART))) unsafe = true;
-    return { splice: kind + parts.join(PART) };
+  const splice = (slot: number, kind: string, parts: string[]) => {
+    if (parts.some(unsafePart)) unsafe = true;
+    if (slot < 0) return;
+    values[slot] = kind + parts.join(PART);
+    spliced[slot] = true;
   };
-  pieces['id'] = json(document.id);
-  const timed = timedInputsOf(object.key, document);
-  for (const field of object.fields) {
-    const value = document.fields[field.key] ?? null;
-    const format = field.format;
-    switch (format.type) {
-      case 'link':
-        pieces[field.key] = typeof value === 'string' ? splice(SPLICE.link, [format.object, value]) : json(null);
+  const json = (slot: number, value: unknown) => {
+    if (slot < 0) return;
+    values[slot] = JSON.stringify(value);
+    spliced[slot] = false;
+  };
+  const timed = plan.timed ? timedInputsOf(object.key, document) : null;
+  for (const step of plan.steps) {
+    const slot = step.slot;
+    switch (step.kind) {
+      case 'id':
+        json(slot, document.id);
         break;
-      case 'linkList':
-        pieces[field.key] = Array.isArray(value) && value.length > 0 ? splice(SPLICE.linkList, [format.object, ...value]) : json([]);
+      case 'createdAt':
+        json(slot, document.createdAt);
         break;
-      case 'person':
-        pieces[field.key] = typeof value === 'string' ? splice(SPLICE.person, [value]) : json(null);
+      case 'updatedAt':
+        json(slot, document.updatedAt);
         break;
-      case 'files':
-        pieces[field.key] = json([]);
+      case 'lookup': {
+        const linkedId: StoredValue | undefined = document.fields[step.lookup.via];
+        if (step.format?.type === 'link' && typeof linkedId === 'string') splice(slot, SPLICE.lookup, [step.format.object, linkedId, step.lookup.take]);
+        else json(slot, null);
         break;
-      case 'calculated':
-        pieces[field.key] = format.timeDependent ? splice(SPLICE.timed, timed === null ? [field.key] : [field.key, timed]) : json(document.calculated[field.key] ?? null);
-        break;
-      default:
-        pieces[field.key] = json(value);
+      }
+      case 'field': {
+        const { key, format } = step.field;
+        const value = document.fields[key] ?? null;
+        switch (format.type) {
+          case 'link':
+            if (typeof value === 'string') splice(slot, SPLICE.link, [format.object, value]);
+            else json(slot, null);
+            break;
+          case 'linkList':
+            if (Array.isArray(value) && value.length > 0) splice(slot, SPLICE.linkList, [format.object, ...value]);
+            else json(slot, []);
+            break;
+          case 'person':
+            if (typeof value === 'string') splice(slot, SPLICE.person, [value]);
+            else json(slot, null);
+            break;
+          case 'files':
+            json(slot, []);
+            break;
+          case 'calculated':
+            if (format.timeDependent) splice(slot, SPLICE.timed, timed === null ? [key] : [key, timed]);
+            else json(slot, document.calculated[key] ?? null);
+            break;
+          default:
+            json(slot, value);
+        }
+      }
     }
   }
-  for (const lookup of lookups) {
-    if (lookup.object !== object.key) continue;
-    const format = object.fields.find((field) => field.key === lookup.via)?.format;
-    const linkedId: StoredValue | undefined = document.fields[lookup.via];
-    const spliced = format?.type === 'link' && typeof linkedId === 'string';
-    pieces[lookup.field] = spliced ? splice(SPLICE.lookup, [format.object, linkedId, lookup.take]) : json(null);
-  }
-  pieces['id'] = json(document.id);
-  pieces['createdAt'] = json(document.createdAt);
-  pieces['updatedAt'] = json(document.updatedAt);
   if (unsafe) return null;
 
   let out = shapeOf(object);
   let text = '{';
-  let first = true;
-  for (const [key, piece] of Object.entries(pieces)) {
-    text += (first ? '' : ',') + JSON.stringify(key) + ':';
-    first = false;
-    if ('json' in piece) {
-      text += piece.json;
+  for (let slot = 0; slot < values.length; slot++) {
+    text += plan.prefixes[slot];
+    if (!spliced[slot]) {
+      text += values[slot];
       continue;
     }
-    out += MARK + text + MARK + piece.splice;
+    out += MARK + text + MARK + values[slot];
     text = '';
   }
   return out + MARK + text + '}';

@@ -13,6 +13,7 @@ import type {
   PersistentSubscription,
   PersistentSubscriptionOptions,
   RecordedEvent,
+  StreamEvent,
   Subscription,
 } from '../../src/eventstore/port.js';
 import { retryDelayMs } from '../../src/eventstore/port.js';
@@ -405,7 +406,7 @@ export function eventStoreContract(
         await store.append(long, [newEvent(), newEvent(), newEvent(), newEvent(), newEvent()], { expectedRevision: 'no_stream' });
         await store.append(b, [newEvent()], { expectedRevision: 'no_stream' });
         await store.append(a, [newEvent()], { expectedRevision: 1 });
-        const read: RecordedEvent[][] = [];
+        const read: StreamEvent[][] = [];
         let pages = 0;
         for (let from: string | null = 'start'; from !== null; pages++) {
           const page = await store.readStreams({ prefix, from, maxCount: 2 });
@@ -419,7 +420,9 @@ export function eventStoreContract(
         for (const [name, events] of byName) {
           expect(events.every((event) => event.stream === name)).toBe(true);
           expect(events.map((event) => event.revision)).toEqual([...events.keys()]);
-          expect(events).toEqual(await store.readStream(name));
+          // Without their metadata (verification folds the data; the chain check covers the rest).
+          expect(events).toEqual((await store.readStream(name)).map(({ metadata: _metadata, ...event }) => event));
+          expect(events.some((event) => 'metadata' in event)).toBe(false);
         }
         expect(byName.get(long)).toHaveLength(5);
         expect(await store.readStreams({ prefix: `${prefix}none-`, from: 'start', maxCount: 10 })).toEqual({ streams: [], next: null });

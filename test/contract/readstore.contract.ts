@@ -708,6 +708,36 @@ export function readStoreContract(name: string, open: () => Promise<ReadStore> |
         await store.dropUnusedGenerations();
       });
 
+      it('a generation batch that looks records up before writing them (absent, present, deleted then written again) keeps each once, as last written', async () => {
+        const ws = workspace();
+        const p = projection();
+        const building = await store.beginGeneration({ version: 'v-lookups', owner, restart: false, ownerAlive: dead });
+        const inGeneration = { generation: building.generation };
+        const a = doc(ws, 1, { fields: { tier: 'SMB' }, name: 'A' });
+        const b = doc(ws, 2, { fields: { tier: 'SMB' }, name: 'B' });
+        const c = doc(ws, 3, { fields: { tier: 'SMB' }, name: 'C' });
+        await store.transaction((tx) => tx.put(a), inGeneration);
+        await store.transaction(async (tx) => {
+          expect(await tx.get(ws, 'clients', b.id)).toBeNull();
+          await tx.put(b);
+          expect(await tx.get(ws, 'clients', c.id)).toBeNull();
+          await tx.put(c);
+          // Written twice in the batch, after the look-up that found nothing.
+          await tx.put({ ...c, fields: { tier: 'Enterprise' }, revision: 1 });
+          expect(await tx.get(ws, 'clients', a.id)).toMatchObject({ id: a.id });
+          await tx.delete(ws, 'clients', a.id);
+          await tx.put({ ...a, name: 'A2', revision: 1 });
+          await tx.setCheckpoint(p, formatPosition(3n));
+        }, inGeneration);
+        await store.promoteGeneration(building.generation, p, async () => {});
+        expect(await store.find(query(ws))).toMatchObject({ total: 3 });
+        expect(await ids(query(ws, { filters: [{ field: 'tier', value: 'smb' }] }))).toEqual([a.id, b.id]);
+        expect(await ids(query(ws, { filters: [{ field: 'tier', value: 'enterprise' }] }))).toEqual([c.id]);
+        expect(await store.get(ws, 'clients', a.id)).toMatchObject({ name: 'A2', revision: 1 });
+        expect(await store.get(ws, 'clients', c.id)).toMatchObject({ fields: { tier: 'Enterprise' }, revision: 1 });
+        await store.dropUnusedGenerations();
+      });
+
       it('resumes the generation being built, restarts it on request, and refuses a second live builder', async () => {
         const p = projection();
         const first = await store.beginGeneration({ version: 'v3', owner, restart: false, ownerAlive: dead });

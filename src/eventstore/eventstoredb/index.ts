@@ -212,7 +212,7 @@ export function openEventStoreDb(options: EventStoreDbOptions): EventStore {
   async function readStreams(streamsOptions: ReadStreamsOptions): Promise<StreamsPage> {
     assertOpen();
     return streamsByFirstEvent(
-      { all: (from, prefix) => readAll({ from, maxCount: PAGE, filter: { streamPrefixes: [prefix] } }), stream: (name) => readStream(name) },
+      { all: (from, prefix) => readAll({ from, maxCount: PAGE, filter: { streamPrefixes: [prefix] } }), stream: async (name) => (await readStream(name)).map(({ metadata: _metadata, ...event }) => event) },
       streamsOptions,
     );
   }

@@ -1,4 +1,4 @@
-import type { ReadStreamsOptions, RecordedEvent, StreamsPage } from '../port.js';
+import type { ReadStreamsOptions, RecordedEvent, StreamEvent, StreamsPage } from '../port.js';
 import { parsePosition, type Position } from '../position.js';
 
 /**
@@ -11,14 +11,14 @@ import { parsePosition, type Position } from '../position.js';
 export interface StreamReads {
   /** A page of $all after `from`, only streams starting with `prefix`. */
   all(from: Position | 'start', prefix: string): Promise<RecordedEvent[]>;
-  /** One stream, whole. */
-  stream(name: string): Promise<RecordedEvent[]>;
+  /** One stream, whole (without metadata). */
+  stream(name: string): Promise<StreamEvent[]>;
 }
 
 export async function streamsByFirstEvent(read: StreamReads, options: ReadStreamsOptions): Promise<StreamsPage> {
   if (!Number.isSafeInteger(options.maxCount) || options.maxCount < 1) throw new RangeError('maxCount must be an integer >= 1');
   if (options.from !== 'start') parsePosition(options.from);
-  const streams: RecordedEvent[][] = [];
+  const streams: StreamEvent[][] = [];
   let count = 0;
   for (let from: Position | 'start' = options.from; ; ) {
     const page = await read.all(from, options.prefix);

@@ -1,3 +1,4 @@
+import type { Worker } from 'node:worker_threads';
 import { asGroup } from '../port.js';
 import type {
   AppendGroup,
@@ -15,6 +16,7 @@ import type {
   ReadStreamOptions,
   ReadStreamsOptions,
   StreamsPage,
+  StreamEvent,
   RecordedEvent,
   SubscribeToAllOptions,
   Subscription,
@@ -22,14 +24,15 @@ import type {
 import { fileSignal, type FileSignal } from '../../runtime/fileSignal.js';
 import { DEFAULT_RETRY_BACKOFF } from '../port.js';
 import { hashOf } from '../chain.js';
-import { ChainCheck } from '../chainCheck.js';
 import { formatPosition, parsePosition, type Position } from '../position.js';
 import { CatchUpSubscription } from './catchUpSubscription.js';
-import { EventLog, openLogFile, storedRowEvent, type Db } from './eventLog.js';
+import { chainThreadFits, checkChainOnThread } from './chainOnThread.js';
+import { EventLog, openLogFile, type Db } from './eventLog.js';
 import { GroupCommitter } from './groupCommitter.js';
 import { GroupTables } from './groupTables.js';
 import { LogWatcher } from './logWatcher.js';
 import { PersistentGroup } from './persistentGroup.js';
+import { checkStoredChain } from './storedChain.js';
 
 /**
  * The embedded event log: one SQLite file shared by the server and the `csr` CLI process.
@@ -58,7 +61,6 @@ export function openSqliteEventStore(options: { path: string }): EventStore {
 
 const DEFAULT_MAX_RETRY_COUNT = 10;
 const DEFAULT_BUFFER_SIZE = 100;
-const CHAIN_PAGE = 2000;
 
 /** The least string above every string that starts with `prefix` (for a range on the stream index). */
 function prefixEnd(prefix: string): string {
@@ -111,9 +113,12 @@ class SqliteEventStore implements EventStore {
   /** Commits of this file by other threads of the process wake our subscribers at once. */
   private readonly commits: FileSignal<number>;
 
+  /** Chain checks running on threads of their own (chainOnThread.ts), ended by close. */
+  private readonly chainThreads = new Set<Worker>();
+
   constructor(
     private readonly db: Db,
-    path: string,
+    private readonly path: string,
   ) {
     this.log = new EventLog(db);
     this.watcher = new LogWatcher(() => this.log.headSeq());
@@ -161,7 +166,7 @@ class SqliteEventStore implements EventStore {
     // The cursor names the stream to start at ('=') or the one to start after ('>').
     const [from, after] = options.from === 'start' ? [options.prefix, false] : [options.from.slice(1), options.from.startsWith('>')];
     const events = this.log.streamRange(from, after, prefixEnd(options.prefix), options.maxCount);
-    const streams: RecordedEvent[][] = [];
+    const streams: StreamEvent[][] = [];
     for (const event of events) {
       const current = streams.at(-1);
       if (current?.[0]!.stream === event.stream) current.push(event);
@@ -173,29 +178,19 @@ class SqliteEventStore implements EventStore {
     const last = streams.pop()!;
     const name = last[0]!.stream;
     if (streams.length > 0) return { streams, next: `=${name}` };
-    return { streams: [this.log.readStream(name, false, -1)], next: `>${name}` };
+    // (A name followed by U+0000 is the least name above it.)
+    return { streams: [this.log.streamRange(name, false, `${name}\u0000`, -1)], next: `>${name}` };
   }
 
   async checkChain(options: CheckChainOptions): Promise<ChainReport> {
     this.assertOpen();
-    const check = new ChainCheck(this.chainScope);
     const until = options.until === null ? 0 : positionToSeq(options.until);
-    let count = 0;
-    for (let cursor = 0; cursor < until; ) {
-      const rows = this.log.storedAfter(cursor, until, CHAIN_PAGE);
-      for (const row of rows) {
-        // The text as stored proves an event without parsing it; anything else is checked parsed.
-        const [, id, stream, revision, type, created, data, metadata] = row;
-        if (!check.addStoredText({ id, stream, revision, type, created, data, metadata })) check.add(storedRowEvent(row));
-      }
-      count += rows.length;
-      if (rows.length < CHAIN_PAGE) break;
-      cursor = rows.at(-1)![0];
-      options.progress?.(count);
+    if (until > 0 && chainThreadFits(this.path)) return checkChainOnThread({ path: this.path, until }, options.progress, this.chainThreads);
+    return checkStoredChain(this.log, until, async (events) => {
+      options.progress?.(events);
       // Other work of this thread (the read model check beside it) takes its turn between pages.
       await new Promise((resolve) => setImmediate(resolve));
-    }
-    return check.report(count);
+    });
   }
 
   subscribeToAll(options: SubscribeToAllOptions): Subscription {
@@ -275,6 +270,7 @@ class SqliteEventStore implements EventStore {
     for (const group of this.groups.values()) group.stop();
     this.watcher.stop();
     this.commits.close();
+    await Promise.all([...this.chainThreads].map((thread) => thread.terminate()));
     this.db.close();
   }
 

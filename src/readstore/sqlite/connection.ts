@@ -208,8 +208,13 @@ export class StatementCache {
 
   /** The statement of a query for DocumentRows (raw mode: rows as arrays). */
   documents(sql: string): Database.Statement {
-    return this.get(`/* raw */ ${sql}`).raw(true);
+    let statement = this.raw.get(sql);
+    if (!statement) this.raw.set(sql, (statement = this.get(`/* raw */ ${sql}`).raw(true)));
+    return statement;
   }
+
+  /** documents' statements by their SQL as given (no prefixed copy of the text to hash per call). */
+  private readonly raw = new Map<string, Database.Statement>();
 }
 
 // These take the connection's cache: a transaction reads through `write` (its own uncommitted
@@ -235,9 +240,14 @@ export function getOn(
   return row ? toDocument(workspaceId, object, row) : null;
 }
 
+/** The look-up's SQL as one string per generation: the statement cache hashes it once, not on every look-up (a batch of a rebuild makes one per event). */
+const getSqls = new Map<number, string>();
+
 export function getRowOn(cache: StatementCache, t: Tables, coll: number | null, id: string): DocumentRow | null {
   if (coll === null) return null;
-  return (cache.documents(getSql(t)).get(coll, id) as DocumentRow | undefined) ?? null;
+  let sql = getSqls.get(t.generation);
+  if (sql === undefined) getSqls.set(t.generation, (sql = getSql(t)));
+  return (cache.documents(sql).get(coll, id) as DocumentRow | undefined) ?? null;
 }
 
 /**

@@ -29,6 +29,8 @@ export class DocumentWriter {
   private readonly countDocuments;
   private readonly storedRow;
   private readonly insertDocument;
+  private readonly insertBulkDocument;
+  private readonly storedDocId;
   private readonly updateDocument;
   private readonly deleteDocument;
   private readonly insertFilter;
@@ -55,6 +57,12 @@ export class DocumentWriter {
   /** A generation being bulk-loaded (bulkLoad.ts): documents only, no filter rows, no counts. */
   bulk = false;
 
+  /**
+   * Records the open transaction looked up and did not find (bulk load only): their document is
+   * inserted without looking it up again. A rebuild's batch looks every record it changes up first.
+   */
+  private readonly absent = new Set<string>();
+
   constructor(
     write: Database.Database,
     private readonly cache: StatementCache,
@@ -68,6 +76,10 @@ export class DocumentWriter {
     this.insertDocument = write.prepare(`
     INSERT INTO ${t.documents} (coll, id, name, name_key, fields, calculated, created_at, updated_at, updated_ms, created_position, revision, rendered)
     VALUES (@coll, @id, @name, @nameKey, @fields, @calculated, @createdAt, @updatedAt, @updatedMs, @createdPosition, @revision, @rendered)`);
+    this.insertBulkDocument = write.prepare(`
+    INSERT INTO ${t.documents} (coll, id, name, name_key, fields, calculated, created_at, updated_at, updated_ms, created_position, revision, rendered)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
+    this.storedDocId = write.prepare(`SELECT doc_id FROM ${t.documents} WHERE coll = ? AND id = ?`).pluck();
     this.updateDocument = write.prepare(`
     UPDATE ${t.documents} SET name = @name, name_key = @nameKey, fields = @fields, calculated = @calculated, created_at = @createdAt,
       updated_at = @updatedAt, updated_ms = @updatedMs, created_position = @createdPosition, revision = @revision, rendered = @rendered
@@ -106,14 +118,21 @@ export class DocumentWriter {
     this.documentCountChanges.clear();
   }
 
+  /** A look-up of the open transaction found no such document. */
+  lookedUpAbsent(workspaceId: string, object: string, id: string): void {
+    if (this.bulk) this.absent.add(`${workspaceId}\u0000${object}\u0000${id}`);
+  }
+
   /** After COMMIT: the transaction's collection ids now exist for good. */
   committed(): void {
+    this.absent.clear();
     for (const [name, coll] of this.collsOfTransaction) this.writeColls.set(name, coll);
     this.collsOfTransaction.clear();
   }
 
   /** Before ROLLBACK: nothing of the transaction may be written or remembered later. */
   rolledBack(): void {
+    this.absent.clear();
     this.countChanges.clear();
     this.documentCountChanges.clear();
     this.collsOfTransaction.clear();
@@ -121,6 +140,7 @@ export class DocumentWriter {
 
   /** Replaces the document; only the filter rows of values that changed are rewritten. */
   put(document: RecordDocument): void {
+    if (this.bulk) return this.putBulk(document);
     const coll = this.coll(document.workspaceId, document.object, true)!;
     const row = {
       coll,
@@ -137,11 +157,6 @@ export class DocumentWriter {
       rendered: document.rendered ?? null,
     };
     const stored = this.storedRow.get(coll, document.id) as StoredRow | undefined;
-    if (this.bulk) {
-      if (stored) this.updateDocument.run({ ...row, docId: stored.doc_id });
-      else this.insertDocument.run(row);
-      return;
-    }
     const keys = keysOf(document.fields, document.calculated);
     if (!stored) {
       const docId = Number(this.insertDocument.run(row).lastInsertRowid);
@@ -158,6 +173,26 @@ export class DocumentWriter {
     }
     this.removeFilters(coll, [...storedKeys].filter((key) => !keys.has(key)), stored.created_position, stored.doc_id);
     this.addFilters(coll, [...keys].filter((key) => !storedKeys.has(key)), stored.created_position, stored.doc_id);
+  }
+
+  /** The document alone (bulk load): an insert with positional values, or an update of the row found. */
+  private putBulk(document: RecordDocument): void {
+    const coll = this.coll(document.workspaceId, document.object, true)!;
+    const fields = JSON.stringify(document.fields);
+    const calculated = JSON.stringify(document.calculated);
+    const nameKey = document.name === null ? null : filterKey(document.name);
+    const updatedMs = epochMs(document.updatedAt, 'updatedAt');
+    const rendered = document.rendered ?? null;
+    const absent = this.absent.delete(`${document.workspaceId}\u0000${document.object}\u0000${document.id}`);
+    const docId = absent ? undefined : (this.storedDocId.get(coll, document.id) as number | undefined);
+    if (docId === undefined) {
+      this.insertBulkDocument.run(coll, document.id, document.name, nameKey, fields, calculated, document.createdAt, document.updatedAt, updatedMs, document.createdPosition, document.revision, rendered);
+      return;
+    }
+    this.updateDocument.run({
+      docId, name: document.name, nameKey, fields, calculated, createdAt: document.createdAt, updatedAt: document.updatedAt, updatedMs,
+      createdPosition: document.createdPosition, revision: document.revision, rendered,
+    });
   }
 
   remove(workspaceId: string, object: string, id: string): void {

@@ -194,7 +194,9 @@ export function openSqliteReadStore(options: { path: string }): ReadStore {
     const tx: ReadTransaction = {
       get: async (workspaceId, object, id) => {
         live();
-        return getOn(writeCache, t, writer.coll(workspaceId, object, false), workspaceId, object, id);
+        const found = getOn(writeCache, t, writer.coll(workspaceId, object, false), workspaceId, object, id);
+        if (found === null) writer.lookedUpAbsent(workspaceId, object, id);
+        return found;
       },
       findAll: async (workspaceId, object, filters) => {
         live();
