@@ -65,14 +65,6 @@ export function builderAlive(owner: string): boolean {
   }
 }
 
-/**
- * A batch's reads, apply and writes all settle as promise jobs, so without this the whole
- * building loop ran in one turn of the event loop: no timer, I/O or immediate ran until it
- * ended. readyBatches makes an immediate per event (its "nothing more is ready" signal), and
- * each one pending kept its event reachable: the rebuild held every event it had read (heap
- * growing with the log, most of the young generation's collections spent copying them).
- */
-const turnOfTheLoop = () => new Promise((resolve) => setImmediate(resolve));
 
 const IDLE = Symbol('idle');
 const idle = () => new Promise<typeof IDLE>((resolve) => setTimeout(resolve, IDLE_MS, IDLE));
@@ -144,7 +136,6 @@ export async function rebuildReadModel(
         done += ready.length;
         status.applied(ready.length);
         await progress.report(done, position, 'building');
-        await turnOfTheLoop();
         // At the live checkpoint: the switch applies whatever the live projector did since.
         if (live !== null && position >= live) break;
       }

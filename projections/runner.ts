@@ -14,13 +14,6 @@ import { StatusReporter } from './runnerStatus.js';
 const MAX_BATCH = 500;
 const RETRY_DELAY_MS = 1000;
 
-/**
- * A batch's read, apply and write all settle as promise jobs, so a catch-up (a fresh read model,
- * or one behind after a restart) would run to the head in one turn of the event loop: no timer,
- * message or immediate of the thread would run, and readyBatches' pending "nothing ready"
- * immediates would keep every event read reachable until the end.
- */
-const turnOfTheLoop = () => new Promise((resolve) => setImmediate(resolve));
 
 export interface RunningProjection {
   stop(): Promise<void>;
@@ -50,7 +43,6 @@ export function startProjection(
             if (appended) await tx.setCheckpoint(appendedCheckpoint(projection.name), appended);
           });
           status.applied(batch.length);
-          await turnOfTheLoop();
         }
       } catch (error) {
         if (stopped) break;

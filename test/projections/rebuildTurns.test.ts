@@ -6,6 +6,7 @@ import type { Projection } from '../../projections/projection.js';
 import { rebuildReadModel } from '../../projections/rebuild.js';
 import { openSqliteEventStore } from '../../src/eventstore/sqlite/index.js';
 import { openSqliteReadStore } from '../../src/readstore/sqlite/index.js';
+import { expectTurnsBetweenBatches, seedLog, turnCounter, type SeenBatch } from '../support/turns.js';
 
 /**
  * A rebuild's building loop lets the event loop turn between its batches. Its reads, apply and
@@ -22,38 +23,26 @@ describe('rebuildReadModel', () => {
     const events = openSqliteEventStore({ path: join(dir, 'events.db') });
     const readStore = openSqliteReadStore({ path: join(dir, 'read.db') });
     try {
-      for (let stream = 0; stream < 30; stream++) {
-        const batch = Array.from({ length: 200 }, (_, n) => ({ id: crypto.randomUUID(), type: 'Noted', data: { n }, metadata: { source: 'api' as const, actor: { type: 'system' as const, id: 't', name: 't' }, actionId: 'a', correlationId: 'a', causationId: 'a' } }));
-        await events.append(`record-${stream}`, batch, { expectedRevision: 'no_stream' });
-      }
+      await seedLog(events, 30, 200);
       const head = (await events.headPosition())!;
       await readStore.transaction((tx) => tx.setCheckpoint('turns', head));
 
-      let turns = 0;
-      let spinning = true;
-      const spin = () => {
-        turns++;
-        if (spinning) setImmediate(spin);
-      };
-      setImmediate(spin);
-      const seen: { turns: number; events: number }[] = [];
+      const counter = turnCounter();
+      const seen: SeenBatch[] = [];
       const projection: Projection = {
         name: 'turns',
         version: 2,
         kind: 'read-model',
         filter: { streamPrefixes: ['record-'] },
         async apply(_tx, batch) {
-          seen.push({ turns, events: batch.length });
+          seen.push({ turns: counter.turns(), events: batch.length });
         },
       };
       const result = await rebuildReadModel({ events, readStore }, projection);
-      spinning = false;
+      counter.stop();
 
       expect(result.events).toBe(6_000);
-      // Full batches (the log was all there): a turn came between each two.
-      const building = seen.filter((batch) => batch.events > 1);
-      expect(building.length).toBeGreaterThanOrEqual(3);
-      for (let at = 1; at < building.length; at++) expect(building[at]!.turns).toBeGreaterThan(building[at - 1]!.turns);
+      expectTurnsBetweenBatches(seen);
     } finally {
       await readStore.close();
       await events.close();
