@@ -208,3 +208,9 @@ export interface ReadStore {
 
 /** The projection that builds the records read model; writes wait for its checkpoint (read your writes). */
 export const RECORDS_PROJECTION = 'records';
+
+/**
+ * What a transaction of a generation being built fails with when that build is no longer the one
+ * under way (stopped, or restarted by another rebuild): every adapter says it alike.
+ */
+export const REBUILD_SUPERSEDED = 'this rebuild was stopped or restarted by another one; the live read model is untouched';

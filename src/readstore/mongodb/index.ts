@@ -1,5 +1,6 @@
 import { MongoClient, type ClientSession, type Collection, type Db, type TransactionOptions } from 'mongodb';
 import { hasReached, type Position } from '../../eventstore/position.js';
+import { REBUILD_SUPERSEDED } from '../port.js';
 import type { BeginGeneration, FieldFilter, FindQuery, FindResult, ReadStore, ReadTransaction, RecordDocument, RunnerStatus } from '../port.js';
 import {
   fromPointer,
@@ -97,7 +98,7 @@ export async function openMongoReadStore(options: MongoStoreOptions): Promise<Re
   async function transactionApi(session: ClientSession, generation?: number): Promise<ReadTransaction> {
     const state = fromPointer(await pointer(session));
     if (generation !== undefined && state.building?.generation !== generation) {
-      throw new Error('this rebuild was stopped or restarted by another one; the live read model is untouched');
+      throw new Error(REBUILD_SUPERSEDED);
     }
     const records = recordsOf(generation ?? state.live);
     return {

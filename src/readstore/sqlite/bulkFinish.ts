@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3';
+import { REBUILD_SUPERSEDED } from '../port.js';
 import { generationSchema, openConnection, type Tables } from './connection.js';
 import { filterRowsSql, registerKeysFunction } from './bulkLoad.js';
 import { inChunks, pause } from './chunks.js';
@@ -41,7 +42,7 @@ export async function finishBulkLoadInSteps(path: string, t: Tables, queue: Writ
     locked: (work) =>
       queue(async () =>
         own.transaction(() => {
-          if (building.get() !== t.generation) throw new Error('this rebuild was stopped or restarted by another one; the live read model is untouched');
+          if (building.get() !== t.generation) throw new Error(REBUILD_SUPERSEDED);
           return work();
         }).immediate(),
       ),

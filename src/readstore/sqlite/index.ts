@@ -1,5 +1,6 @@
 import { filterKey } from '../filterKey.js';
 import type { BeginGeneration, FindQuery, FindResult, FindStoredResult, ReadStore, ReadTransaction, RunnerStatus, StoredRecord } from '../port.js';
+import { REBUILD_SUPERSEDED } from '../port.js';
 import type { Position } from '../../eventstore/position.js';
 import { applySchema, changeSchema } from '../../sqlite/file.js';
 import { CheckpointWaiters } from './checkpointWaiters.js';
@@ -54,8 +55,6 @@ import { dropTables, tablesToDrop, ensureReadModelRow, generationsOn, generation
  * ones); `read_model` says which is live. Every read looks the live one up in its own snapshot; a
  * read that raced a promotion and the drop of the old tables after it is answered again.
  */
-
-const STOPPED_ELSEWHERE = 'this rebuild was stopped or restarted by another one; the live read model is untouched';
 
 export function openSqliteReadStore(options: { path: string }): ReadStore {
   const write = openConnection(options.path, false);
@@ -168,7 +167,7 @@ export function openSqliteReadStore(options: { path: string }): ReadStore {
     const target = () => {
       const state = generationsOn(writeCache);
       if (generation !== undefined && state.building?.generation !== generation) {
-        throw new Error(STOPPED_ELSEWHERE);
+        throw new Error(REBUILD_SUPERSEDED);
       }
       t = tablesOf(generation ?? state.live);
       writer = writerFor(t.generation);
@@ -261,7 +260,7 @@ export function openSqliteReadStore(options: { path: string }): ReadStore {
       writer.rolledBack();
       if (write.inTransaction) write.exec('ROLLBACK');
       // A lazy batch reads before it locks: a restart elsewhere may have dropped its tables meanwhile.
-      if (lazy && isDroppedTable(error)) throw new Error(STOPPED_ELSEWHERE);
+      if (lazy && isDroppedTable(error)) throw new Error(REBUILD_SUPERSEDED);
       throw error;
     }
     writer.committed();
