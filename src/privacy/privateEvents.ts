@@ -23,10 +23,9 @@ export interface PrivateEventStore extends EventStore {
 export function privateEvents(stored: EventStore, vault: Vault, personalFields: PersonalFields, onClose?: () => Promise<void>): PrivateEventStore {
   const sealEvent = async (event: NewEvent, fieldsOf: PersonalFields = personalFields): Promise<NewEvent> => {
     const { data } = event;
-    const workspaceId = data['workspaceId'];
-    const object = data['object'];
-    if (typeof workspaceId !== 'string' || typeof object !== 'string' || recordIdOf(data) === null) return event;
-    const personal = await fieldsOf(workspaceId, object);
+    const scope = recordScope(data);
+    if (scope === null) return event;
+    const personal = await fieldsOf(scope.workspaceId, scope.object);
     if (!holdsPersonal(event.type, data, personal)) return event;
     const key = await vault.keyFor(recordIdOf(data)!, event.type === 'RecordCreated');
     return { ...event, data: sealData(event.type, data, personal, key) };
@@ -45,20 +44,20 @@ export function privateEvents(stored: EventStore, vault: Vault, personalFields: 
    */
   const sealGroups = async (groups: AppendGroup[]): Promise<AppendGroup[]> => {
     const personal = new Map<string, ReadonlySet<string>>();
+    const keyOf = (workspaceId: string, object: string) => `${workspaceId}\u0000${object}`;
     const holds = (event: NewEvent): boolean | Promise<boolean> => {
       const { data } = event;
-      const workspaceId = data['workspaceId'];
-      const object = data['object'];
-      if (typeof workspaceId !== 'string' || typeof object !== 'string' || recordIdOf(data) === null) return false;
-      const key = `${workspaceId}\u0000${object}`;
+      const scope = recordScope(data);
+      if (scope === null) return false;
+      const key = keyOf(scope.workspaceId, scope.object);
       const fields = personal.get(key);
       if (fields !== undefined) return holdsPersonal(event.type, data, fields);
-      return personalFields(workspaceId, object).then((found) => {
+      return personalFields(scope.workspaceId, scope.object).then((found) => {
         personal.set(key, found);
         return holdsPersonal(event.type, data, found);
       });
     };
-    const known: PersonalFields = async (workspaceId, object) => personal.get(`${workspaceId}\u0000${object}`) ?? personalFields(workspaceId, object);
+    const known: PersonalFields = async (workspaceId, object) => personal.get(keyOf(workspaceId, object)) ?? personalFields(workspaceId, object);
     const sealed: (AppendGroup | Promise<AppendGroup>)[] = [];
     for (const group of groups) {
       let seal = false;
@@ -154,6 +153,14 @@ export function privateEvents(stored: EventStore, vault: Vault, personalFields: 
 }
 
 /** The store underneath (ciphertext as stored), or the store itself when it seals nothing. */
+/** The workspace and object of a record's event, which may hold personal values; null for any other event. */
+function recordScope(data: Record<string, unknown>): { workspaceId: string; object: string } | null {
+  const workspaceId = data['workspaceId'];
+  const object = data['object'];
+  if (typeof workspaceId !== 'string' || typeof object !== 'string' || recordIdOf(data) === null) return null;
+  return { workspaceId, object };
+}
+
 export function storedEvents(events: EventStore): EventStore {
   return (events as Partial<PrivateEventStore>).stored ?? events;
 }
