@@ -48,7 +48,7 @@ export function shapeOf(object: ObjectDef): string {
  * kept in their splice so that a read computes them without parsing the document; null: the
  * object's may read any value, and a read takes them from the document.
  */
-function timedInputsOf(object: string, document: RecordDocument): string | null {
+export function timedInputsOf(object: string, document: RecordDocument): string | null {
   const inputs = timeInputs[object];
   if (!inputs) return null;
   const picked: Record<string, StoredValue> = {};
