@@ -27,6 +27,7 @@ import { bulkSchema, finishBulkLoad, isBulkLoading } from './bulkLoad.js';
 import { finishBulkLoadInSteps } from './bulkFinish.js';
 import { pause } from './chunks.js';
 import { DocumentWriter } from './documentWriter.js';
+import { BatchPipeline, batchThreadFits, NeedsOrdinaryTransaction, recordKey } from './batchPipeline.js';
 import { filterCount, findPage, findStoredPage, type Criteria, type FindPlan } from './findPlan.js';
 import { dropTables, tablesToDrop, ensureReadModelRow, generationsOn, generationsWithTables, isDroppedTable, liveOn } from './generations.js';
 
@@ -56,7 +57,8 @@ import { dropTables, tablesToDrop, ensureReadModelRow, generationsOn, generation
  * read that raced a promotion and the drop of the old tables after it is answered again.
  */
 
-export function openSqliteReadStore(options: { path: string }): ReadStore {
+/** `batchThread: false`: a rebuild's batches are never written on a thread of their own (batchPipeline.ts). */
+export function openSqliteReadStore(options: { path: string; batchThread?: boolean }): ReadStore {
   const write = openConnection(options.path, false);
   applySchema(write, SCHEMA);
   ensureReadModelRow(write);
@@ -319,6 +321,43 @@ export function openSqliteReadStore(options: { path: string }): ReadStore {
     if (live !== null && (built === null || built < live)) await catchUp(tx, built, live);
   }
 
+  /** A rebuild's batches, written on a thread of their own where the machine has a second core. */
+  const pipeline =
+    options.batchThread !== false && batchThreadFits(options.path)
+      ? new BatchPipeline(options.path, {
+          committed(generation, workspaceId, object, id) {
+            const t = tablesOf(generation);
+            try {
+              return getOn(writeCache, t, collOn(writeCache, t, workspaceId, object), workspaceId, object, id);
+            } catch (error) {
+              if (isDroppedTable(error)) throw new Error(REBUILD_SUPERSEDED);
+              throw error;
+            }
+          },
+          *keys(generation) {
+            const t = tablesOf(generation);
+            const rows = write.prepare(`SELECT c.workspace_id, c.object, d.id FROM ${t.documents} d JOIN ${t.collections} c USING (coll)`).raw();
+            for (const [workspaceId, object, id] of rows.iterate() as Iterable<[string, string, string]>) yield recordKey(workspaceId, object, id);
+          },
+          assertBuilding(generation) {
+            if (generationsOn(writeCache).building?.generation !== generation) throw new Error(REBUILD_SUPERSEDED);
+          },
+        })
+      : null;
+
+  /** A transaction of the generation being built: on the pipeline's thread, or ordinary if it finds by value. */
+  async function generationTransaction<T>(fn: (tx: ReadTransaction) => Promise<T>, generation: number): Promise<T> {
+    if (pipeline?.takes(generation)) {
+      try {
+        return await pipeline.transaction(generation, fn);
+      } catch (error) {
+        if (!(error instanceof NeedsOrdinaryTransaction)) throw error;
+        await pipeline.toOrdinary(generation);
+      }
+    }
+    return runTransaction(fn, generation, true);
+  }
+
   function inTransaction<T>(work: () => T): Promise<T> {
     return enqueue(async () => write.transaction(work).immediate());
   }
@@ -387,14 +426,16 @@ export function openSqliteReadStore(options: { path: string }): ReadStore {
     },
 
     transaction(fn, options) {
-      return enqueue(() => runTransaction(fn, options?.generation, options?.generation !== undefined));
+      const generation = options?.generation;
+      return enqueue(() => (generation === undefined ? runTransaction(fn) : generationTransaction(fn, generation)));
     },
 
     async generations() {
       return generationsOn(readCache);
     },
 
-    beginGeneration(begin: BeginGeneration) {
+    async beginGeneration(begin: BeginGeneration) {
+      await pipeline?.settled();
       return inTransaction(() => {
         const state = generationsOn(writeCache);
         const building = state.building;
@@ -425,6 +466,8 @@ export function openSqliteReadStore(options: { path: string }): ReadStore {
     },
 
     async promoteGeneration(generation, projection, catchUp) {
+      // The batches still on the pipeline's thread commit first (or fail the promotion).
+      await pipeline?.settled();
       const t = tablesOf(generation);
       // The bulk load is finished in short transactions of its own, so that writers (this
       // process's live projector, another process's) commit between them; the switch then
@@ -451,6 +494,7 @@ export function openSqliteReadStore(options: { path: string }): ReadStore {
     },
 
     async dropUnusedGenerations() {
+      await pipeline?.settled();
       const unused = (state: ReturnType<typeof generationsOn>, generation: number) => generation !== state.live && generation !== state.building?.generation;
       const generations = await inTransaction(() => {
         const state = generationsOn(writeCache);
@@ -499,6 +543,7 @@ export function openSqliteReadStore(options: { path: string }): ReadStore {
       const pending = queue;
       closed = true;
       await pending;
+      await pipeline?.close();
       waiters.close();
       read.close();
       write.close();
