@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 import { REBUILD_SUPERSEDED } from '../port.js';
 import { generationSchema, openConnection, type Tables } from './connection.js';
-import { filterRowsSql, keepsFilterRows, registerKeysFunction } from './bulkLoad.js';
+import { filterRowsSql, registerKeysFunction } from './bulkLoad.js';
 import { inChunks, pause } from './chunks.js';
 
 /**
@@ -52,15 +52,10 @@ export async function finishBulkLoadInSteps(path: string, t: Tables, queue: Writ
     // The sorter may use a second thread.
     own.pragma('threads = 2');
     registerKeysFunction(own);
-    if (keepsFilterRows(own, t)) {
-      // Counts of a finishing step that was stopped halfway (rare: only after a kill in it).
-      await steps.locked(() => own.exec(`DELETE FROM ${t.filterCounts};`));
-    } else {
-      // Filter rows of a finishing step that was stopped halfway (rare: only after a kill in it).
-      await steps.locked(() => own.exec(`DELETE FROM ${t.filters}; DELETE FROM ${t.filterCounts};`));
-      await steps.queued(() => own.exec(`CREATE TEMP TABLE bulk_filters AS ${filterRowsSql(t)}`));
-      await copyInChunks(own, steps, 'bulk_filters', `INSERT INTO ${t.filters} (coll, field, key, created_position, doc_id) SELECT coll, field, key, created_position, doc_id`);
-    }
+    // Filter rows of a finishing step that was stopped halfway (rare: only after a kill in it).
+    await steps.locked(() => own.exec(`DELETE FROM ${t.filters}; DELETE FROM ${t.filterCounts};`));
+    await steps.queued(() => own.exec(`CREATE TEMP TABLE bulk_filters AS ${filterRowsSql(t)}`));
+    await copyInChunks(own, steps, 'bulk_filters', `INSERT INTO ${t.filters} (coll, field, key, created_position, doc_id) SELECT coll, field, key, created_position, doc_id`);
     // Grouped from the copied rows, in their key order (no sort), outside the lock.
     await steps.queued(() => own.exec(`CREATE TEMP TABLE bulk_counts AS SELECT coll, field, key, count(*) AS n FROM main.${t.filters} GROUP BY coll, field, key`));
     await copyInChunks(own, steps, 'bulk_counts', `INSERT INTO ${t.filterCounts} (coll, field, key, n) SELECT coll, field, key, n`);

@@ -15,26 +15,14 @@ import { keysOf } from './documentWriter.js';
  * The state is the schema itself: a generation none of whose declared indexes exists yet is still
  * loading. It commits with the transaction that changes it, so a rebuild killed at any
  * moment resumes in the state it left (and one begun before this existed resumes row by row).
- *
- * A generation begun with its `filtersKept` table has its filter rows written with its documents
- * while it loads (each at its place in the B-tree: on the rebuild's write thread, batchPipeline.ts,
- * that costs the calling thread nothing, where computing and sorting them all at the end held up
- * the promotion); only the counts and indexes are left for the end. One begun without it (by an
- * earlier release, then resumed) has its filter rows computed from the documents at the end.
  */
 
-/** The generation's tables without the secondary indexes (`generationSchema` adds them later), filter rows kept while loading. */
+/** The generation's tables without the secondary indexes (`generationSchema` adds them later). */
 export function bulkSchema(t: Tables): string {
-  const tables = generationSchema(t)
+  return generationSchema(t)
     .split(';')
     .filter((statement) => !/^\s*CREATE\s+(UNIQUE\s+)?INDEX/i.test(statement))
     .join(';');
-  return `${tables}; CREATE TABLE IF NOT EXISTS ${t.filtersKept} (since TEXT);`;
-}
-
-/** Whether the loading generation's filter rows are written with its documents (see above). */
-export function keepsFilterRows(db: Database.Database, t: Tables): boolean {
-  return db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(t.filtersKept) !== undefined;
 }
 
 /** The secondary indexes `generationSchema` declares for the generation's tables. */
@@ -81,15 +69,6 @@ export function filterRowsSql(t: Tables): string {
  * in short steps instead (bulkFinish.ts).
  */
 export function finishBulkLoad(write: Database.Database, t: Tables): void {
-  if (keepsFilterRows(write, t)) {
-    write.exec(`
-      DELETE FROM ${t.filterCounts};
-      INSERT INTO ${t.filterCounts} (coll, field, key, n) SELECT coll, field, key, count(*) FROM ${t.filters} GROUP BY coll, field, key;
-      UPDATE ${t.collections} SET documents = (SELECT count(*) FROM ${t.documents} d WHERE d.coll = ${t.collections}.coll);
-    `);
-    write.exec(generationSchema(t));
-    return;
-  }
   registerKeysFunction(write);
   // Rows of a stepwise finish that was stopped halfway are made again. One statement: SQLite
   // sorts the rows, then appends them at the right edge of the B-tree instead of inserting each

@@ -13,8 +13,6 @@ export interface Tables {
   documents: string;
   filters: string;
   filterCounts: string;
-  /** Exists while a generation begun by this release loads: its filter rows are written with its documents (bulkLoad.ts). */
-  filtersKept: string;
 }
 
 /** Generation 1 keeps the original names, so stores made before generations existed open as they are. */
@@ -26,7 +24,6 @@ export function tablesOf(generation: number): Tables {
     documents: `documents${suffix}`,
     filters: `filters${suffix}`,
     filterCounts: `filter_counts${suffix}`,
-    filtersKept: `filters_kept${suffix}`,
   };
 }
 

@@ -54,10 +54,8 @@ export class DocumentWriter {
   private readonly countChanges = new Map<string, { coll: number; field: string; key: string; delta: number }>();
   private readonly documentCountChanges = new Map<number, number>();
 
-  /** A generation being bulk-loaded (bulkLoad.ts): no counts; filter rows only if `filtersKept`. */
+  /** A generation being bulk-loaded (bulkLoad.ts): documents only, no filter rows, no counts. */
   bulk = false;
-  /** The bulk-loaded generation's filter rows are written with its documents (bulkLoad.ts). */
-  filtersKept = false;
 
   /**
    * Records the open transaction looked up and did not find (bulk load only): their document is
@@ -142,7 +140,7 @@ export class DocumentWriter {
 
   /** Replaces the document; only the filter rows of values that changed are rewritten. */
   put(document: RecordDocument): void {
-    if (this.bulk && !this.filtersKept) return this.putBulk(document);
+    if (this.bulk) return this.putBulk(document);
     const coll = this.coll(document.workspaceId, document.object, true)!;
     const row = {
       coll,
@@ -158,9 +156,7 @@ export class DocumentWriter {
       revision: document.revision,
       rendered: document.rendered ?? null,
     };
-    // Bulk load: a record the transaction looked up and did not find is not looked up again.
-    const absent = this.bulk && this.absent.delete(`${document.workspaceId}\u0000${document.object}\u0000${document.id}`);
-    const stored = absent ? undefined : (this.storedRow.get(coll, document.id) as StoredRow | undefined);
+    const stored = this.storedRow.get(coll, document.id) as StoredRow | undefined;
     const keys = keysOf(document.fields, document.calculated);
     if (!stored) {
       const docId = Number(this.insertDocument.run(row).lastInsertRowid);
@@ -205,20 +201,17 @@ export class DocumentWriter {
     const stored = this.storedRow.get(coll, id) as StoredRow | undefined;
     if (!stored) return;
     this.deleteDocument.run(stored.doc_id);
-    if (this.bulk && !this.filtersKept) return;
+    if (this.bulk) return;
     const storedKeys = keysOf(JSON.parse(stored.fields) as Values, JSON.parse(stored.calculated) as Values);
     this.removeFilters(coll, storedKeys, stored.created_position, stored.doc_id);
     this.changeDocumentCount(coll, -1);
   }
 
-  /** Counts of a bulk-loaded generation are grouped from its filter rows at the end (bulkLoad.ts). */
   private changeDocumentCount(coll: number, delta: number): void {
-    if (this.bulk) return;
     this.documentCountChanges.set(coll, (this.documentCountChanges.get(coll) ?? 0) + delta);
   }
 
   private changeCount(coll: number, field: string, key: string, delta: number): void {
-    if (this.bulk) return;
     const name = `${coll}\u0000${field}\u0000${key}`;
     const change = this.countChanges.get(name);
     if (change) change.delta += delta;

@@ -59,7 +59,7 @@ export function generationsWithTables(write: Database.Database): number[] {
 
 /** A generation's tables in the order they are dropped (`documents` last: it is how a generation with tables is found). */
 export function tablesToDrop(t: Tables): string[] {
-  return [t.filters, t.filterCounts, t.filtersKept, t.collections, t.documents];
+  return [t.filters, t.filterCounts, t.collections, t.documents];
 }
 
 export function dropTables(write: Database.Database, t: Tables): void {

@@ -23,7 +23,7 @@ import {
   type DocumentRow,
   type Tables,
 } from './connection.js';
-import { bulkSchema, finishBulkLoad, isBulkLoading, keepsFilterRows } from './bulkLoad.js';
+import { bulkSchema, finishBulkLoad, isBulkLoading } from './bulkLoad.js';
 import { finishBulkLoadInSteps } from './bulkFinish.js';
 import { pause } from './chunks.js';
 import { DocumentWriter } from './documentWriter.js';
@@ -174,7 +174,6 @@ export function openSqliteReadStore(options: { path: string; batchThread?: boole
       t = tablesOf(generation ?? state.live);
       writer = writerFor(t.generation);
       writer.bulk = generation !== undefined && isBulkLoading(write, t);
-      writer.filtersKept = writer.bulk && keepsFilterRows(write, t);
     };
     const begin = () => {
       if (begun) return;
@@ -480,9 +479,8 @@ export function openSqliteReadStore(options: { path: string; batchThread?: boole
       await enqueue(() => runTransaction((tx) => catchUpWith(tx, projection, catchUp), generation, true));
       return enqueue(() =>
         runTransaction(async (tx) => {
-          // Indexes a stop between the finishing steps left out; the loading state's marker goes.
+          // Indexes a stop between the finishing steps left out.
           write.exec(generationSchema(t));
-          write.exec(`DROP TABLE IF EXISTS ${t.filtersKept}`);
           await catchUpWith(tx, projection, catchUp);
           const final = await tx.checkpoint(projection);
           write
