@@ -40,6 +40,8 @@ const BASELINE_S = 3;
 const WARMUP_UPSERTS = 5;
 const INDUSTRIES = ['Retail', 'Tech', 'Health', 'Finance', 'Energy', 'Media', 'Travel', 'Food', 'Auto', 'Legal'];
 const LIST_PATH = '/api/v1/clients?industry=retail&limit=100';
+/** Requests in flight per connection in the pipelined GET scenario. */
+const PIPELINE = 16;
 
 /** The bench receiver is on loopback with a self-signed certificate. */
 export const WEBHOOK_ENV = { WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true', WEBHOOK_CA_FILE: BENCH_CA_FILE };
@@ -90,10 +92,11 @@ export async function httpBenchmarks(options: HttpOptions): Promise<{ rows: Http
   const rows: HttpRow[] = [];
   const textRows: TextRow[] = [];
   const bare = await spawnServer('dist/bench/bareHono.js', {});
-  const measureBare = (method: Method, durationS: number) =>
+  const measureBare = (method: Method, durationS: number, pipeline = 1) =>
     load(`bare ${method}`, bare.child, {
       url: `${bare.url}/json`,
       durationS,
+      pipeline,
       ...(method === 'POST' ? { headers: { 'content-type': 'application/json' }, request: `request = function() return wrk.format("POST", "/json", nil, '{"name":"Acme"}') end` } : {}),
     });
   textRows.push({ scenario: 'bare Hono GET (baseline)', result: perSecond(await measureBare('GET', options.durationS)), target: '' });
@@ -105,10 +108,11 @@ export async function httpBenchmarks(options: HttpOptions): Promise<{ rows: Http
    */
   const measure = async (method: Method, title: string, server: ChildProcess, loadOptions: (run: 'warm-up' | 'measured') => Omit<LoadOptions, 'connections' | 'durationS'>) => {
     if (options.warmUpS > 0) await load(`${title} (warm-up)`, server, { ...loadOptions('warm-up'), durationS: options.warmUpS });
-    const before = await measureBare(method, BASELINE_S);
+    const pipeline = loadOptions('measured').pipeline ?? 1;
+    const before = await measureBare(method, BASELINE_S, pipeline);
     const commit = method === 'POST' ? commitMs() : null;
     const measured = await load(title, server, { ...loadOptions('measured'), durationS: options.durationS });
-    return { measured, baseline: meanOf(before, await measureBare(method, BASELINE_S)), commitMs: commit };
+    return { measured, baseline: meanOf(before, await measureBare(method, BASELINE_S, pipeline)), commitMs: commit };
   };
 
   /** The scenarios of one stage on one running server. */
@@ -129,13 +133,17 @@ export async function httpBenchmarks(options: HttpOptions): Promise<{ rows: Http
       push('POST one record', result);
     }
     if (options.scenarios.has('GET one record')) {
-      const result = await measure('GET', `GET one, ${title}`, server.child, () => ({
+      const getOne = (pipeline: number) => () => ({
         url: server.url,
         headers: loaded.headers,
         prelude: `ids = {} for line in io.lines(${JSON.stringify(loaded.idsFile)}) do ids[#ids + 1] = line end`,
         request: 'request = function() return wrk.format("GET", "/api/v1/clients/" .. ids[math.random(#ids)]) end',
-      }));
-      push('GET one record', result);
+        pipeline,
+      });
+      push('GET one record', await measure('GET', `GET one, ${title}`, server.child, getOne(1)));
+      if (row.server === 'this service' && options.processes.length > 1) {
+        push('GET one record, pipelined', await measure('GET', `GET one pipelined, ${title}`, server.child, getOne(PIPELINE)));
+      }
     }
     if (withList && options.scenarios.has('GET list')) {
       const total = ((await (await fetch(`${server.url}${LIST_PATH}`, { headers: loaded.headers })).json()) as { total: number }).total;
