@@ -27,6 +27,12 @@ export interface Projection {
    * every reaction carries a deterministic key that makes a repeat a no-op.
    */
   react?(events: RecordedEvent[], stopped: () => boolean): Promise<Position | null | void>;
+  /**
+   * A reactor's answer to: may a writer wait for this reactor to pass one of these events (read
+   * your writes waits for some)? When none may and `react` appended nothing, the runner writes
+   * the checkpoint later (DeferredCheckpoint). Without it, every batch's checkpoint is committed.
+   */
+  awaited?(events: RecordedEvent[]): boolean;
 }
 
 /**

@@ -41,6 +41,7 @@ export function rollupReactor(deps: RollupReactorDeps): Projection {
     version: 1,
     kind: 'reactor',
     filter: { streamPrefixes: [RECORD_STREAM_PREFIX] },
+    awaited: (events) => events.some(mayBeAwaited),
     async apply() {
       // Nothing to project: the roll-up events are appended by `react`, before the checkpoint.
     },
@@ -72,6 +73,24 @@ export function rollupReactor(deps: RollupReactorDeps): Projection {
       return appended;
     },
   };
+}
+
+/**
+ * Whether a writer may wait for this reactor to pass the event. Read your writes waits for it at
+ * a write that feeds roll-ups (`feedsRollups` of the values sent and of those held before: an
+ * object others roll up, or a looked-up value), and at the roll-up changes appended on the way up.
+ * The values held before are not in the event: only a create that sets no looked-up value of an
+ * object that nothing rolls up, and events of objects that feed nothing, are surely not waited for.
+ */
+export function mayBeAwaited(event: RecordedEvent): boolean {
+  if (event.type === 'RecordRollupsChanged') return true;
+  const object = event.data['object'];
+  if (rollups.some((rollup) => rollup.source === object)) return true;
+  const looked = lookups.filter((lookup) => lookup.target === object);
+  if (looked.length === 0) return false;
+  const fields = event.data['fields'];
+  if (event.type !== 'RecordCreated' || typeof fields !== 'object' || fields === null) return true;
+  return looked.some((lookup) => lookup.take in fields);
 }
 
 /** The parents (old and new link targets) whose roll-ups depend on the record this event changed. */

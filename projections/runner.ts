@@ -1,7 +1,9 @@
 import type { Logger } from 'pino';
-import type { EventStore } from '../src/eventstore/port.js';
+import type { EventStore, RecordedEvent } from '../src/eventstore/port.js';
+import type { Position } from '../src/eventstore/position.js';
 import { readyBatches } from '../src/eventstore/readyBatches.js';
 import type { ReadStore } from '../src/readstore/port.js';
+import { DeferredCheckpoint } from './deferredCheckpoint.js';
 import { appendedCheckpoint, type Projection } from './projection.js';
 import { StatusReporter } from './runnerStatus.js';
 
@@ -13,6 +15,8 @@ import { StatusReporter } from './runnerStatus.js';
 
 const MAX_BATCH = 500;
 const RETRY_DELAY_MS = 1000;
+/** How long a reactor's checkpoint for batches that did nothing waits to be written (see DeferredCheckpoint). */
+const DEFER_CHECKPOINT_MS = 1000;
 
 
 export interface RunningProjection {
@@ -27,6 +31,10 @@ export function startProjection(
   let stopped = false;
   let subscription: ReturnType<EventStore['subscribeToAll']> | undefined;
   const status = new StatusReporter(deps.readStore, projection.name, logger);
+  const deferred = new DeferredCheckpoint(deps.readStore, projection.name, DEFER_CHECKPOINT_MS, logger);
+  /** A reactor's batch that appended nothing and that no writer waits for (its transaction would hold only the checkpoint). */
+  const mayDefer = (batch: RecordedEvent[], appended: Position | null | void) =>
+    projection.kind === 'reactor' && !appended && projection.awaited !== undefined && !projection.awaited(batch);
 
   const run = async (): Promise<void> => {
     while (!stopped) {
@@ -37,6 +45,12 @@ export function startProjection(
         for await (const batch of readyBatches(subscription, MAX_BATCH)) {
           const appended = await projection.react?.(batch, () => stopped);
           if (stopped) break;
+          if (mayDefer(batch, appended)) {
+            deferred.defer(batch.at(-1)!.position);
+            status.applied(batch.length);
+            continue;
+          }
+          deferred.drop();
           await deps.readStore.transaction(async (tx) => {
             await projection.apply(tx, batch);
             await tx.setCheckpoint(projection.name, batch.at(-1)!.position);
@@ -45,6 +59,7 @@ export function startProjection(
           status.applied(batch.length);
         }
       } catch (error) {
+        deferred.drop();
         if (stopped) break;
         logger.error({ err: error }, 'projection failed; resuming from its checkpoint');
         status.failed(error);
@@ -60,6 +75,7 @@ export function startProjection(
       stopped = true;
       await subscription?.close();
       await running;
+      await deferred.flush();
       await status.stop();
     },
   };

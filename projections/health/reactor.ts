@@ -72,6 +72,8 @@ export function healthScoreReactor(deps: ReactorDeps): HealthScoreReactor {
     version: 1,
     kind: 'reactor',
     filter: { streamPrefixes: [RECORD_STREAM_PREFIX] },
+    // No writer waits for this reactor (read your writes waits for the records projection and the roll-ups).
+    awaited: () => false,
     async apply() {
       // Nothing to project: the reactions are appended by `react`, before the checkpoint.
     },
