@@ -119,6 +119,8 @@ async function fanOut(deps: FanOutDeps, view: WebhookLogView, batch: PersistentE
   if (changes.length === 0) return false;
 
   const timelines = await timelinesOf(deps, view, changes);
+  // No webhook in any of these workspaces' logs (most POST loads): nothing to decide per event.
+  if ([...timelines.values()].every(({ timeline }) => timeline.length === 0)) return false;
   const webhookIdsFor = ({ event, change }: Change, kinds: readonly EventKind[]) => {
     const { timeline, stored } = timelines.get(change.workspaceId) ?? { timeline: [], stored: new Set<string>() };
     return [...new Set(kinds.flatMap((kind) => recipientsAt(timeline, event.position, change.object, kind)))].filter((id) => stored.has(id));

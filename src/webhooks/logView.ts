@@ -7,7 +7,7 @@ import { latestState, timelineEntry, timelineOf, type TimelineEntry } from './ti
 /**
  * The fan-out's view of webhook configuration, read from the log. A timeline is read after the
  * record events it judges were handed out, so it holds every configuration change committed
- * before them; it is cached per workspace and read again only when the stream has grown.
+ * before them; it is cached per workspace, and only what the stream gained since is read.
  */
 export interface WebhookLogView {
   timeline(workspaceId: string): Promise<TimelineEntry[]>;
@@ -22,13 +22,15 @@ export interface WebhookLogView {
 export function createWebhookLogView(deps: { events: EventStore; webhooks: WebhookStore; logger: Logger }): WebhookLogView {
   const cache = new Map<string, { revision: number; timeline: TimelineEntry[] }>();
 
+  // Asked on every batch: only what the stream gained since the last read is read (most often
+  // nothing, so no event is parsed or opened). The stream is append-only, so the entries kept stay
+  // in log order with the new ones after them.
   const timeline = async (workspaceId: string): Promise<TimelineEntry[]> => {
-    const stream = workspaceStream(workspaceId);
-    const [last] = await deps.events.readStream(stream, { direction: 'backwards', maxCount: 1 });
     const cached = cache.get(workspaceId);
-    if (!last) return [];
-    if (cached && cached.revision === last.revision) return cached.timeline;
-    const fresh = { revision: last.revision, timeline: timelineOf(await deps.events.readStream(stream)) };
+    const added = await deps.events.readStream(workspaceStream(workspaceId), { fromRevision: (cached?.revision ?? -1) + 1 });
+    const last = added[added.length - 1];
+    if (!last) return cached?.timeline ?? [];
+    const fresh = { revision: last.revision, timeline: [...(cached?.timeline ?? []), ...timelineOf(added)] };
     cache.set(workspaceId, fresh);
     return fresh.timeline;
   };
