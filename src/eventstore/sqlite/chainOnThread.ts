@@ -1,7 +1,5 @@
-import { existsSync } from 'node:fs';
-import { availableParallelism } from 'node:os';
-import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
+import { fileThreadFits } from '../../sqlite/fileThread.js';
 import type { ChainReport } from '../port.js';
 
 /**
@@ -29,8 +27,8 @@ const SCRIPT = new URL('./chainThread.js', import.meta.url);
 const YOUNG_GENERATION_MB = 8;
 
 /** Whether a chain check of the file at `path` should run on a thread (`checkChainOnThread`). */
-export function chainThreadFits(path: string, cores = availableParallelism()): boolean {
-  return path !== ':memory:' && cores >= 2 && existsSync(fileURLToPath(SCRIPT));
+export function chainThreadFits(path: string, cores?: number): boolean {
+  return fileThreadFits(SCRIPT, path, cores);
 }
 
 /**

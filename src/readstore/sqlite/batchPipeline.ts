@@ -1,8 +1,6 @@
-import { existsSync } from 'node:fs';
-import { availableParallelism } from 'node:os';
-import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { Position } from '../../eventstore/position.js';
+import { fileThreadFits } from '../../sqlite/fileThread.js';
 import type { LinkEdge, ReadTransaction, RecordDocument } from '../port.js';
 import { IdFilter } from './idFilter.js';
 
@@ -52,8 +50,8 @@ export interface ThreadReply {
 
 const SCRIPT = new URL('./batchThread.js', import.meta.url);
 
-export function batchThreadFits(path: string, cores = availableParallelism()): boolean {
-  return path !== ':memory:' && cores >= 2 && existsSync(fileURLToPath(SCRIPT));
+export function batchThreadFits(path: string, cores?: number): boolean {
+  return fileThreadFits(SCRIPT, path, cores);
 }
 
 export const recordKey = (workspaceId: string, object: string, id: string) => `${workspaceId}\u0000${object}\u0000${id}`;
