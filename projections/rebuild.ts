@@ -65,7 +65,6 @@ export function builderAlive(owner: string): boolean {
   }
 }
 
-
 const IDLE = Symbol('idle');
 const idle = () => new Promise<typeof IDLE>((resolve) => setTimeout(resolve, IDLE_MS, IDLE));
 

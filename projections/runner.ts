@@ -18,7 +18,6 @@ const RETRY_DELAY_MS = 1000;
 /** How long a reactor's checkpoint for batches that did nothing waits to be written (see DeferredCheckpoint). */
 const DEFER_CHECKPOINT_MS = 1000;
 
-
 export interface RunningProjection {
   stop(): Promise<void>;
 }

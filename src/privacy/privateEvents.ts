@@ -152,7 +152,6 @@ export function privateEvents(stored: EventStore, vault: Vault, personalFields: 
   };
 }
 
-/** The store underneath (ciphertext as stored), or the store itself when it seals nothing. */
 /** The workspace and object of a record's event, which may hold personal values; null for any other event. */
 function recordScope(data: Record<string, unknown>): { workspaceId: string; object: string } | null {
   const workspaceId = data['workspaceId'];
@@ -161,6 +160,7 @@ function recordScope(data: Record<string, unknown>): { workspaceId: string; obje
   return { workspaceId, object };
 }
 
+/** The store underneath (ciphertext as stored), or the store itself when it seals nothing. */
 export function storedEvents(events: EventStore): EventStore {
   return (events as Partial<PrivateEventStore>).stored ?? events;
 }
