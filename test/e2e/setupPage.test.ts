@@ -60,7 +60,8 @@ describe.skipIf(!present)('the Setup page in Chromium', () => {
     await page.getByRole('button', { name: 'Create key' }).click();
     const key = await page.locator('#new-key').inputValue();
     expect(key).not.toBe('');
-    expect(await page.locator('button.copy').isVisible()).toBe(true);
+    // The copy button is shown by a deferred script, which may run after the key's field is there.
+    await page.locator('button.copy').waitFor({ state: 'visible', timeout: 10_000 });
     await shot(page, 'api-keys');
     const api = (value: string) => fetch(`${svc.url}/api/v1/clients`, { headers: { Authorization: `Bearer ${value}` } });
     expect((await api(key)).status).toBe(200);
