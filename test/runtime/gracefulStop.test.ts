@@ -1,6 +1,7 @@
 import { once } from 'node:events';
 import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { request } from 'node:http';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -17,11 +18,19 @@ async function serverWithKey() {
   return { server: await spawnServer({ DATA_DIR: dataDir }), key };
 }
 
-/** A POST whose body is sent in two halves, so that it is in flight while the server stops. */
-function slowPost(url: string, key: string) {
+/**
+ * A POST whose body is sent in two halves, so that it is in flight while the server stops. Its
+ * headers ask for a 100 Continue, which the server sends once it has read them: `arrived` settles
+ * then, and the first half goes out (a connection the server has not read a request from yet is
+ * idle, and a stop closes idle connections).
+ */
+async function slowPost(url: string, key: string) {
   const body = JSON.stringify({ name: 'In flight Inc', notes: 'x'.repeat(10_000) });
   const target = new URL('/api/v1/clients', url);
-  const sending = request(target, { method: 'POST', headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) } });
+  const sending = request(target, {
+    method: 'POST',
+    headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body), Expect: '100-continue' },
+  });
   const answered = new Promise<{ status: number; body: string }>((resolve, reject) => {
     sending.once('response', (response) => {
       let text = '';
@@ -30,6 +39,9 @@ function slowPost(url: string, key: string) {
     });
     sending.once('error', reject);
   });
+  const arrived = once(sending, 'continue');
+  sending.flushHeaders();
+  await Promise.race([arrived, answered]);
   sending.write(body.slice(0, 5_000));
   return { answered, finish: () => sending.end(body.slice(5_000)) };
 }
@@ -48,24 +60,38 @@ function processesWith(entry: string): number[] {
     .map(Number);
 }
 
-async function refusesConnections(url: string): Promise<boolean> {
-  try {
-    await fetch(new URL('/api/v1/clients', url));
-    return false;
-  } catch {
-    return true;
+/** Whether a new TCP connection to the server is refused (a fresh socket each time: no pooled keep-alive one). */
+function refusesConnections(url: string): Promise<boolean> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), hostname);
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(false);
+    });
+    socket.once('error', (error: NodeJS.ErrnoException) => (error.code === 'ECONNREFUSED' ? resolve(true) : reject(error)));
+  });
+}
+
+/** Looks every 20 ms, for up to `ms`, until `condition` holds; answers whether it did. */
+async function within(ms: number, condition: () => boolean | Promise<boolean>): Promise<boolean> {
+  for (const deadline = Date.now() + ms; ; ) {
+    if (await condition()) return true;
+    if (Date.now() > deadline) return false;
+    await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }
 
 describe('graceful stop', () => {
   it.each(['SIGTERM', 'SIGINT'] as const)('%s: new connections are refused at once, the request in flight is answered, exit code 0', async (signal) => {
     const { server, key } = await serverWithKey();
-    const post = slowPost(server.url, key);
-    await new Promise((resolve) => setTimeout(resolve, 200)); // the request's headers have arrived
-    const exited = once(server.child, 'exit');
+    const post = await slowPost(server.url, key);
+    // 'close', not 'exit': the log is read below, and the process's pipes may still hold some of it at its exit.
+    const exited = once(server.child, 'close');
     server.child.kill(signal);
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    expect(await refusesConnections(server.url)).toBe(true);
+    // Refused while the request in flight still waits for the rest of its body (the server cuts it
+    // only after SHUTDOWN_DEADLINE_MS): looked for until then, not after a pause a slow machine may outlast.
+    expect(await within(5_000, () => refusesConnections(server.url))).toBe(true);
     post.finish();
     const answer = await post.answered;
     expect(answer.status).toBe(201);
@@ -85,9 +111,10 @@ describe('graceful stop', () => {
     const exited = once(npm.child, 'exit');
     npm.child.kill('SIGTERM');
     await exited;
-    await new Promise((resolve) => setTimeout(resolve, 500));
-    expect(await refusesConnections(npm.url)).toBe(true);
+    // npm's child may be reaped a moment after npm itself exits: looked for, not slept on.
+    await within(10_000, () => processesWith(`DATA_DIR=${dataDir}`).length === 0);
     expect(processesWith(`DATA_DIR=${dataDir}`)).toEqual([]);
+    expect(await refusesConnections(npm.url)).toBe(true);
     expect(port).not.toBe('');
   }, 150_000);
 });
