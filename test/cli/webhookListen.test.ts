@@ -26,6 +26,8 @@ interface Local {
   port: number;
   requests: { path: string; headers: IncomingMessage['headers']; rawBody: string }[];
   status: number;
+  /** Requests still to refuse with a 500 before answering `status` again. */
+  failures: number;
   server: Server;
 }
 let local: Local;
@@ -38,11 +40,11 @@ beforeAll(async () => {
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
       requests.push({ path: req.url ?? '/', headers: req.headers, rawBody: Buffer.concat(chunks).toString('utf8') });
-      res.writeHead(local.status).end();
+      res.writeHead(local.failures > 0 ? (local.failures--, 500) : local.status).end();
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  local = { port: (server.address() as AddressInfo).port, requests, status: 204, server };
+  local = { port: (server.address() as AddressInfo).port, requests, status: 204, failures: 0, server };
 });
 
 afterAll(async () => {
@@ -139,12 +141,13 @@ describe('csr webhooks listen --forward-to', () => {
 
   it('prints a failed attempt with its status and retries it while the session runs', async () => {
     local.requests.length = 0;
-    local.status = 500;
+    // One refusal, then 204: set by the test after it saw the 500, the retry (200 ms later) could
+    // be refused too on a machine where the test process stalls a moment.
+    local.failures = 1;
     const session = startListen('--workspace', harness.slug, '--forward-to', `http://127.0.0.1:${local.port}/failing`, '--objects', 'tasks', '--events', 'created');
     await session.waitFor(/^Ready\./m);
     await harness.api.post('/api/v1/tasks', { subject: 'Retried locally', status: 'Done' });
     await session.waitFor(/tasks\.created {2}500 {2}\d+ ms {2}delivery \d+ {2}event \S+ {2}retrying: receiver answered 500/);
-    local.status = 204;
     await session.waitFor(/tasks\.created {2}204 /);
     expect(local.requests.map((request) => request.path)).toEqual(['/failing', '/failing']);
     session.child.kill('SIGTERM');
