@@ -14,7 +14,13 @@ import { client } from '../support/service.js';
  * directory of a server running in its own process, with a real HTTPS receiver.
  */
 
-const ENV = { WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true', WEBHOOK_CA_FILE: RECEIVER_CA_FILE, WEBHOOK_RETRY_DELAYS: '300ms,300ms,300ms,300ms,300ms' };
+/**
+ * Retries every 300 ms, a hundred of them: the kill -9 test needs its deliveries still waiting for
+ * a retry when it kills the server, however long the 15 writes before it take (with five, the first
+ * delivery failed for good after 1.5 s, which a slow machine's writes outlast).
+ */
+const RETRY_DELAYS = Array.from({ length: 100 }, () => '300ms').join(',');
+const ENV = { WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true', WEBHOOK_CA_FILE: RECEIVER_CA_FILE, WEBHOOK_RETRY_DELAYS: RETRY_DELAYS };
 const dataDir = mkdtempSync(join(tmpdir(), 'csr-cli-webhooks-'));
 const csr = csrTool(dataDir, ENV);
 let receiver: Receiver;
