@@ -43,7 +43,7 @@ type Row = { name: string; kind: string; state: string; generation: number; vers
 
 /** The status row of `name` once `done` holds for it (the runners save their status every few seconds). */
 async function rowWhen(csr: ReturnType<typeof csrTool>, name: string, done: (row: Row) => boolean): Promise<Row> {
-  const deadline = Date.now() + 15_000;
+  const deadline = Date.now() + 60_000;
   for (;;) {
     const row = (await csr.json<{ projections: Row[] }>('projections', 'status')).projections.find((r) => r.name === name)!;
     if ((row && done(row)) || Date.now() > deadline) return row;
@@ -91,14 +91,14 @@ describe('csr projections status', () => {
     await running.kill('SIGTERM');
 
     running = await server(dir);
-    const deadline = Date.now() + 10_000;
+    const deadline = Date.now() + 60_000;
     let caughtUp: Row;
     do {
       caughtUp = (await csr.json<{ projections: Row[] }>('projections', 'status')).projections.find((row) => row.name === 'records')!;
     } while (caughtUp.lagEvents > 0 && Date.now() < deadline);
     expect(caughtUp).toMatchObject({ state: 'live', lagEvents: 0 });
     expect(await rowWhen(csr, 'webhooks', (row) => row.lagEvents === 0)).toMatchObject({ state: 'live', lagEvents: 0 });
-  }, 60_000);
+  }, 240_000);
 });
 
 describe('csr projections rebuild', () => {
