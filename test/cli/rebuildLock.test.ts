@@ -10,6 +10,7 @@ import type { NewEvent } from '../../src/eventstore/port.js';
 import { openSqliteEventStore } from '../../src/eventstore/sqlite/index.js';
 import { fingerprint, generateApiKey } from '../../src/setup/apiKeys.js';
 import { openSqliteSetupStore } from '../../src/setup/sqlite/index.js';
+import { BUSY_TIMEOUT_MS } from '../../src/sqlite/file.js';
 import { csrTool } from '../support/cli.js';
 import { repoRoot, spawnServer, type ServerProcess } from '../support/process.js';
 import { client } from '../support/service.js';
@@ -23,11 +24,18 @@ import { client } from '../support/service.js';
 
 const RECORDS = 80_000;
 /**
- * The longest a writer beside the rebuild may wait for the lock (a server's busy timeout is 5 s):
- * well above what the short transactions take, well below what one finishing transaction took
- * at this size (docs/performance.md, rebuild lane).
+ * The longest a writer beside the rebuild may wait for the lock, given how long the rebuild took.
+ * What the product guarantees is the busy timeout: past it a server's projector fails its batch.
+ * Within it, no step of the rebuild may hold the lock for a large share of the whole: one
+ * finishing transaction, and batches back to back, made the old build's probe wait a large share
+ * of its rebuild, where the stepwise one waits a small one (docs/performance.md, rebuild lane). A
+ * share, not a fixed time: on a slower or busier machine every step and the whole rebuild take
+ * longer alike; 1.5 s is its floor, which a fast machine's fixed costs (the busy handler's
+ * sleeps, the pauses) stay below.
  */
-const LONGEST_WAIT_MS = 1_500;
+function longestWaitAllowedMs(rebuildMs: number): number {
+  return Math.min(BUSY_TIMEOUT_MS, Math.max(1_500, 0.15 * rebuildMs));
+}
 
 const dirs: string[] = [];
 const servers: ServerProcess[] = [];
@@ -142,7 +150,9 @@ it('a server beside a CLI rebuild of a large store keeps projecting: no error, r
     }
   };
   const load = writer();
+  const started = performance.now();
   const rebuild = await csr.run('projections', 'rebuild', 'records', '--json');
+  const rebuildMs = performance.now() - started;
   stop = true;
   await load;
   const longest = await probe.longestWaitMs();
@@ -151,7 +161,7 @@ it('a server beside a CLI rebuild of a large store keeps projecting: no error, r
   expect(JSON.parse(rebuild.stdout)).toMatchObject({ projection: 'records', generation: 2 });
   expect(failures).toEqual([]);
   expect(written).toBeGreaterThan(0);
-  expect(longest).toBeLessThan(LONGEST_WAIT_MS);
+  expect(longest, `the longest wait for the lock during a rebuild of ${Math.round(rebuildMs)} ms`).toBeLessThan(longestWaitAllowedMs(rebuildMs));
   await until(async () => (await records()).state === 'live');
   expect(await records()).toMatchObject({ state: 'live', generation: 2, lastError: null });
   expect(await total()).toBe(RECORDS + written);
