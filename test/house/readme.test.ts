@@ -67,7 +67,8 @@ describe('README', () => {
     await waitForPort(port, server);
 
     const client = bash(blocks.filter((block) => block.mark === 'test: client').map((block) => local(block.code)).join('\n'), env);
-    const [code] = await once(client, 'exit');
+    // 'close', not 'exit': the output is read next, and the pipes may still hold some of it at the exit.
+    const [code] = await once(client, 'close');
     expect(client.output()).toMatch(/"created":1/);
     expect(client.output()).toMatch(/"name":"Globex"/);
     expect(code).toBe(0);
