@@ -15,9 +15,10 @@ afterAll(async () => {
   rmSync(dataDir, { recursive: true, force: true });
 });
 
+/** The dates of the passes so far, once there are `count` of them (looked for up to 30 s). */
 async function passes(service: TestService, count: number): Promise<string[]> {
   let dates: string[] = [];
-  for (let i = 0; i < 200; i++) {
+  for (const deadline = Date.now() + 30_000; Date.now() < deadline; ) {
     dates = (await service.service.backends.events.readStream('reactors-dailypass')).map((event) => String(event.data['date']));
     if (dates.length >= count) break;
     await new Promise((resolve) => setTimeout(resolve, 25));

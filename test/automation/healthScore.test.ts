@@ -35,7 +35,7 @@ async function scoreOf(id: string): Promise<number | null> {
 
 async function scoreBecomes(id: string, expected: number): Promise<void> {
   let last: number | null = null;
-  for (let i = 0; i < 200; i++) {
+  for (const deadline = Date.now() + 30_000; Date.now() < deadline; ) {
     last = await scoreOf(id);
     if (last === expected) return;
     await new Promise((resolve) => setTimeout(resolve, 25));

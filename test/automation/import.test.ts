@@ -150,7 +150,7 @@ describe('csr import', () => {
     const { ws, api } = await workspace();
     await importJson('clients', file('seed.csv', 'name\nExisting\n'), '--workspace', ws.slug);
     // The seed's health score is appended a moment later: let it land before taking the log's head.
-    for (let i = 0; i < 200 && (await byName(api, 'clients', 'Existing')).healthScore === null; i++) await new Promise((resolve) => setTimeout(resolve, 25));
+    for (const deadline = Date.now() + 30_000; Date.now() < deadline && (await byName(api, 'clients', 'Existing')).healthScore === null; ) await new Promise((resolve) => setTimeout(resolve, 25));
     expect((await byName(api, 'clients', 'Existing')).healthScore).toBe(85);
     await new Promise((resolve) => setTimeout(resolve, 200));
     const head = await h.svc.service.backends.events.headPosition();

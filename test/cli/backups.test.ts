@@ -22,7 +22,7 @@ afterAll(async () => {
 
 /** Until the records projection has applied the whole restored log. */
 async function caughtUp(csr: ReturnType<typeof csrTool>): Promise<void> {
-  const deadline = Date.now() + 20_000;
+  const deadline = Date.now() + 60_000;
   for (;;) {
     const { projections } = await csr.json<{ projections: { name: string; lagEvents: number }[] }>('projections', 'status');
     const records = projections.find((row) => row.name === 'records');

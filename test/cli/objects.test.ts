@@ -25,12 +25,13 @@ afterAll(async () => {
   await svc?.stop();
 });
 
+/** Looked for up to 30 s: one poll of the log watch on a quiet machine, more on a loaded one. */
 const eventually = async (check: () => Promise<boolean>, what: string) => {
-  for (let i = 0; i < 200; i++) {
+  for (const deadline = Date.now() + 30_000; Date.now() < deadline; ) {
     if (await check()) return;
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
-  throw new Error(`${what}: not seen within 2 s`);
+  throw new Error(`${what}: not seen within 30 s`);
 };
 
 describe('csr objects and csr fields', () => {

@@ -32,7 +32,7 @@ beforeAll(async () => {
   // The backfill of link edges runs beside the projection at start.
   let marked = false;
   const poll = setInterval(() => void svc.service.backends.readStore.checkpoint(LINK_BACKFILL).then((at) => (marked = at !== null)), 5);
-  await until(() => marked, 5_000, 'the link edges backfill').finally(() => clearInterval(poll));
+  await until(() => marked, 30_000, 'the link edges backfill').finally(() => clearInterval(poll));
 });
 afterAll(async () => {
   await svc.stop();
@@ -53,8 +53,14 @@ describe('a store written before the audit chain', () => {
     expect(after.chained).toBe(after.events - RELEASE_EVENTS);
     expect(after.events).toBeGreaterThanOrEqual(before.events + 2);
 
-    const history = (await client(svc, key).get(`/api/v1/clients/${CLIENT}/history`)).body.data;
-    // The health score reactor scores the old client on its first start: "via health score", in between.
+    // The health score reactor scores the old client on its first start, in the background: "via
+    // health score", in between, once it has (looked for, as a slow machine may not have yet).
+    const historyOf = async () => (await client(svc, key).get(`/api/v1/clients/${CLIENT}/history`)).body.data as { via: string }[];
+    let history = await historyOf();
+    for (const deadline = Date.now() + 30_000; Date.now() < deadline && !history.some((entry) => entry.via === 'via health score'); ) {
+      await new Promise((resolve) => setTimeout(resolve, 25));
+      history = await historyOf();
+    }
     expect(history.map((entry: { via: string }) => entry.via).filter((via: string) => via !== 'via health score')).toEqual([
       'via API · Old key',
       'via API · Old key',

@@ -70,7 +70,7 @@ describe('projection versions', () => {
         file.close();
       }
       const messages = () => lines.map((line) => JSON.parse(line)).filter((entry) => entry.projection === 'records').map((entry) => entry.msg);
-      await until(() => messages().includes('rebuild done: reads switched to the new generation'), 5_000, 'the switch in the log');
+      await until(() => messages().includes('rebuild done: reads switched to the new generation'), 30_000, 'the switch in the log');
       expect(messages()).toContain('projection version changed: rebuilding the read model in the background');
     } finally {
       await second.stop();
