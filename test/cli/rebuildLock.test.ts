@@ -27,11 +27,11 @@ const RECORDS = 80_000;
  * The longest a writer beside the rebuild may wait for the lock, given how long the rebuild took.
  * What the product guarantees is the busy timeout: past it a server's projector fails its batch.
  * Within it, no step of the rebuild may hold the lock for a large share of the whole: one
- * finishing transaction, and batches back to back, made the old build's probe wait a large share
- * of its rebuild, where the stepwise one waits a small one (docs/performance-log.md, rebuild lane). A
- * share, not a fixed time: on a slower or busier machine every step and the whole rebuild take
- * longer alike; 1.5 s is its floor, which a fast machine's fixed costs (the busy handler's
- * sleeps, the pauses) stay below.
+ * finishing transaction, and batches back to back, made the old build's probe wait a large
+ * share of its rebuild, where the stepwise one waits a small one (docs/performance-log.md,
+ * rebuild lane). A share, not a fixed time: on a slower or busier machine every step and the
+ * whole rebuild take longer alike; 1.5 s is its floor, which a fast machine's fixed costs (the
+ * busy handler's sleeps, the pauses) stay below.
  */
 function longestWaitAllowedMs(rebuildMs: number): number {
   return Math.min(BUSY_TIMEOUT_MS, Math.max(1_500, 0.15 * rebuildMs));
