@@ -20,3 +20,22 @@ export async function eventually<T>(read: () => Promise<T>, done: (value: T) => 
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
 }
+
+/** What `beforeTimer` answers when the timer came first. */
+export const TIMER_FIRST = Symbol('a timer due first');
+
+/**
+ * What `promise` settles with, if it settles before a timer of `ms` started now; else TIMER_FIRST.
+ * Timers fire in the order they are due, so work due before this timer (a poll, a deadline) comes
+ * first even on a machine that pauses the whole process, where a bound on the elapsed time would
+ * fail for the pause alone.
+ */
+export async function beforeTimer<T>(promise: Promise<T>, ms: number): Promise<T | typeof TIMER_FIRST> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<typeof TIMER_FIRST>((resolve) => (timer = setTimeout(() => resolve(TIMER_FIRST), ms)));
+  try {
+    return await Promise.race([promise, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
