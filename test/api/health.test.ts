@@ -58,7 +58,7 @@ describe('health', () => {
     expect((await get(`${api.url}/health/live`)).status).toBe(200);
 
     servers.push(await spawnServer({ DATA_DIR: dataDir }));
-    const deadline = Date.now() + 10_000;
+    const deadline = Date.now() + 30_000;
     let ready = lagging;
     while (ready.status !== 200 && Date.now() < deadline) {
       await new Promise((resolve) => setTimeout(resolve, 50));
