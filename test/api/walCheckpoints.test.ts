@@ -53,5 +53,5 @@ describe('WAL checkpoints', () => {
       countInFileAlone('events.db', "SELECT COUNT(*) AS n FROM events WHERE type = 'RecordCreated'") === records.length &&
       countInFileAlone('read.db', 'SELECT COUNT(*) AS n FROM documents') === records.length;
     await until(inFiles, 20_000, 'the 50 records in events.db and read.db without their WAL');
-  });
+  }, 60_000);
 });
