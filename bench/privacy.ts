@@ -7,7 +7,7 @@ import { csr } from './http.js';
 import { root, spawnServer, stop } from './servers.js';
 
 /**
- * The privacy lane's costs (docs/privacy.md, docs/performance.md "privacy lane"): CPU per POST of
+ * The privacy lane's costs (docs/privacy.md, docs/performance-log.md "privacy lane"): CPU per POST of
  * a contact (five personal fields sealed, a data key made) beside a client of the same size, in
  * the same run, in alternating rounds so that drift of the machine falls on both alike; then
  * `csr privacy erase` of a contact with 1,000 revisions. Run: `npm run build && node dist/bench/privacy.js`.

@@ -5,7 +5,7 @@ import type { RecordedEvent } from '../eventstore/port.js';
  * projector, the reactors and the webhook fan-out open each new event once. Bounded by count and
  * by the size of what it holds: an entry keeps both the opened values and the sealed ones, so a
  * run of large records held by count alone kept much of the projector thread's heap alive
- * (docs/performance.md, large bodies). Oldest dropped first.
+ * (docs/performance-log.md, large bodies). Oldest dropped first.
  */
 export class OpenedEvents {
   private readonly events = new Map<string, { recordId: string | null; event: RecordedEvent; size: number }>();

@@ -5,7 +5,7 @@
  * far more than the write: an inter-processor interrupt, paid inside the writev. Answers written
  * in one burst wake a client once; the others reach it while it is already running. Under light
  * load a turn holds one answer and nothing changes but one setImmediate; under load more answers
- * go out per unit of CPU and the wait is at most the rest of one turn (docs/performance.md,
+ * go out per unit of CPU and the wait is at most the rest of one turn (docs/performance-log.md,
  * "read lane 2").
  *
  * Only the moment an answer is handed to the HTTP server moves: a request is still handled,

@@ -5,7 +5,7 @@ import { setFlagsFromString } from 'node:v8';
  * several times that before collecting again, per isolate: under a stream of large bodies the API
  * thread and each role thread held mostly garbage, and the process grew past its memory target.
  * A quarter more than the live size keeps every thread's heap near its live data for a little
- * more collection work (figures: docs/performance.md, large bodies).
+ * more collection work (figures: docs/performance-log.md, large bodies).
  * The flag is read at each collection, by every isolate of the process: set once, first thing.
  */
 export const HEAP_GROWING_PERCENT = 25;

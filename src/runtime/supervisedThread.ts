@@ -7,7 +7,7 @@ import { supervise, type Child, type Stoppable } from './supervisor.js';
  * thread, and the projector and the fan-out allocate fast when large records arrive (a 5 MB bulk
  * upsert is parsed by each of their subscriptions): the process's memory then grew by about as
  * much again as the data. A small one is scavenged more often, each time cheaply, and keeps the
- * process's resident memory down (docs/performance.md, "auto-faults lane").
+ * process's resident memory down (docs/performance-log.md, "auto-faults lane").
  */
 const YOUNG_GENERATION_MB = 8;
 

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { client, startTestService, type TestService, type TestWorkspace } from '../support/service.js';
 
 /**
- * GET one and lists answer from each record's stored rendering (docs/performance.md, read lane):
+ * GET one and lists answer from each record's stored rendering (docs/performance-log.md, read lane):
  * what a record shows of other records, users and the object's definition must be current, never
  * what it was when the record was last written. The oracle is `?as_of=` a moment after the last
  * write, which renders from the log and never reads a stored rendering.

@@ -25,7 +25,7 @@ const RECORDS = 80_000;
 /**
  * The longest a writer beside the rebuild may wait for the lock (a server's busy timeout is 5 s):
  * well above what the short transactions take, well below what one finishing transaction took
- * at this size (docs/performance.md, rebuild lane).
+ * at this size (docs/performance-log.md, rebuild lane).
  */
 const LONGEST_WAIT_MS = 1_500;
 

@@ -5,7 +5,7 @@ import type { ChainReport } from '../port.js';
 /**
  * The chain check in a thread of its own, beside the read model check that `csr audit verify` runs
  * on the calling thread: the two halves share nothing but the file, so on a second idle core the
- * verification takes about as long as the longer half instead of both (docs/performance.md,
+ * verification takes about as long as the longer half instead of both (docs/performance-log.md,
  * "verify lane 3"). With one core the thread would only add its start, so the check stays on the
  * calling thread there, as it does for an in-memory log (no file another connection can open) and
  * when the sources run untranslated (tests: no compiled thread script beside this file).

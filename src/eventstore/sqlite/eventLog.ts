@@ -79,7 +79,7 @@ export function storedRowEvent(row: StoredRow): RecordedEvent {
 type StreamRow = [seq: number, id: string, stream: string, revision: number, type: string, created: number, data: string];
 
 /**
- * A row of the stream-order read (audit verification) as a plain event (docs/performance.md,
+ * A row of the stream-order read (audit verification) as a plain event (docs/performance-log.md,
  * verify lanes 2 and 3): its metadata is neither read from the file nor parsed.
  */
 function streamRowEvent(row: StreamRow): StreamEvent {

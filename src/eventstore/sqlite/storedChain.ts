@@ -10,7 +10,7 @@ import { storedRowEvent, type EventLog } from './eventLog.js';
 
 /**
  * Rows per page. Small pages keep a thread's heap small (each row's text and the hashed text
- * built from it live until the page is done) at the same speed (docs/performance.md, verify lane 3).
+ * built from it live until the page is done) at the same speed (docs/performance-log.md, verify lane 3).
  */
 const CHAIN_PAGE = 500;
 
