@@ -54,7 +54,7 @@ beforeAll(async () => {
   ({ key } = await csr.json<{ key: string }>('keys', 'create', '--workspace', 'multi', '--name', 'load'));
   server = await spawnServer({ DATA_DIR: dataDir, API_PROCESSES: '2' });
   api = client(server.url, key);
-  await until(() => apiPids().length === 2, 10_000, 'two API processes');
+  await until(() => apiPids().length === 2, 20_000, 'two API processes');
 });
 
 afterAll(async () => {
@@ -92,7 +92,7 @@ describe('API_PROCESSES=2', () => {
   it('replaces an API process that dies', async () => {
     const [victim] = apiPids();
     process.kill(victim!, 'SIGKILL');
-    await until(() => apiPids().length === 3, 10_000, 'a replacement API process');
+    await until(() => apiPids().length === 3, 20_000, 'a replacement API process');
     expect(server.output()).toContain('an API process died; starting another');
     expect(server.output()).toContain(`"exit":"pid ${victim}, signal SIGKILL"`);
     const listed = await Promise.all(Array.from({ length: 10 }, () => api.get('/api/v1/clients?limit=1')));
@@ -103,15 +103,15 @@ describe('API_PROCESSES=2', () => {
     const running = apiPids().filter(alive);
     expect(running).toHaveLength(2);
     await server.kill('SIGKILL');
-    await until(() => running.every((pid) => !alive(pid)), 10_000, 'the API processes to exit');
+    await until(() => running.every((pid) => !alive(pid)), 20_000, 'the API processes to exit');
 
     server = await spawnServer({ DATA_DIR: dataDir, API_PROCESSES: '2' });
-    await until(() => apiPids().length === 2, 10_000, 'two API processes');
+    await until(() => apiPids().length === 2, 20_000, 'two API processes');
     const pids = apiPids();
     await server.kill('SIGTERM');
     expect(server.child.exitCode).toBe(0);
-    await until(() => pids.every((pid) => !alive(pid)), 10_000, 'the API processes to exit');
-  });
+    await until(() => pids.every((pid) => !alive(pid)), 20_000, 'the API processes to exit');
+  }, 90_000);
 
   it('a SIGTERM that comes while the roles are still starting stops them once started, with exit code 0', async () => {
     // spawnServer returns at the first API process's start line: the primary is still starting the rest.
@@ -120,6 +120,6 @@ describe('API_PROCESSES=2', () => {
     expect(starting.child.exitCode).toBe(0);
     expect(starting.output()).toContain('"signal":"SIGTERM"');
     const pids = starting.started().map((service) => service.pid);
-    await until(() => pids.every((pid) => !alive(pid)), 10_000, 'every process it started to exit');
-  });
+    await until(() => pids.every((pid) => !alive(pid)), 20_000, 'every process it started to exit');
+  }, 60_000);
 });

@@ -11,6 +11,14 @@ const moment = async () => {
   return at;
 };
 
+/**
+ * The service's clock, real time unless pinned: a snapshot is taken with the clock pinned at its
+ * moment, so that GET computes its date-dependent values (days overdue, days to renewal) for the
+ * same day as `?as_of=` that moment does, also when midnight UTC falls between the two.
+ */
+let pinned: Date | null = null;
+const clock = () => pinned ?? new Date();
+
 let svc: TestService;
 let ws: TestWorkspace;
 let api: ReturnType<typeof client>;
@@ -20,17 +28,24 @@ let line1: string;
 const at: string[] = [];
 const snapshots: { billing: unknown; client: unknown; lines: unknown }[] = [];
 
+/** What GET answers at a moment after the writes so far (and before the next ones). */
 async function snapshot(): Promise<void> {
-  snapshots.push({
-    billing: (await api.get(`/api/v1/billing/${invoice}`)).body,
-    client: (await api.get(`/api/v1/clients/${acme}`)).body,
-    lines: (await api.get(`/api/v1/invoiceLines?invoice=${invoice}`)).body,
-  });
-  at.push(await moment());
+  const then = await moment();
+  pinned = new Date(then);
+  try {
+    snapshots.push({
+      billing: (await api.get(`/api/v1/billing/${invoice}`)).body,
+      client: (await api.get(`/api/v1/clients/${acme}`)).body,
+      lines: (await api.get(`/api/v1/invoiceLines?invoice=${invoice}`)).body,
+    });
+  } finally {
+    pinned = null;
+  }
+  at.push(then);
 }
 
 beforeAll(async () => {
-  svc = await startTestService();
+  svc = await startTestService({}, { clock });
   ws = await svc.workspace();
   api = client(svc, (await ws.key()).key);
   at.push(await moment()); // 0: before anything
@@ -107,12 +122,16 @@ describe('GET list as of a moment', () => {
 describe('date-dependent values', () => {
   it('use the date of as_of, not the date of the request', async () => {
     const day = 86_400_000;
-    const later = await startTestService({}, { clock: () => new Date(Date.now() + 10 * day) });
+    // Ten days ahead of as_of exactly (not of the moment of each request): a midnight UTC between
+    // as_of and the request must not make it eleven.
+    let laterNow: number | null = null;
+    const later = await startTestService({}, { clock: () => new Date(laterNow ?? Date.now() + 10 * day) });
     try {
       const w = await later.workspace();
       const laterApi = client(later, (await w.key()).key);
       const id = (await laterApi.post('/api/v1/renewals', { name: 'R', client: (await laterApi.post('/api/v1/clients', { name: 'C' })).body.ids[0], renewalDate: '2030-01-01', stage: 'Upcoming' })).body.ids[0];
       const asOf = await moment();
+      laterNow = Date.parse(asOf) + 10 * day;
       const now = (await laterApi.get(`/api/v1/renewals/${id}`)).body.data.daysToRenewal;
       const then = (await laterApi.get(`/api/v1/renewals/${id}?as_of=${asOf}`)).body.data.daysToRenewal;
       expect(then - now).toBe(10);

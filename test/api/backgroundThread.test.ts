@@ -30,7 +30,7 @@ describe('one process, three threads', () => {
   it('runs the projector and the dispatcher each in a thread of the API process', async () => {
     // A worker thread's stdout reaches the process's stdout through the main thread's event loop, so the
     // order of the three "roles started" lines says nothing about which role started first.
-    await until(() => server.started().length >= 3, 5_000, 'three "roles started" lines');
+    await until(() => server.started().length >= 3, 20_000, 'three "roles started" lines');
     const services = server.started();
     expect(services.map((service) => service.roles.join()).sort()).toEqual(['api', 'dispatcher', 'projector']);
     expect(services.map((service) => service.pid)).toEqual([server.child.pid, server.child.pid, server.child.pid]);

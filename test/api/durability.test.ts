@@ -63,5 +63,5 @@ describe('durability', () => {
     for (const { id, name } of acknowledged) expect(byId.get(id)).toBe(name);
     const numbers = listed.body.data.map((record: any) => record.clientNumber);
     expect(new Set(numbers).size).toBe(numbers.length);
-  });
+  }, 60_000);
 });

@@ -145,5 +145,5 @@ export { level };`);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
-  });
+  }, 60_000);
 });

@@ -45,7 +45,7 @@ beforeAll(async () => {
   await csr.json('workspaces', 'create', 'races');
   ({ key } = await csr.json<{ key: string }>('keys', 'create', '--workspace', 'races', '--name', 'racer'));
   server = await spawnServer({ DATA_DIR: dataDir, API_PROCESSES: '2' });
-  await until(() => server.started().filter((s) => s.roles.join() === 'api').length === 2, 10_000, 'two API processes');
+  await until(() => server.started().filter((s) => s.roles.join() === 'api').length === 2, 20_000, 'two API processes');
 });
 
 afterAll(async () => {

@@ -140,7 +140,7 @@ describe('list', () => {
     const first = (await own.post('/api/v1/clients', { name: 'Old' })).body.ids[0];
     // Its health score comes a moment later and moves updatedAt (docs/automation.md): wait for it.
     let old = (await own.get(`/api/v1/clients/${first}`)).body.data;
-    for (let i = 0; i < 400 && old.healthScore === null; i++) {
+    for (const deadline = Date.now() + 20_000; Date.now() < deadline && old.healthScore === null; ) {
       await new Promise((resolve) => setTimeout(resolve, 5));
       old = (await own.get(`/api/v1/clients/${first}`)).body.data;
     }

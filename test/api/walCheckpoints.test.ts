@@ -52,6 +52,6 @@ describe('WAL checkpoints', () => {
     const inFiles = () =>
       countInFileAlone('events.db', "SELECT COUNT(*) AS n FROM events WHERE type = 'RecordCreated'") === records.length &&
       countInFileAlone('read.db', 'SELECT COUNT(*) AS n FROM documents') === records.length;
-    await until(inFiles, 5_000, 'the 50 records in events.db and read.db without their WAL');
-  });
+    await until(inFiles, 20_000, 'the 50 records in events.db and read.db without their WAL');
+  }, 60_000);
 });

@@ -2,7 +2,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { chromium, type Browser, type Locator, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { csrTool } from '../support/cli.js';
 import { RECEIVER_CA_FILE, startReceiver, type Receiver } from '../support/receiver.js';
@@ -26,6 +26,17 @@ let ws: TestWorkspace;
 let receiver: Receiver;
 let browser: Browser;
 const dataDir = mkdtempSync(join(tmpdir(), 'csr-setup-e2e-'));
+
+/**
+ * Clicks what navigates, and waits until the new page has loaded. A click returns once the new
+ * document is committed, which may be before the browser has parsed all of it (or run its
+ * deferred script): a read made then (isVisible, a table's text) can see half a page on a slow
+ * or busy machine.
+ */
+async function navigate(page: Page, target: Locator): Promise<void> {
+  await target.click();
+  await page.waitForLoadState('load');
+}
 
 async function shot(page: Page, name: string): Promise<void> {
   mkdirSync(SHOTS, { recursive: true });
@@ -57,7 +68,7 @@ describe.skipIf(!present)('the Setup page in Chromium', () => {
     expect(await page.textContent('h1')).toBe('API & Webhooks');
 
     await page.getByLabel('Name', { exact: true }).first().fill('Zapier');
-    await page.getByRole('button', { name: 'Create key' }).click();
+    await navigate(page, page.getByRole('button', { name: 'Create key' }));
     const key = await page.locator('#new-key').inputValue();
     expect(key).not.toBe('');
     // The copy button is shown by a deferred script, which may run after the key's field is there.
@@ -70,56 +81,56 @@ describe.skipIf(!present)('the Setup page in Chromium', () => {
     await webhookForm.getByLabel('Name').fill('CRM sync');
     await webhookForm.getByLabel('URL (https)').fill(`${receiver.origin}/hook`);
     await webhookForm.getByLabel('created').check();
-    await webhookForm.getByRole('button', { name: 'Create webhook' }).click();
+    await navigate(page, webhookForm.getByRole('button', { name: 'Create webhook' }));
     expect(await page.locator('#new-secret').inputValue()).toMatch(/^whsec_/);
     await page.locator('#webhooks').evaluate((heading) => heading.scrollIntoView());
     await shot(page, 'webhooks');
 
-    await page.getByRole('link', { name: 'CRM sync' }).first().click();
-    await page.getByRole('button', { name: 'Send test event' }).click();
+    await navigate(page, page.getByRole('link', { name: 'CRM sync' }).first());
+    await navigate(page, page.getByRole('button', { name: 'Send test event' }));
     expect(await page.getByRole('status').textContent()).toContain('Test event: delivered, response 204');
     expect(receiver.received('/hook').map((request) => request.body?.event)).toEqual(['webhook.test']);
     expect(await page.locator('table tbody tr').first().textContent()).toContain('webhook.test');
     await shot(page, 'webhook');
 
-    await page.locator('table tbody tr a').first().click();
+    await navigate(page, page.locator('table tbody tr a').first());
     expect(await page.locator('pre').first().textContent()).toContain('X-SVC-Delivery');
     expect(await page.locator('pre').nth(1).textContent()).toContain('"event": "webhook.test"');
     await shot(page, 'delivery');
-    await page.getByRole('link', { name: /Webhook CRM sync/ }).click();
+    await navigate(page, page.getByRole('link', { name: /Webhook CRM sync/ }));
 
-    await page.getByRole('button', { name: 'Switch off' }).click();
+    await navigate(page, page.getByRole('button', { name: 'Switch off' }));
     expect(await page.locator('dd .off').textContent()).toContain('off');
     expect(await page.getByRole('button', { name: 'Switch on' }).isVisible()).toBe(true);
-    await page.getByRole('button', { name: 'Rotate secret' }).click();
+    await navigate(page, page.getByRole('button', { name: 'Rotate secret' }));
     const secret = await page.locator('#new-secret').inputValue();
     expect(secret).toMatch(/^whsec_/);
     expect((await svc.service.backends.webhooks.webhookById((await svc.webhooks.list('acme'))[0]!.id))?.secret).toBe(secret);
 
-    await page.getByRole('link', { name: 'API & Webhooks', exact: true }).click();
-    await page.getByRole('link', { name: 'Revoke…' }).click();
-    await page.getByRole('button', { name: 'Revoke the key' }).click();
+    await navigate(page, page.getByRole('link', { name: 'API & Webhooks', exact: true }));
+    await navigate(page, page.getByRole('link', { name: 'Revoke…' }));
+    await navigate(page, page.getByRole('button', { name: 'Revoke the key' }));
     expect(await page.getByRole('status').textContent()).toContain('The key is revoked');
     expect((await api(key)).status).toBe(401);
 
-    await page.getByRole('link', { name: 'Object Manager', exact: true }).click();
+    await navigate(page, page.getByRole('link', { name: 'Object Manager', exact: true }));
     await page.getByLabel('Key').fill('projects');
     await page.getByLabel('Name').last().fill('Projects');
-    await page.getByRole('button', { name: 'Add object' }).click();
-    await page.getByRole('link', { name: '← Object Manager' }).click();
+    await navigate(page, page.getByRole('button', { name: 'Add object' }));
+    await navigate(page, page.getByRole('link', { name: '← Object Manager' }));
     await shot(page, 'object-manager');
-    await page.getByRole('link', { name: 'Projects' }).click();
+    await navigate(page, page.getByRole('link', { name: 'Projects' }));
     await page.getByLabel('Key').fill('stage');
     await page.getByLabel('Format').selectOption('oneOf');
     await page.getByLabel(/Options/).fill('Draft, Live');
-    await page.getByRole('button', { name: 'Add field' }).click();
+    await navigate(page, page.getByRole('button', { name: 'Add field' }));
     expect(await page.locator('table').textContent()).toContain('One of: Draft, Live');
     await shot(page, 'fields');
-    await page.getByRole('link', { name: 'Projections', exact: true }).click();
+    await navigate(page, page.getByRole('link', { name: 'Projections', exact: true }));
     expect(await page.locator('table').textContent()).toContain('records');
     await shot(page, 'projections');
 
-    await page.getByRole('button', { name: 'Sign out' }).click();
+    await navigate(page, page.getByRole('button', { name: 'Sign out' }));
     expect(await page.textContent('h1')).toBe('Signed out');
     await page.goto(`${svc.url}/setup/api`);
     expect(await page.textContent('h1')).toBe('Not signed in');
@@ -133,8 +144,10 @@ describe.skipIf(!present)('the Setup page in Chromium', () => {
     await page.goto(link);
     await page.waitForURL(`${svc.url}/setup/api`);
     await page.getByLabel('Name', { exact: true }).first().fill('No script');
-    await page.getByRole('button', { name: 'Create key' }).click();
+    await navigate(page, page.getByRole('button', { name: 'Create key' }));
     expect(await page.locator('#new-key').inputValue()).not.toBe('');
+    // On the whole page (loaded): the button is there, and stays hidden without its script.
+    expect(await page.locator('button.copy').count()).toBe(1);
     expect(await page.locator('button.copy').isVisible()).toBe(false);
     const again = await (await context.newPage()).goto(link);
     expect(again?.status()).toBe(401);
@@ -155,6 +168,7 @@ describe.skipIf(!present)('the Setup page in Chromium', () => {
     await form.locator('input[name="_csrf"]').evaluate((input) => input.remove());
     await form.getByLabel('Name', { exact: true }).fill('Forged');
     const [answer] = await Promise.all([page.waitForResponse((response) => response.url().endsWith('/setup/keys')), form.getByRole('button', { name: 'Create key' }).click()]);
+    await page.waitForLoadState('load');
     expect(answer.status()).toBe(403);
     expect(await page.textContent('h1')).toBe('Form refused');
     expect((await svc.service.backends.setup.listKeys(ws.id)).map((apiKey) => apiKey.name)).not.toContain('Forged');

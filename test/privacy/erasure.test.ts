@@ -18,7 +18,9 @@ import { filesHolding as filesInDataDir } from '../support/dataDirScan.js';
 
 const dataDir = mkdtempSync(join(tmpdir(), 'csr-privacy-'));
 const elsewhere = mkdtempSync(join(tmpdir(), 'csr-privacy-files-'));
-const ENV = { WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true', WEBHOOK_CA_FILE: RECEIVER_CA_FILE, WEBHOOK_RETRY_DELAYS: Array.from({ length: 40 }, () => '1500ms').join(',') };
+// Retries every 1.5 s for five minutes: the deliveries to /down must still be retrying when the
+// erasure comes, however long the machine takes to get there.
+const ENV = { WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true', WEBHOOK_CA_FILE: RECEIVER_CA_FILE, WEBHOOK_RETRY_DELAYS: Array.from({ length: 200 }, () => '1500ms').join(',') };
 const EMAIL = 'erin.erasable@example.com';
 const PHONE = '+1 555 0199 4242';
 const csr = csrTool(dataDir, ENV);
@@ -70,7 +72,14 @@ beforeAll(async () => {
   const owned = await api.post('/api/v1/clients', { name: 'Owned Inc', ownerEmail: EMAIL, industry: 'Retail' });
   expect(owned.status).toBe(201);
   ownedClient = owned.body.ids[0];
-  await receiver.waitFor('/up', (requests) => requests.some((r) => r.body?.event === 'surveys.created'), 20_000);
+  // The fan-out has passed every write (it goes in log order, and the client was written last):
+  // none of them is still being turned into a delivery when the erasure comes.
+  await receiver.waitFor(
+    '/up',
+    (requests) =>
+      requests.some((r) => r.body?.event === 'surveys.created') && requests.some((r) => r.body?.event === 'clients.created' && r.body?.data?.id === ownedClient),
+    60_000,
+  );
   before = new Date().toISOString();
   await new Promise((resolve) => setTimeout(resolve, 20));
 }, 120_000);
@@ -154,10 +163,10 @@ describe('csr privacy', () => {
     expect(erasedLines.join('\n')).toContain('GDPR request 42');
 
     // Consumers are told: <object>.updated from the app with the fields null; retried deliveries carry null too.
-    const updated = await receiver.waitFor('/up', (requests) => requests.some((r) => r.body?.event === 'contacts.updated' && r.body?.data?.email === null), 20_000);
+    const updated = await receiver.waitFor('/up', (requests) => requests.some((r) => r.body?.event === 'contacts.updated' && r.body?.data?.email === null), 60_000);
     expect(updated.find((r) => r.body?.event === 'contacts.updated' && r.body?.data?.email === null)!.body).toMatchObject({ source: 'app' });
     // (A request already on its way when the command returned may still carry the old body: see docs/privacy.md.)
-    const retried = await receiver.waitFor('/down', (requests) => requests.some((r) => r.receivedAt > returnedAt + 1000 && r.body?.data?.id === contact), 20_000);
+    const retried = await receiver.waitFor('/down', (requests) => requests.some((r) => r.receivedAt > returnedAt + 1000 && r.body?.data?.id === contact), 60_000);
     const afterErasure = retried.filter((r) => r.receivedAt > returnedAt + 1000);
     expect(afterErasure.map((r) => r.rawBody).join('\n')).not.toContain(EMAIL);
     expect(afterErasure.map((r) => r.rawBody).join('\n')).not.toContain(PHONE);

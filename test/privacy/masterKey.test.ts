@@ -23,7 +23,7 @@ describe('the master key', () => {
     expect(readFileSync(path, 'utf8')).toBe(key);
     // Given explicitly, the same key works.
     await csrTool(dataDir, { MASTER_KEY_FILE: path }).json('workspaces', 'list');
-  });
+  }, 60_000);
 
   it('missing, unreadable, malformed or another key: a clear error, exit code 1', async () => {
     const missing = join(dir, 'missing.key');
@@ -40,11 +40,11 @@ describe('the master key', () => {
       chmodSync(unreadable, 0o000);
       expect(await csrTool(dataDir, { MASTER_KEY_FILE: unreadable }).fails(1, 'workspaces', 'list')).toContain('EACCES');
     }
-  });
+  }, 60_000);
 
   it('the server does not start with a wrong key, and says why', async () => {
     const other = join(dir, 'other-server.key');
     writeFileSync(other, `${randomBytes(32).toString('hex')}\n`);
     await expect(spawnServer({ DATA_DIR: dataDir, MASTER_KEY_FILE: other })).rejects.toThrow(/is not the one this store's personal data was encrypted with/);
-  }, 30_000);
+  }, 60_000);
 });

@@ -1,5 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { REACTORS } from '../../projections/reactors.js';
+import { lagAfter } from '../../projections/status.js';
 import { verifyAudit } from '../../queries/auditVerify.js';
+import { RECORD_STREAM_PREFIX } from '../../src/events/records.js';
 import { RECORDS_PROJECTION, type RecordDocument } from '../../src/readstore/port.js';
 import { client, startTestService, type TestService } from '../support/service.js';
 
@@ -16,16 +19,28 @@ let api: ReturnType<typeof client>;
 let otherApi: ReturnType<typeof client>;
 
 /**
- * Until the log stops growing (the reactors' events follow the writes) and the records read model
- * with it: each write's own events are projected before the API answers.
+ * Until the records read model and every reactor have taken in the whole log (the reactors' events
+ * follow the writes, and the read model takes those in too), and the log has stopped growing: each
+ * write's own events are projected before the API answers, but a reactor busy on a loaded machine
+ * may append a moment later than any fixed pause.
  */
 async function quiet(): Promise<void> {
   const { events, readStore } = svc.service.backends;
+  const records = { streamPrefixes: [RECORD_STREAM_PREFIX] };
   const state = async () => `${await events.headPosition()} ${await readStore.checkpoint(RECORDS_PROJECTION)}`;
+  const behind = async () => {
+    for (const name of [RECORDS_PROJECTION, ...REACTORS.map((reactor) => reactor.name)]) {
+      if ((await lagAfter(events, await readStore.checkpoint(name), records)).events > 0) return name;
+    }
+    return null;
+  };
+  const deadline = Date.now() + 30_000;
   for (let before = await state(); ; ) {
     await new Promise((resolve) => setTimeout(resolve, 300));
     const now = await state();
-    if (now === before) return;
+    const lagging = await behind();
+    if (now === before && lagging === null) return;
+    if (Date.now() > deadline) throw new Error(`the log did not come to rest within 30 s (${lagging ?? 'the log'} still moving)`);
     before = now;
   }
 }

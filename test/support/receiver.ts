@@ -23,19 +23,23 @@ export interface ReceivedRequest {
 /** 'hang': never answer (the sender's timeout must fire). */
 export type Answer = number | { redirect: string } | 'hang';
 
+/** How long `waitFor` waits unless told: far above what a slow or busy machine needs, and below a test's 30 s. */
+const WAIT_MS = 20_000;
+
 export interface Receiver {
   /** https://127.0.0.1:<port> */
   origin: string;
   requests: ReceivedRequest[];
-  on(path: string, answer: Answer | ((request: ReceivedRequest) => Answer)): void;
+  /** A function may answer later: the request is held open until its promise settles. */
+  on(path: string, answer: Answer | ((request: ReceivedRequest) => Answer | Promise<Answer>)): void;
   received(path: string): ReceivedRequest[];
-  /** Resolves once `predicate` holds for the requests to `path` (polls every 20 ms). */
+  /** Resolves once `predicate` holds for the requests to `path` (polls every 20 ms; fails after 20 s unless told). */
   waitFor(path: string, predicate: (requests: ReceivedRequest[]) => boolean, timeoutMs?: number): Promise<ReceivedRequest[]>;
   close(): Promise<void>;
 }
 
 export async function startReceiver(): Promise<Receiver> {
-  const answers = new Map<string, Answer | ((request: ReceivedRequest) => Answer)>();
+  const answers = new Map<string, Answer | ((request: ReceivedRequest) => Answer | Promise<Answer>)>();
   const requests: ReceivedRequest[] = [];
   const server: Server = createServer({ cert: readFileSync(RECEIVER_CA_FILE), key: readFileSync(KEY_FILE) }, (req, res) => {
     const chunks: Buffer[] = [];
@@ -52,13 +56,14 @@ export async function startReceiver(): Promise<Receiver> {
       const request: ReceivedRequest = { path, headers: req.headers, rawBody, body, receivedAt: Date.now() };
       requests.push(request);
       const configured = answers.get(path) ?? 204;
-      const answer = typeof configured === 'function' ? configured(request) : configured;
-      if (answer === 'hang') return;
-      if (typeof answer === 'object') {
-        res.writeHead(302, { Location: answer.redirect }).end();
-        return;
-      }
-      res.writeHead(answer).end();
+      void Promise.resolve(typeof configured === 'function' ? configured(request) : configured).then((answer) => {
+        if (answer === 'hang' || res.destroyed) return;
+        if (typeof answer === 'object') {
+          res.writeHead(302, { Location: answer.redirect }).end();
+          return;
+        }
+        res.writeHead(answer).end();
+      });
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -71,7 +76,7 @@ export async function startReceiver(): Promise<Receiver> {
       answers.set(path, answer);
     },
     received,
-    async waitFor(path, predicate, timeoutMs = 10_000) {
+    async waitFor(path, predicate, timeoutMs = WAIT_MS) {
       const deadline = Date.now() + timeoutMs;
       while (!predicate(received(path))) {
         if (Date.now() > deadline) throw new Error(`receiver: condition on ${path} not met within ${timeoutMs} ms (${received(path).length} requests)`);

@@ -14,7 +14,7 @@ export interface WebhookHarness {
   api: ReturnType<typeof client>;
   /** A webhook to `path` on the receiver, made as `csr webhooks create` makes it; named after the path unless told. */
   hook(path: string, options?: { name?: string; events?: string[]; objects?: string[] }): ReturnType<TestService['webhooks']['create']>;
-  /** The webhook's deliveries (newest first) once their statuses satisfy `done`; fails after 5 s. */
+  /** The webhook's deliveries (newest first) once their statuses satisfy `done`; fails after 20 s. */
   deliveriesWhen(webhookId: string, done: (statuses: string[]) => boolean): Promise<Delivery[]>;
   close(): Promise<void>;
 }
@@ -37,14 +37,15 @@ export async function startWebhookHarness(
     api,
     hook: (path, { name = path, ...filters } = {}) => svc.webhooks.create(ws.slug, { name, url: `${receiver.origin}${path}`, ...filters }),
     async deliveriesWhen(webhookId, done) {
-      let statuses: string[] = [];
-      for (let i = 0; i < 200; i++) {
+      // A deadline, not a count of looks: on a busy machine each look itself may take long.
+      const deadline = Date.now() + 20_000;
+      for (;;) {
         const deliveries = await svc.webhooks.deliveries(webhookId);
-        statuses = deliveries.map((delivery) => delivery.status);
+        const statuses = deliveries.map((delivery) => delivery.status);
         if (done(statuses)) return deliveries;
+        if (Date.now() > deadline) throw new Error(`deliveries did not reach the expected state within 20 s; last statuses: ${statuses.join(', ')}`);
         await new Promise((resolve) => setTimeout(resolve, 25));
       }
-      throw new Error(`deliveries did not reach the expected state; last statuses: ${statuses.join(', ')}`);
     },
     async close() {
       await svc.stop();

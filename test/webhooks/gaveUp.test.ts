@@ -7,6 +7,7 @@ import { startDeliveryLoop } from '../../src/webhooks/deliveryLoop.js';
 import type { WebhookSender } from '../../src/webhooks/httpsSender.js';
 import type { Webhook } from '../../src/webhooks/port.js';
 import { openSqliteWebhookStore } from '../../src/webhooks/sqlite/index.js';
+import { until } from '../support/until.js';
 
 /**
  * Operational events (issue 29): a delivery that gives up for good, and a webhook switched off
@@ -43,9 +44,8 @@ function setup(webhook: Partial<Webhook>) {
 
 const refusing: WebhookSender = { send: async () => ({ ok: false, status: 503, error: 'the receiver answered 503' }), close() {} };
 
-async function waitForLines(lines: string[], count: number) {
-  for (let i = 0; i < 200 && lines.length < count; i++) await new Promise((resolve) => setTimeout(resolve, 10));
-}
+/** The loop logs from its own turns: waits for the lines with a deadline (it counted 200 looks of 10 ms). */
+const waitForLines = (lines: string[], count: number) => until(() => lines.length >= count, 20_000, `${count} log lines`);
 
 describe('warn lines when a delivery gives up', () => {
   it('logs a final failure with webhook id, workspace, event id, reason and response code, without the secret', async () => {

@@ -52,7 +52,7 @@ describe('runGroup', () => {
       logger,
       reconnect: { initialMs: 100, maxMs: 1_000 },
     });
-    await until(() => handled.includes('b'), 5_000);
+    await until(() => handled.includes('b'), 20_000);
     expect(runner.ready()).toBe(true);
     expect(readyWhileDown).toBe(false);
     expect(handled).toEqual(['b']);
@@ -80,7 +80,7 @@ describe('runGroup', () => {
       logger,
       reconnect: { initialMs: 50, maxMs: 500 },
     });
-    await until(() => handled.includes('a'), 5_000);
+    await until(() => handled.includes('a'), 20_000);
     expect(attempts).toBe(2);
     expect(errors.filter((message) => /subscription failed; reconnecting/.test(message))).toHaveLength(1);
     await runner.stop();

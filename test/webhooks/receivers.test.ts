@@ -99,36 +99,39 @@ describe('the Node.js receiver examples of docs/webhooks.md, against a real deli
     await h?.close();
   });
 
+  /** The example run on a free port, once it answers there. */
+  async function listening(file: string): Promise<{ port: number; output(): string }> {
+    const port = await freePort(null);
+    const child = spawn(process.execPath, [file], { env: { ...process.env, PORT: String(port), SIGNING_SECRET: secret }, stdio: ['ignore', 'pipe', 'pipe'] });
+    running.push(child);
+    let output = '';
+    child.stdout!.on('data', (chunk) => (output += chunk));
+    child.stderr!.on('data', (chunk) => (output += chunk));
+    // A deadline, not a number of tries: a busy machine may take seconds to start Node and load the framework.
+    const deadline = Date.now() + 20_000;
+    for (;;) {
+      if (await fetch(`http://127.0.0.1:${port}/`).then(() => true, () => false)) return { port, output: () => output };
+      if (child.exitCode !== null) throw new Error(`the example exited: ${output}`);
+      if (Date.now() > deadline) throw new Error(`the example did not listen within 20 s: ${output}`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+
   it.each(['hono', 'express'])('%s: answers 204 to the delivery and 401 to a changed byte or another secret', async (name) => {
     // Inside the package folder, so that `customer-success-records/verify` resolves to this build.
     const dir = join(repoRoot, 'dist', 'receiver-examples');
     mkdirSync(dir, { recursive: true });
     const file = join(dir, `${name}.mjs`);
     writeFileSync(file, example(name));
-    const port = await freePort();
-    const child = spawn(process.execPath, [file], { env: { ...process.env, PORT: String(port), SIGNING_SECRET: secret }, stdio: ['ignore', 'pipe', 'pipe'] });
-    running.push(child);
-    let output = '';
-    child.stdout!.on('data', (chunk) => (output += chunk));
-    child.stderr!.on('data', (chunk) => (output += chunk));
-
-    const send = async (body: Buffer, headers: Record<string, string>) => {
-      for (let i = 0; i < 100; i++) {
-        try {
-          return await fetch(`http://127.0.0.1:${port}/hooks`, { method: 'POST', body, headers: { 'content-type': 'application/json', ...headers } });
-        } catch {
-          if (child.exitCode !== null) throw new Error(`the example exited: ${output}`);
-          await new Promise((resolve) => setTimeout(resolve, 100));
-        }
-      }
-      throw new Error(`the example did not listen: ${output}`);
-    };
+    const { port, output } = await listening(file);
+    const send = (body: Buffer, headers: Record<string, string>) =>
+      fetch(`http://127.0.0.1:${port}/hooks`, { method: 'POST', body, headers: { 'content-type': 'application/json', ...headers } });
     const forwarded = Object.fromEntries(Object.entries(delivery.headers).filter(([key]) => key.startsWith('x-svc-')));
     expect((await send(delivery.rawBody, forwarded)).status).toBe(204);
     const changed = Buffer.from(delivery.rawBody.toString('utf8').replace('Globex', 'Globey'));
     expect((await send(changed, forwarded)).status).toBe(401);
     const otherSecret = { ...forwarded, 'x-svc-signature': signBody(delivery.rawBody, 'whsec_other') };
     expect((await send(delivery.rawBody, otherSecret)).status).toBe(401);
-    expect(output).toContain('clients.created');
+    expect(output()).toContain('clients.created');
   });
 });
