@@ -1,12 +1,15 @@
 import { contactsWithEmail, exportPerson, findPerson, type PeopleContext } from '../../queries/people.js';
 import { todayUtc } from '../../queries/recordFormat.js';
+import { productionUrls } from '../backends.js';
 import { NotFound } from '../core/errors.js';
 import { isUuid } from '../core/ids.js';
 import { eraseContacts, type ErasureResult } from '../privacy/erase.js';
 import { erasureLedger, reapplyErasures, type LedgerEntry, type Reapplied } from '../privacy/ledger.js';
 import type { PrivateEventStore } from '../privacy/privateEvents.js';
+import { runningServers } from '../runtime/serverPids.js';
 import { loadCatalogue } from '../schema/catalogues.js';
 import { cliActor } from '../setup/service.js';
+import { waitFannedOut } from '../webhooks/fannedOut.js';
 import { stringOption, UsageError, type CliContext, type CliResource, type OptionValues } from './context.js';
 
 /**
@@ -49,7 +52,22 @@ export async function reapplyLedger(context: CliContext, entries: LedgerEntry[])
 
 function erasureText(result: ErasureResult): string {
   if (result.erased.length === 0) return `nothing to erase: already erased (${result.alreadyErased.length} record(s))\n`;
-  return `erased ${result.erased.length} record(s) at ${result.erasedAt}:\n${result.erased.map((record) => `  ${record.object} ${record.id}: ${record.fields.join(', ')}`).join('\n')}\n`;
+  const behind = result.webhooksBehind
+    ? `warning: the webhook fan-out had not passed the erasure within ${FAN_OUT_WAIT_MS / 1000} s (see \`csr projections status\`); deliveries it had built before may keep the old values\n`
+    : '';
+  return `erased ${result.erased.length} record(s) at ${result.erasedAt}:\n${result.erased.map((record) => `  ${record.object} ${record.id}: ${record.fields.join(', ')}`).join('\n')}\n${behind}`;
+}
+
+/** How long an erasure waits for the webhook fan-out to store what it was building. */
+const FAN_OUT_WAIT_MS = 30_000;
+
+/**
+ * Whether a webhook fan-out may be running: a server on this DATA_DIR, or, on the production
+ * backends, servers elsewhere (the group's checkpoint is then waited for, within FAN_OUT_WAIT_MS).
+ */
+function fanOutMayRun(context: CliContext): () => boolean {
+  if (productionUrls(context.config)) return () => true;
+  return () => runningServers(context.config.dataDir).length > 0;
 }
 
 export const privacy: CliResource = {
@@ -92,6 +110,7 @@ export const privacy: CliResource = {
             catalogue: ctx.catalogue,
             webhooks: context.backends.webhooks,
             waitVisible: (position) => context.records().commands.waitVisible(position),
+            fannedOut: (position) => waitFannedOut(context.backends.events, position, { running: fanOutMayRun(context), timeoutMs: FAN_OUT_WAIT_MS }),
             scrub: () => context.backends.scrub(),
           },
           { workspaceId: ctx.workspaceId, contactIds, reason: stringOption(values, 'reason') ?? null, actor: cliActor(), alsoRecords, rewriteLegacy: values['rewrite-legacy'] === true },

@@ -25,6 +25,11 @@ export interface ErasureDeps {
   webhooks: Pick<WebhookStore, 'redactPayloads'>;
   /** Resolves once the read models show the log up to `position`. */
   waitVisible(position: Position): Promise<void>;
+  /**
+   * Resolves once the webhook fan-out, where one may run, has stored the deliveries of every event
+   * up to `position`; false when it had not within its time.
+   */
+  fannedOut(position: Position): Promise<boolean>;
   /** Leaves no old page of the stores on disk (WAL checkpoints); a no-op where there are none. */
   scrub(): Promise<void>;
 }
@@ -54,6 +59,11 @@ export interface ErasureResult {
   erasedAt: string | null;
   /** How long the erasure took, in milliseconds. */
   tookMs: number;
+  /**
+   * Set when the webhook fan-out had not passed the erasure in time: deliveries it had rendered
+   * before may still be stored with the old values afterwards (docs/privacy.md).
+   */
+  webhooksBehind?: true;
 }
 
 interface Target extends LinkedRecord {
@@ -153,8 +163,11 @@ export async function eraseContacts(deps: ErasureDeps, request: EraseRequest): P
   await deps.events.vault.deleteKeys(due.map((target) => target.id));
   erasedAt = new Date().toISOString();
   if (last) await deps.waitVisible(last);
+  // A delivery the fan-out rendered before the read model showed the erasure must be stored
+  // before the redaction below, or it would keep the values it was rendered with.
+  const fannedOut = last ? await deps.fannedOut(last) : true;
   await deps.webhooks.redactPayloads(workspaceId, due.map((target) => target.id), [...new Set(erased.flatMap((record) => record.fields))]);
   await deps.scrub();
-  return { contacts: request.contactIds, erased, alreadyErased: already, erasedAt, tookMs: took() };
+  return { contacts: request.contactIds, erased, alreadyErased: already, erasedAt, tookMs: took(), ...(fannedOut ? {} : { webhooksBehind: true as const }) };
 }
 
