@@ -55,7 +55,6 @@ export function batchThreadFits(path: string, cores?: number): boolean {
 }
 
 export const recordKey = (workspaceId: string, object: string, id: string) => `${workspaceId}\u0000${object}\u0000${id}`;
-const keyOf = recordKey;
 
 /** A findAll in a pipelined batch: the caller runs the batch again as an ordinary transaction. */
 export class NeedsOrdinaryTransaction extends Error {}
@@ -131,7 +130,7 @@ export class BatchPipeline {
       if (!open) throw new Error('this read transaction has already ended');
     };
     const lookUp = (workspaceId: string, object: string, id: string): RecordDocument | null => {
-      const key = keyOf(workspaceId, object, id);
+      const key = recordKey(workspaceId, object, id);
       if (changed.has(key)) return changed.get(key)!;
       for (let i = this.inFlight.length - 1; i >= 0; i--) {
         const flying = this.inFlight[i]!.changed;
@@ -141,7 +140,7 @@ export class BatchPipeline {
       return this.store.committed(generation, workspaceId, object, id);
     };
     const put = (document: RecordDocument) => {
-      const key = keyOf(document.workspaceId, document.object, document.id);
+      const key = recordKey(document.workspaceId, document.object, document.id);
       changed.set(key, document);
       known.add(key);
       ops.push({ put: document });
@@ -162,7 +161,7 @@ export class BatchPipeline {
       },
       delete: async (workspaceId, object, id) => {
         live();
-        changed.set(keyOf(workspaceId, object, id), null);
+        changed.set(recordKey(workspaceId, object, id), null);
         ops.push({ delete: [workspaceId, object, id] });
       },
       checkpoint: async () => {
