@@ -6,6 +6,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { recordStream } from '../../src/events/records.js';
 import { openSqliteEventStore } from '../../src/eventstore/sqlite/index.js';
 import { spawnServer, type ServerProcess } from '../support/process.js';
+import { eventually } from '../support/until.js';
 
 /** GET /health/live and /health/ready of a real server process (issue 24 item 4). */
 
@@ -61,12 +62,7 @@ describe('health', () => {
     expect((await get(`${api.url}/health/live`)).status).toBe(200);
 
     servers.push(await spawnServer({ DATA_DIR: dataDir }));
-    const deadline = Date.now() + 30_000;
-    let ready = lagging;
-    while (ready.status !== 200 && Date.now() < deadline) {
-      await new Promise((resolve) => setTimeout(resolve, 50));
-      ready = await get(`${api.url}/health/ready`);
-    }
+    const ready = await eventually(() => get(`${api.url}/health/ready`), (answer) => answer.status === 200, 30_000, 'ready again');
     expect(ready).toEqual({ status: 200, body: { status: 'ready', checks: { stores: 'ok', projections: 'ok', disk: 'ok' } } });
   }, 60_000);
 });

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { client, startTestService, type TestService } from '../support/service.js';
+import { eventually } from '../support/until.js';
 
 /** Spec section 4: list, upsert, get, patch, delete through HTTP on the embedded store. */
 
@@ -139,11 +140,7 @@ describe('list', () => {
     const own = client(svc, (await ws.key()).key);
     const first = (await own.post('/api/v1/clients', { name: 'Old' })).body.ids[0];
     // Its health score comes a moment later and moves updatedAt (docs/automation.md): wait for it.
-    let old = (await own.get(`/api/v1/clients/${first}`)).body.data;
-    for (const deadline = Date.now() + 20_000; Date.now() < deadline && old.healthScore === null; ) {
-      await new Promise((resolve) => setTimeout(resolve, 5));
-      old = (await own.get(`/api/v1/clients/${first}`)).body.data;
-    }
+    const old = await eventually(async () => (await own.get(`/api/v1/clients/${first}`)).body.data, (data) => data.healthScore !== null, 20_000, 'the health score');
     expect(old.healthScore).toBe(85);
     await new Promise((resolve) => setTimeout(resolve, 5));
     await own.post('/api/v1/clients', { name: 'New' });

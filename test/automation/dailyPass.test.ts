@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startTestService, type TestService } from '../support/service.js';
+import { eventually } from '../support/until.js';
 
 /** The reactors' daily pass runs once per date (UTC): a restart the same day skips it; a clock set back to another date is a new day. */
 
@@ -16,14 +17,9 @@ afterAll(async () => {
 });
 
 /** The dates of the passes so far, once there are `count` of them (looked for up to 30 s). */
-async function passes(service: TestService, count: number): Promise<string[]> {
-  let dates: string[] = [];
-  for (const deadline = Date.now() + 30_000; Date.now() < deadline; ) {
-    dates = (await service.service.backends.events.readStream('reactors-dailypass')).map((event) => String(event.data['date']));
-    if (dates.length >= count) break;
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-  return dates;
+function passes(service: TestService, count: number): Promise<string[]> {
+  const dates = async () => (await service.service.backends.events.readStream('reactors-dailypass')).map((event) => String(event.data['date']));
+  return eventually(dates, (found) => found.length >= count, 30_000, `${count} daily passes`);
 }
 
 describe('daily pass', () => {

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { recordStream } from '../../src/events/records.js';
 import { addDays } from '../../src/schema/dates.js';
 import { startWebhookHarness, type WebhookHarness } from '../support/webhookHarness.js';
+import { eventually } from '../support/until.js';
 
 /**
  * The client health score (PRODUCT.md "Health score", issue 26): recomputed by a reactor when an
@@ -34,13 +35,7 @@ async function scoreOf(id: string): Promise<number | null> {
 }
 
 async function scoreBecomes(id: string, expected: number): Promise<void> {
-  let last: number | null = null;
-  for (const deadline = Date.now() + 30_000; Date.now() < deadline; ) {
-    last = await scoreOf(id);
-    if (last === expected) return;
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-  throw new Error(`healthScore stayed ${last}, expected ${expected}`);
+  await eventually(() => scoreOf(id), (score) => score === expected, 30_000, `healthScore ${expected}`);
 }
 
 const post = async (object: string, body: unknown) => {

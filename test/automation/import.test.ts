@@ -6,6 +6,7 @@ import { recordStream } from '../../src/events/records.js';
 import { csrTool, type Csr } from '../support/cli.js';
 import { client as apiClient } from '../support/service.js';
 import { startWebhookHarness, type WebhookHarness } from '../support/webhookHarness.js';
+import { eventually } from '../support/until.js';
 
 /**
  * `csr import` (issue 26) as an operator runs it, against a running service: every value format,
@@ -150,7 +151,7 @@ describe('csr import', () => {
     const { ws, api } = await workspace();
     await importJson('clients', file('seed.csv', 'name\nExisting\n'), '--workspace', ws.slug);
     // The seed's health score is appended a moment later: let it land before taking the log's head.
-    for (const deadline = Date.now() + 30_000; Date.now() < deadline && (await byName(api, 'clients', 'Existing')).healthScore === null; ) await new Promise((resolve) => setTimeout(resolve, 25));
+    await eventually(() => byName(api, 'clients', 'Existing'), (existing) => existing.healthScore !== null, 30_000, 'the seed\'s health score');
     expect((await byName(api, 'clients', 'Existing')).healthScore).toBe(85);
     await new Promise((resolve) => setTimeout(resolve, 200));
     const head = await h.svc.service.backends.events.headPosition();

@@ -6,6 +6,7 @@ import { addDays } from '../../src/schema/dates.js';
 import { csrTool } from '../support/cli.js';
 import { client as apiClient } from '../support/service.js';
 import { startWebhookHarness, type WebhookHarness } from '../support/webhookHarness.js';
+import { eventually } from '../support/until.js';
 
 /**
  * Playbook rules (issue 26): each trigger type, assignment rules, failed runs, manual starts from
@@ -56,15 +57,11 @@ async function template(api: Api, fields: Record<string, unknown>, bo: string): 
 }
 
 async function playbooksOf(api: Api, clientId: string, expected: number): Promise<any[]> {
-  let found: any[] = [];
-  for (const deadline = Date.now() + 30_000; Date.now() < deadline; ) {
-    found = (await api.get(`/api/v1/playbooks?client=${clientId}`)).body.data;
-    if (found.length >= expected) break;
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
+  const list = async (): Promise<any[]> => (await api.get(`/api/v1/playbooks?client=${clientId}`)).body.data;
+  await eventually(list, (found) => found.length >= expected, 30_000, `${expected} playbooks`);
   // Nothing more comes later.
   await new Promise((resolve) => setTimeout(resolve, 300));
-  found = (await api.get(`/api/v1/playbooks?client=${clientId}`)).body.data;
+  const found = await list();
   expect(found).toHaveLength(expected);
   return found;
 }
@@ -73,14 +70,8 @@ async function playbooksOf(api: Api, clientId: string, expected: number): Promis
  * The playbook once its taskCount has come to `count`: the count is a roll-up, appended by its own
  * reactor after the tasks, which neither an automation's firing nor `csr playbooks start` waits for.
  */
-async function counted(api: Api, playbook: { id: string }, count: number): Promise<any> {
-  let current: any = playbook;
-  for (const deadline = Date.now() + 30_000; Date.now() < deadline; ) {
-    current = (await api.get(`/api/v1/playbooks/${playbook.id}`)).body.data;
-    if (current.taskCount === count) break;
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-  return current;
+function counted(api: Api, playbook: { id: string }, count: number): Promise<any> {
+  return eventually(async () => (await api.get(`/api/v1/playbooks/${playbook.id}`)).body.data, (current) => current.taskCount === count, 30_000, `taskCount ${count}`);
 }
 
 describe('When a client is created', () => {

@@ -3,6 +3,7 @@ import { Validator } from '@seriousme/openapi-schema-validator';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { csrTool, type Csr } from '../support/cli.js';
 import { client, startTestService, type TestService } from '../support/service.js';
+import { eventually } from '../support/until.js';
 
 /**
  * `csr objects`, `csr fields` and `csr openapi` as an operator runs them, against the data
@@ -26,13 +27,7 @@ afterAll(async () => {
 });
 
 /** Looked for up to 30 s: one poll of the log watch on a quiet machine, more on a loaded one. */
-const eventually = async (check: () => Promise<boolean>, what: string) => {
-  for (const deadline = Date.now() + 30_000; Date.now() < deadline; ) {
-    if (await check()) return;
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-  throw new Error(`${what}: not seen within 30 s`);
-};
+const seen = (check: () => Promise<boolean>, what: string) => eventually(check, (yes) => yes, 30_000, what);
 
 describe('csr objects and csr fields', () => {
   it('create an object, add fields of each kind, list them with their marks', async () => {
@@ -89,13 +84,13 @@ describe('csr objects and csr fields', () => {
     const id = saved.body.ids[0] as string;
 
     expect(await csr.json('fields', 'deactivate', '--workspace', slug, 'clients', 'budget')).toMatchObject({ key: 'budget', active: false });
-    await eventually(async () => !('budget' in (await api.get(`/api/v1/clients/${id}`)).body.data), 'the deactivation');
+    await seen(async () => !('budget' in (await api.get(`/api/v1/clients/${id}`)).body.data), 'the deactivation');
     const listed = await csr.json<Record<string, unknown>[]>('fields', 'list', '--workspace', slug, 'clients');
     expect(listed.find((field) => field['key'] === 'budget')).toMatchObject({ active: false });
     expect(await csr.fails(1, 'fields', 'add', '--workspace', slug, 'clients', 'budget', '--format', 'text')).toContain('not reused');
 
     await csr.json('fields', 'reactivate', '--workspace', slug, 'clients', 'budget');
-    await eventually(async () => (await api.get(`/api/v1/clients/${id}`)).body.data.budget === 5000, 'the reactivation');
+    await seen(async () => (await api.get(`/api/v1/clients/${id}`)).body.data.budget === 5000, 'the reactivation');
   });
 
   it('keys may be limited to workspace-defined objects; label and option changes are seen', async () => {
@@ -107,7 +102,7 @@ describe('csr objects and csr fields', () => {
     expect((await api.post('/api/v1/onboardingProjects', { title: 'Later', stage: 'Hold' })).status).toBe(422);
     await csr.json('fields', 'add-option', '--workspace', slug, 'onboardingProjects', 'stage', 'Hold');
     // A new value is no unknown key: the API sees it once its log watch has (one poll).
-    await eventually(async () => (await api.post('/api/v1/onboardingProjects', { title: 'Later', stage: 'Hold' })).status === 201, 'the new option');
+    await seen(async () => (await api.post('/api/v1/onboardingProjects', { title: 'Later', stage: 'Hold' })).status === 201, 'the new option');
     expect(await csr.json('fields', 'label', '--workspace', slug, 'onboardingProjects', 'stage', '--label', 'Phase')).toMatchObject({ label: 'Phase' });
   });
 

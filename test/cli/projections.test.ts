@@ -91,12 +91,7 @@ describe('csr projections status', () => {
     await running.kill('SIGTERM');
 
     running = await server(dir);
-    const deadline = Date.now() + 60_000;
-    let caughtUp: Row;
-    do {
-      caughtUp = (await csr.json<{ projections: Row[] }>('projections', 'status')).projections.find((row) => row.name === 'records')!;
-    } while (caughtUp.lagEvents > 0 && Date.now() < deadline);
-    expect(caughtUp).toMatchObject({ state: 'live', lagEvents: 0 });
+    expect(await rowWhen(csr, 'records', (row) => row.lagEvents === 0)).toMatchObject({ state: 'live', lagEvents: 0 });
     expect(await rowWhen(csr, 'webhooks', (row) => row.lagEvents === 0)).toMatchObject({ state: 'live', lagEvents: 0 });
   }, 240_000);
 });

@@ -6,7 +6,7 @@ import { LINK_BACKFILL } from '../../projections/linkBackfill.js';
 import { csrTool, type Csr } from '../support/cli.js';
 import { repoRoot } from '../support/process.js';
 import { client, startTestService, type TestService } from '../support/service.js';
-import { until } from '../support/until.js';
+import { eventually, until } from '../support/until.js';
 
 /**
  * The upgrade path (issue 23): test/fixtures/release-store is a DATA_DIR written by the release
@@ -56,11 +56,7 @@ describe('a store written before the audit chain', () => {
     // The health score reactor scores the old client on its first start, in the background: "via
     // health score", in between, once it has (looked for, as a slow machine may not have yet).
     const historyOf = async () => (await client(svc, key).get(`/api/v1/clients/${CLIENT}/history`)).body.data as { via: string }[];
-    let history = await historyOf();
-    for (const deadline = Date.now() + 30_000; Date.now() < deadline && !history.some((entry) => entry.via === 'via health score'); ) {
-      await new Promise((resolve) => setTimeout(resolve, 25));
-      history = await historyOf();
-    }
+    const history = await eventually(historyOf, (entries) => entries.some((entry) => entry.via === 'via health score'), 30_000, 'the health score in the history');
     expect(history.map((entry: { via: string }) => entry.via).filter((via: string) => via !== 'via health score')).toEqual([
       'via API · Old key',
       'via API · Old key',

@@ -1,6 +1,7 @@
 import type { Delivery } from '../../src/webhooks/port.js';
 import { startReceiver, RECEIVER_CA_FILE, type Receiver } from './receiver.js';
 import { client, startTestService, type TestService, type TestWorkspace } from './service.js';
+import { eventually } from './until.js';
 
 /**
  * What every webhook suite stands on: a real HTTPS receiver on loopback, a service that trusts its
@@ -36,17 +37,8 @@ export async function startWebhookHarness(
     ws,
     api,
     hook: (path, { name = path, ...filters } = {}) => svc.webhooks.create(ws.slug, { name, url: `${receiver.origin}${path}`, ...filters }),
-    async deliveriesWhen(webhookId, done) {
-      // A deadline, not a count of looks: on a busy machine each look itself may take long.
-      const deadline = Date.now() + 20_000;
-      for (;;) {
-        const deliveries = await svc.webhooks.deliveries(webhookId);
-        const statuses = deliveries.map((delivery) => delivery.status);
-        if (done(statuses)) return deliveries;
-        if (Date.now() > deadline) throw new Error(`deliveries did not reach the expected state within 20 s; last statuses: ${statuses.join(', ')}`);
-        await new Promise((resolve) => setTimeout(resolve, 25));
-      }
-    },
+    deliveriesWhen: (webhookId, done) =>
+      eventually(() => svc.webhooks.deliveries(webhookId), (deliveries) => done(deliveries.map((delivery) => delivery.status)), 20_000, 'the deliveries\' statuses'),
     async close() {
       await svc.stop();
       await receiver.close();
