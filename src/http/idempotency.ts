@@ -12,6 +12,11 @@ import type { AppEnv } from './types.js';
  * answer again (with `Idempotent-Replayed: true`) and changes nothing; another request with the
  * key is a 422. Answers of 5xx are not kept: the key is freed, so that the client's retry runs.
  * A repeat that comes while the first still runs is a 409 (retry it a moment later).
+ *
+ * The answer belongs to the API key that made it: the key's id is part of the fingerprint, so
+ * another key of the workspace (one without access to the object) gets a 422, never the answer
+ * of a change it may not make; a read-only key writes nothing, so its request goes straight to
+ * the route's 403.
  */
 
 export const RETAIN_MS = 24 * 3600_000;
@@ -23,16 +28,18 @@ export function idempotency(store: IdempotencyStore, clock: () => Date): Middlew
   return async (c, next) => {
     const key = c.req.header('Idempotency-Key');
     if (key === undefined) return next();
+    const caller = c.get('caller');
+    if (caller.key.access === 'read-only') return next();
     if (!KEY.test(key)) throw new ValidationFailed('Idempotency-Key must be 1 to 255 printable ASCII characters');
     const body = await readBodyText(c);
     const url = new URL(c.req.url);
-    const fingerprint = createHash('sha256').update(`${c.req.method}\n${url.pathname}${url.search}\n`).update(body).digest('hex');
-    const request: IdempotentRequest = { workspaceId: c.get('caller').workspaceId, key, fingerprint };
+    const fingerprint = createHash('sha256').update(`${caller.key.id}\n${c.req.method}\n${url.pathname}${url.search}\n`).update(body).digest('hex');
+    const request: IdempotentRequest = { workspaceId: caller.workspaceId, key, fingerprint };
 
     const claim = await store.claim(request, { now: clock(), retainMs: RETAIN_MS, leaseMs: LEASE_MS });
     switch (claim.kind) {
       case 'mismatch':
-        throw new ValidationFailed('this Idempotency-Key was already used for another request (method, path or body); use a new key');
+        throw new ValidationFailed('this Idempotency-Key was already used for another request (API key, method, path or body); use a new key');
       case 'running':
         throw new RequestInProgress('a request with this Idempotency-Key is still running; retry in a moment');
       case 'replay':

@@ -7,10 +7,14 @@ let now = Date.now();
 const clock = () => new Date(now);
 let svc: TestService;
 let api: ReturnType<typeof client>;
+let readOnly: ReturnType<typeof client>;
+let contactsOnly: ReturnType<typeof client>;
 beforeAll(async () => {
   svc = await startTestService({}, { clock });
   const ws = await svc.workspace();
   api = client(svc.url, (await ws.key()).key);
+  readOnly = client(svc.url, (await ws.key({ readOnly: true })).key);
+  contactsOnly = client(svc.url, (await ws.key({ objects: ['contacts'] })).key);
 });
 afterAll(() => svc.stop());
 
@@ -74,6 +78,21 @@ describe('Idempotency-Key', () => {
     expect(first.status).toBe(422);
     const again = await api.post('/api/v1/clients', { tier: 'SMB' }, withKey('bad-1'));
     expect(again).toMatchObject({ status: 422, body: first.body });
+  });
+
+  it("never gives another API key the first key's answer: a read-only key is refused (403), a key without the object gets no replay", async () => {
+    const body = { name: 'Written by the full key' };
+    const first = await api.post('/api/v1/clients', body, withKey('shared-1'));
+    expect(first.status).toBe(201);
+    const byReadOnly = await readOnly.post('/api/v1/clients', body, withKey('shared-1'));
+    expect(byReadOnly.status).toBe(403);
+    expect(byReadOnly.body.error.message).toMatch(/read only/);
+    expect(byReadOnly.headers.get('idempotent-replayed')).toBeNull();
+    const byOtherKey = await contactsOnly.post('/api/v1/clients', body, withKey('shared-1'));
+    expect(byOtherKey.status).toBe(422);
+    expect(byOtherKey.body).not.toHaveProperty('ids');
+    expect(byOtherKey.headers.get('idempotent-replayed')).toBeNull();
+    expect(await total('/api/v1/clients?name=Written%20by%20the%20full%20key')).toBe(1);
   });
 
   it('forgets a key after 24 hours', async () => {
