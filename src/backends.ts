@@ -70,15 +70,20 @@ export function embeddedFiles(dataDir: string): Record<'events' | 'readStore' | 
   };
 }
 
+/** Makes DATA_DIR if need be, or says in one line why it cannot hold the store. */
+export function ensureDataDir(dataDir: string): void {
+  try {
+    mkdirSync(dataDir, { recursive: true });
+  } catch (error) {
+    throw new Error(`cannot use DATA_DIR=${resolve(dataDir)} for the store: ${(error as Error).message} (it must be a folder this user can write)`);
+  }
+}
+
 export async function openBackends(config: Config, logger?: Logger): Promise<Backends> {
   const urls = productionUrls(config);
   if (urls) return openProductionBackends(config, urls.eventStore, urls.mongoDb, logger);
   const files = embeddedFiles(config.dataDir);
-  try {
-    mkdirSync(config.dataDir, { recursive: true });
-  } catch (error) {
-    throw new Error(`cannot use DATA_DIR=${resolve(config.dataDir)} for the store: ${(error as Error).message} (it must be a folder this user can write)`);
-  }
+  ensureDataDir(config.dataDir);
   const stored = openSqliteEventStore({ path: files.events });
   const events = await withPrivacy(stored, openSqliteKeyStore({ path: files.keys }), config).catch(async (error: unknown) => {
     await stored.close();
@@ -167,7 +172,16 @@ export function createWebhookSender(config: Config): WebhookSender {
   return createHttpsSender({
     timeoutMs: config.webhookTimeoutMs,
     allowPrivate: config.webhookAllowPrivateTargets,
-    ...(config.webhookCaFile ? { extraCa: [readFileSync(config.webhookCaFile, 'utf8')] } : {}),
+    ...(config.webhookCaFile ? { extraCa: [readCaFile(config.webhookCaFile)] } : {}),
   });
+}
+
+function readCaFile(path: string): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch (error) {
+    const reason = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
+    throw new Error(`cannot read WEBHOOK_CA_FILE=${resolve(path)}: ${reason} (it must be a PEM file of CA certificates this user can read)`);
+  }
 }
 

@@ -2,7 +2,7 @@ import cluster from 'node:cluster';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { isMainThread } from 'node:worker_threads';
-import { embeddedFiles, productionUrls } from './backends.js';
+import { embeddedFiles, ensureDataDir, productionUrls } from './backends.js';
 import { loadConfig } from './config.js';
 import { createLogger } from './core/logger.js';
 import { startApiProcesses } from './runtime/apiProcesses.js';
@@ -28,6 +28,7 @@ async function main(): Promise<void> {
     if (cluster.isWorker) process.once('disconnect', () => resolve('disconnect'));
   });
   // So that `csr restore` knows a server uses the embedded store (the primary speaks for its API processes).
+  if (cluster.isPrimary && !productionUrls(config)) ensureDataDir(config.dataDir);
   const announced = cluster.isPrimary && !productionUrls(config) ? announceServer(config.dataDir) : null;
   const service =
     cluster.isPrimary && config.apiProcesses > 1 && config.roles.includes('api')

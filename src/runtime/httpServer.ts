@@ -2,12 +2,15 @@ import type { Server } from 'node:http';
 import { serve, type ServerType } from '@hono/node-server';
 import type { Config } from '../config.js';
 import { answersPerTurn } from './answersPerTurn.js';
-import { PortInUse } from './startFailure.js';
+import { HostUnavailable, PortInUse } from './startFailure.js';
 
 /** The API's HTTP server: listening (with a clear error when the port is taken) and a graceful close. */
 
 /** How long requests already being answered may take to finish once a stop begins. */
 export const SHUTDOWN_DEADLINE_MS = 10_000;
+
+/** What listening answers when HOST cannot be resolved or is not an address of this machine. */
+const HOST_ERRORS = new Set(['ENOTFOUND', 'EAI_AGAIN', 'EADDRNOTAVAIL', 'EAI_FAIL', 'EAI_NONAME']);
 
 export function listen(fetch: (request: Request) => Response | Promise<Response>, config: Pick<Config, 'port' | 'host'>): Promise<ServerType> {
   return new Promise<ServerType>((resolve, reject) => {
@@ -16,7 +19,9 @@ export function listen(fetch: (request: Request) => Response | Promise<Response>
       resolve(started);
     });
     const onError = (error: NodeJS.ErrnoException) => {
-      reject(error.code === 'EADDRINUSE' ? new PortInUse(config.port, config.host) : error);
+      if (error.code === 'EADDRINUSE') reject(new PortInUse(config.port, config.host));
+      else if (error.code && HOST_ERRORS.has(error.code)) reject(new HostUnavailable(config.host, error.code));
+      else reject(error);
     };
     started.once('error', onError);
   });

@@ -73,4 +73,29 @@ describe('the server says what stops it from starting, in one line', () => {
     );
     expect((second as Error).message).not.toMatch(/\n\s+at /);
   });
+
+  // Each as the operator meets it: one line on stderr naming the variable, no raw system error alone.
+  const startFails = async (env: Record<string, string>) => {
+    const error = await spawnServer({ DATA_DIR: mkdtempSync(join(tmpdir(), 'csr-start-')), ...env }).catch((failure: Error) => failure);
+    expect(error).toBeInstanceOf(Error);
+    const stderr = (error as Error).message.replace(/^server exited with \d+: /, '');
+    expect(stderr).not.toMatch(/\n\s+at /);
+    return stderr;
+  };
+
+  it('DATA_DIR that is a file: names DATA_DIR and what it must be', async () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'csr-file-')), 'not-a-folder');
+    writeFileSync(file, '');
+    expect(await startFails({ DATA_DIR: file })).toMatch(new RegExp(`^cannot use DATA_DIR=${file} for the store: .* \\(it must be a folder this user can write\\)\\n$`));
+  });
+
+  it('WEBHOOK_CA_FILE that cannot be read: names the variable and what it must be', async () => {
+    const missing = join(tmpdir(), `csr-no-ca-${randomUUID()}.pem`);
+    expect(await startFails({ WEBHOOK_CA_FILE: missing })).toMatch(new RegExp(`^cannot read WEBHOOK_CA_FILE=${missing}: .* \\(it must be a PEM file of CA certificates this user can read\\)\\n$`));
+  });
+
+  it('HOST that is no address of this machine: names HOST', async () => {
+    // A documentation address (RFC 5737): no machine has it, and no DNS lookup is involved.
+    expect(await startFails({ HOST: '192.0.2.1' })).toMatch(/^cannot listen on HOST=192\.0\.2\.1: EADDRNOTAVAIL \(use an address of this machine, .*\)\n$/);
+  });
 });
