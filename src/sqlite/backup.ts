@@ -41,6 +41,9 @@ async function snapshot(source: string, target: string): Promise<void> {
 export async function backupEmbeddedStore(dataDir: string, target: string): Promise<BackupResult> {
   const names = storeFiles(dataDir);
   if (!names.includes('events.db')) throw new Error(`no embedded store in ${dataDir} (no event log there): nothing to back up`);
+  if (statSync(target, { throwIfNoEntry: false })?.isDirectory()) {
+    throw new Error(`${target} is a folder: give the backup a file name, e.g. ${join(target, 'csr-backup.tar')}`);
+  }
   const work = join(dirname(target), `.${basename(target)}.${process.pid}.parts`);
   mkdirSync(work, { recursive: true });
   try {
@@ -54,8 +57,14 @@ export async function backupEmbeddedStore(dataDir: string, target: string): Prom
     writeFileSync(manifest, `${JSON.stringify({ format: 'csr-backup', version: 1, createdAt, files }, null, 2)}\n`);
     const partial = `${target}.partial`;
     rmSync(partial, { force: true });
-    writeTar(partial, [[MANIFEST, manifest], ...names.map((name): [string, string] => [name, join(work, name)])]);
-    renameSync(partial, target);
+    try {
+      writeTar(partial, [[MANIFEST, manifest], ...names.map((name): [string, string] => [name, join(work, name)])]);
+      renameSync(partial, target);
+    } catch (error) {
+      // A backup that is not complete is never left beside the target to be mistaken for one.
+      rmSync(partial, { force: true });
+      throw error;
+    }
     return { file: target, createdAt, files, bytes: statSync(target).size };
   } finally {
     rmSync(work, { recursive: true, force: true });

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -94,5 +94,14 @@ describe('backup and restore', () => {
     const csr = csrTool(mkdtempSync(join(elsewhere, 'empty-')));
     expect(await csr.fails(1, 'restore', join(elsewhere, 'missing.tar'))).toBe(`csr: no backup file at ${join(elsewhere, 'missing.tar')}\n`);
     expect(await csr.fails(2, 'backup')).toContain('missing <file>');
+  });
+
+  it('refuses a folder as the backup file in one line, and leaves nothing behind', async () => {
+    const store = mkdtempSync(join(elsewhere, 'store-'));
+    const csr = csrTool(store);
+    await csr.json('workspaces', 'create', 'folder-target');
+    const folder = mkdtempSync(join(elsewhere, 'a-folder-'));
+    expect(await csr.fails(1, 'backup', folder)).toBe(`csr: ${folder} is a folder: give the backup a file name, e.g. ${join(folder, 'csr-backup.tar')}\n`);
+    expect(readdirSync(elsewhere).filter((name) => name.includes('partial') || name.includes('.parts'))).toEqual([]);
   });
 });
