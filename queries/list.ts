@@ -3,6 +3,7 @@ import type { FieldFilter } from '../src/readstore/port.js';
 import type { ObjectDef } from '../src/schema/types.js';
 import { parseFilterValue } from '../src/schema/validate.js';
 import { listRecordsAsOf, parseAsOf, type AsOfDeps } from './asOf.js';
+import { DEFAULT_LIMIT, integerParameter, MAX_LIMIT } from './paging.js';
 import type { ApiRecord, RenderContext } from './recordFormat.js';
 import { listShape, renderStored } from './storedFormat.js';
 
@@ -15,8 +16,6 @@ export interface ListPage {
   offset: number;
 }
 
-const DEFAULT_LIMIT = 100;
-const MAX_LIMIT = 1000;
 const ISO_DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})$/;
 
 /**
@@ -68,14 +67,6 @@ function listParameters(object: ObjectDef, query: Record<string, string[]>, asOf
     }
   }
   return { at, filters, updatedSince, limit, offset };
-}
-
-function integerParameter(name: string, raw: string, min: number, max: number): number {
-  const value = /^\d{1,16}$/.test(raw) ? Number(raw) : NaN;
-  if (!Number.isSafeInteger(value) || value < min || value > max) {
-    throw new ValidationFailed(`${name} must be a whole number from ${min} to ${max === Number.MAX_SAFE_INTEGER ? 'any' : max}, got "${raw}"`);
-  }
-  return value;
 }
 
 function dateTimeParameter(name: string, raw: string): string {

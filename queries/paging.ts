@@ -21,7 +21,8 @@ export function pagingParameters(query: Record<string, string[]>, allowed: strin
 export function integerParameter(name: string, raw: string, min: number, max: number): number {
   const value = /^\d{1,16}$/.test(raw) ? Number(raw) : NaN;
   if (!Number.isSafeInteger(value) || value < min || value > max) {
-    throw new ValidationFailed(`${name} must be a whole number from ${min} to ${max === Number.MAX_SAFE_INTEGER ? 'any' : max}, got "${raw}"`);
+    const range = max === Number.MAX_SAFE_INTEGER ? `, ${min} or more` : ` from ${min} to ${max}`;
+    throw new ValidationFailed(`${name} must be a whole number${range}, got "${raw}"`);
   }
   return value;
 }

@@ -132,6 +132,17 @@ describe('GET list filters', () => {
   ])('%s -> 422', async (query) => {
     expectErrorBody(await api.get(`/api/v1/clients?${query}`), 422);
   });
+
+  it.each([
+    ['/api/v1/clients?offset=-1', 'offset must be a whole number, 0 or more, got "-1"'],
+    ['/api/v1/clients?offset=99999999999999999999', 'offset must be a whole number, 0 or more, got "99999999999999999999"'],
+    ['/api/v1/clients?limit=0', 'limit must be a whole number from 1 to 1000, got "0"'],
+    [`/api/v1/clients/EXISTING/history?offset=x`, 'offset must be a whole number, 0 or more, got "x"'],
+  ])('%s says which numbers it takes', async (path, message) => {
+    const response = await api.get(path.replace('EXISTING', existing));
+    expectErrorBody(response, 422);
+    expect(response.body.error.message).toBe(message);
+  });
 });
 
 describe('paths and methods', () => {
