@@ -1,7 +1,7 @@
 import type { Context } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { Logger } from 'pino';
-import { AppError, Overloaded } from '../core/errors.js';
+import { AppError, MethodNotAllowed, Overloaded } from '../core/errors.js';
 import type { RequestLog } from './requestLog.js';
 
 /** The one place where errors become the spec's Error body: { error: { status, message } }. */
@@ -12,6 +12,14 @@ export function errorBody(status: number, message: string): { error: { status: n
 
 export function errorResponse(c: Context, status: number, message: string): Response {
   return c.json(errorBody(status, message), status as ContentfulStatusCode);
+}
+
+/** The handler of a path's other methods: 405 with the Allow header (spec 4.6), never 'no such path'. */
+export function notAllowed(allowed: string): (c: Context) => never {
+  return (c) => {
+    c.header('Allow', allowed);
+    throw new MethodNotAllowed(`${c.req.method} is not allowed on this path (allowed: ${allowed})`);
+  };
 }
 
 export function handleError(error: unknown, c: Context, logger: Logger): Response {

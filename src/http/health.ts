@@ -1,5 +1,6 @@
 import type { Hono } from 'hono';
 import type { ReadinessCheck } from '../core/readiness.js';
+import { notAllowed } from './errors.js';
 import type { AppEnv } from './types.js';
 
 /**
@@ -32,4 +33,6 @@ export function healthRoutes(app: Hono<AppEnv>, checks: readonly ReadinessCheck[
     const message = `not ready: ${failing.map(([name, reason]) => `${name}: ${reason}`).join('; ')}`;
     return c.json({ status: 'not ready', checks: report, error: { status: 503, message } }, 503);
   });
+  app.all('/health/live', notAllowed('GET'));
+  app.all('/health/ready', notAllowed('GET'));
 }

@@ -1,6 +1,6 @@
-import type { Context, Hono } from 'hono';
+import type { Hono } from 'hono';
 import { recordHistory } from '../../queries/history.js';
-import { MethodNotAllowed } from '../core/errors.js';
+import { notAllowed } from './errors.js';
 import type { ApiDeps, AppEnv } from './types.js';
 import { readableObject, recordId } from './records.js';
 
@@ -20,8 +20,5 @@ export function historyRoutes(app: Hono<AppEnv>, deps: ApiDeps): void {
     };
     return c.json(await recordHistory(ctx, object, recordId(c), c.req.queries()));
   });
-  app.on(['PUT', 'POST', 'PATCH', 'DELETE'], '/api/v1/:object/:id/history', (c: Context<AppEnv>) => {
-    c.header('Allow', 'GET');
-    throw new MethodNotAllowed(`${c.req.method} is not allowed on this path (allowed: GET)`);
-  });
+  app.all('/api/v1/:object/:id/history', notAllowed('GET'));
 }

@@ -8,13 +8,13 @@ import { deleteRecord } from '../../commands/delete.js';
 import { patchRecord } from '../../commands/patch.js';
 import { upsertRecords, type SaveResult } from '../../commands/upsert.js';
 import { upsertPlaybooks } from '../../commands/playbook/fromTemplate.js';
-import { MethodNotAllowed, NotFound, ValidationFailed } from '../core/errors.js';
+import { NotFound, ValidationFailed } from '../core/errors.js';
 import { isUuid } from '../core/ids.js';
 import type { ObjectDef } from '../schema/types.js';
 import type { Caller } from './auth.js';
 import { readJsonBody } from './body.js';
 import type { ApiDeps, AppEnv } from './types.js';
-import { errorBody } from './errors.js';
+import { errorBody, notAllowed } from './errors.js';
 
 export type OneRecordHandler = (c: Context<AppEnv>) => Response | Promise<Response>;
 
@@ -121,12 +121,9 @@ export function recordRoutes(app: Hono<AppEnv>, deps: ApiDeps): OneRecordHandler
     return c.json({ deleted: id });
   });
 
-  const notAllowed = (allowed: string) => (c: Context<AppEnv>) => {
-    c.header('Allow', allowed);
-    throw new MethodNotAllowed(`${c.req.method} is not allowed on this path (allowed: ${allowed})`);
-  };
-  app.on(['PUT', 'PATCH', 'DELETE'], '/api/v1/:object', notAllowed('GET, POST'));
-  app.on(['PUT', 'POST'], '/api/v1/:object/:id', notAllowed('GET, PATCH, DELETE'));
+  // After the routes above: every other method (PUT, OPTIONS, ...) of these paths.
+  app.all('/api/v1/:object', notAllowed('GET, POST'));
+  app.all('/api/v1/:object/:id', notAllowed('GET, PATCH, DELETE'));
   return oneRecord;
 }
 

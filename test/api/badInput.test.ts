@@ -165,4 +165,17 @@ describe('paths and methods', () => {
     expectErrorBody(response, 405);
     expect((await api.get(`/api/v1/clients/${existing}`)).status).toBe(200);
   });
+
+  // Any other method on a path that exists is a 405 naming the allowed ones, never 'no such path'.
+  it.each([
+    ['OPTIONS', '/api/v1/clients', 'GET, POST'],
+    ['OPTIONS', '/api/v1/clients/ID', 'GET, PATCH, DELETE'],
+    ['OPTIONS', '/api/v1/clients/ID/history', 'GET'],
+    ['POST', '/health/live', 'GET'],
+    ['DELETE', '/health/ready', 'GET'],
+  ])('%s %s -> 405, Allow: %s', async (method, path, allowed) => {
+    const response = await api.request(method, path.replace('ID', existing));
+    expectErrorBody(response, 405);
+    expect(response.headers.get('allow')).toBe(allowed);
+  });
 });
