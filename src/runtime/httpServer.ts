@@ -1,6 +1,8 @@
-import type { Server } from 'node:http';
+import { maxHeaderSize, type Server } from 'node:http';
+import type { Socket } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
 import type { Config } from '../config.js';
+import { errorBody } from '../http/errors.js';
 import { answersPerTurn } from './answersPerTurn.js';
 import { HostUnavailable, PortInUse } from './startFailure.js';
 
@@ -18,6 +20,7 @@ export function listen(fetch: (request: Request) => Response | Promise<Response>
       started.off('error', onError);
       resolve(started);
     });
+    started.on('clientError', answerClientError);
     const onError = (error: NodeJS.ErrnoException) => {
       if (error.code === 'EADDRINUSE') reject(new PortInUse(config.port, config.host));
       else if (error.code && HOST_ERRORS.has(error.code)) reject(new HostUnavailable(config.host, error.code));
@@ -25,6 +28,26 @@ export function listen(fetch: (request: Request) => Response | Promise<Response>
     };
     started.once('error', onError);
   });
+}
+
+/**
+ * A request Node's HTTP parser refuses before any route sees it (a URL or headers over Node's
+ * limit, bytes that are not HTTP): answered as Node answers it (431, 400, 408), but with the
+ * spec's Error body, then the connection is closed.
+ */
+function answerClientError(error: NodeJS.ErrnoException, socket: Socket): void {
+  if (!socket.writable || socket.bytesWritten > 0 || error.code === 'ECONNRESET') {
+    socket.destroy();
+    return;
+  }
+  const [status, reason, message] =
+    error.code === 'HPE_HEADER_OVERFLOW'
+      ? [431, 'Request Header Fields Too Large', `the request's URL and headers are larger than ${maxHeaderSize / 1024} KB`]
+      : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? [408, 'Request Timeout', 'the request was not received in time']
+        : [400, 'Bad Request', 'the request is not valid HTTP'];
+  const body = JSON.stringify(errorBody(status, message));
+  socket.end(`HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
 }
 
 /**

@@ -1,3 +1,4 @@
+import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { client, startTestService, type TestService } from '../support/service.js';
 
@@ -142,6 +143,28 @@ describe('GET list filters', () => {
     const response = await api.get(path.replace('EXISTING', existing));
     expectErrorBody(response, 422);
     expect(response.body.error.message).toBe(message);
+  });
+});
+
+describe('requests the HTTP parser refuses', () => {
+  it('a URL or headers over the server limit is 431 with an Error body', async () => {
+    const response = await fetch(`${svc.url}/api/v1/clients?name=${'a'.repeat(20_000)}`);
+    expect(response.status).toBe(431);
+    expect(response.headers.get('content-type')).toBe('application/json');
+    expect(await response.json()).toEqual({ error: { status: 431, message: expect.stringMatching(/^the request's URL and headers are larger than/) } });
+  });
+
+  it('a request that is not HTTP is 400 with an Error body', async () => {
+    const answer = await new Promise<string>((resolve, reject) => {
+      const socket = connect(Number(new URL(svc.url).port), '127.0.0.1', () => socket.end('NOT HTTP AT ALL\r\n\r\n'));
+      let text = '';
+      socket.on('data', (chunk) => (text += chunk));
+      socket.on('close', () => resolve(text));
+      socket.on('error', reject);
+    });
+    expect(answer).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n/);
+    expect(answer).toMatch(/\r\nContent-Type: application\/json\r\n/);
+    expect(JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4))).toEqual({ error: { status: 400, message: expect.stringMatching(/^the request is not valid HTTP/) } });
   });
 });
 
