@@ -216,7 +216,9 @@ async function run(argv: string[], env: Record<string, string | undefined>, io: 
     return command.failed?.(result as never) ? 1 : 0;
   } catch (error) {
     if (error instanceof UsageError) {
-      io.stderr(`csr: ${error.message} (see csr help ${invocation.resource.name} ${invocation.commandName})\n`);
+      // A command without subcommands (import, backup, ...) has an empty command name.
+      const topic = [invocation.resource.name, invocation.commandName].filter(Boolean).join(' ');
+      io.stderr(`csr: ${error.message} (see csr help ${topic})\n`);
       return 2;
     }
     io.stderr(`csr: ${error instanceof Error ? error.message : String(error)}\n`);
