@@ -30,5 +30,9 @@ export async function attemptDelivery(
     'X-SVC-Timestamp': sentAt,
     'X-SVC-Signature': signature,
   });
-  return afterAttempt(delivery, result, clock(), retryDelaysMs, { sentAt, signature });
+  const outcome = afterAttempt(delivery, result, clock(), retryDelaysMs, { sentAt, signature });
+  // Nothing is retried while a webhook is off, and switching it on skips what waited (spec 3.2):
+  // a failed attempt `csr` makes to an off webhook (test, resend, recover) is final.
+  if (!webhook.enabled && outcome.status === 'retrying') return { ...outcome, status: 'failed', nextAttemptAt: null };
+  return outcome;
 }

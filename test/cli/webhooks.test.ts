@@ -107,6 +107,16 @@ describe('csr webhooks', () => {
     expect(JSON.parse(result.stdout)).toMatchObject({ event: 'webhook.test', status: 'retrying', responseCode: 500, attempts: 1 });
   });
 
+  it('test of a webhook that is off: a refused test is failed for good, never shown as waiting for a retry that cannot come', async () => {
+    const created = await csr.json<Created>('webhooks', 'create', '--workspace', slug, '--name', 'Off and refused', '--url', `${receiver.origin}/off-refused`);
+    receiver.on('/off-refused', 500);
+    await csr.json('webhooks', 'off', created.id);
+    const result = await csr.run('webhooks', 'test', created.id, '--json');
+    expect(result.code).toBe(1);
+    expect(JSON.parse(result.stdout)).toMatchObject({ event: 'webhook.test', status: 'failed', responseCode: 500, attempts: 1, nextAttemptAt: null });
+    expect(receiver.received('/off-refused')).toHaveLength(1);
+  });
+
   it('off skips and stops sending; on resumes; rotate-secret makes the old secret useless at once', async () => {
     const created = await csr.json<Created>('webhooks', 'create', '--workspace', slug, '--name', 'Switch', '--url', `${receiver.origin}/switch`, '--objects', 'tasks');
     const off = await csr.json<Record<string, unknown>>('webhooks', 'off', created.id);
