@@ -78,6 +78,7 @@ export const audit: CliResource = {
         const record = stringOption(values, 'record');
         if (record !== undefined && !isUuid(record)) throw new UsageError(`--record must be a record id (a UUID), got "${record}"`);
         const filter = { workspaceId: id, since: moment(values, 'since'), until: moment(values, 'until'), object, recordId: record };
+        if (filter.since && filter.until && filter.since > filter.until) throw new UsageError('the window runs the wrong way: --since must not be after --until');
         const progress = progressLine(stderr, 'audit export');
         for await (const lines of exportEvents(context.backends.events, filter, (scanned) => progress.tick(scanned))) {
           let chunk = '';

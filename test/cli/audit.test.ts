@@ -98,6 +98,10 @@ describe('csr audit export', () => {
     expect((await lines('--since', between)).map((line) => line.type)).toEqual(['RecordUpdated']);
     expect((await lines('--until', between)).map((line) => line.type)).toEqual(['WorkspaceCreated', 'ApiKeyCreated', 'RecordCreated', 'RecordCreated', 'RecordCreated', 'RecordRollupsChanged', 'RecordRollupsChanged']);
     expect(await csr.fails(2, 'audit', 'export', '--workspace', slug, '--since', 'last week')).toMatch(/--since/);
+    // A window the wrong way round exports nothing: an auditor is told, not handed an empty file.
+    expect(await csr.fails(2, 'audit', 'export', '--workspace', slug, '--since', '2026-11-26', '--until', '2026-11-01')).toBe(
+      'csr: the window runs the wrong way: --since must not be after --until (see csr help audit export)\n',
+    );
   });
 });
 
