@@ -61,8 +61,8 @@ const Env = v.object({
   WEBHOOK_TIMEOUT: v.optional(v.string(), '10s'),
   WEBHOOK_ALLOW_PRIVATE_TARGETS: v.optional(v.picklist(['true', 'false'], 'must be true or false'), 'false'),
   WEBHOOK_CA_FILE: v.optional(v.string()),
-  METRICS: v.optional(v.picklist(['on', 'off']), 'off'),
-  METRICS_PORT: v.optional(v.pipe(v.string(), v.regex(/^\d+$/, 'METRICS_PORT must be a port number'))),
+  METRICS: v.optional(v.picklist(['on', 'off'], 'must be on or off'), 'off'),
+  METRICS_PORT: v.optional(v.pipe(v.string(), v.regex(/^\d+$/, 'must be a port number from 0 to 65535 (0 picks a free one)'))),
   READY_MAX_LAG: v.optional(v.string(), '30s'),
   REACTOR_DAILY_CHECK: v.optional(v.string(), '1m'),
   MASTER_KEY_FILE: v.optional(v.string()),
@@ -87,6 +87,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
   const e = parsed.output;
   const port = Number(e.PORT);
   if (port > 65535) throw new Error('invalid configuration: PORT must be a port number from 0 to 65535 (0 picks a free one)');
+  if (Number(e.METRICS_PORT) > 65535) throw new Error('invalid configuration: METRICS_PORT must be a port number from 0 to 65535 (0 picks a free one)');
   const roles = e.ROLES.split(',').map((role) => role.trim()).filter(Boolean);
   for (const role of roles) {
     if (!ROLES.includes(role as Role)) throw new Error(`invalid configuration: unknown role "${role}" (use ${ROLES.join(', ')})`);
@@ -110,8 +111,8 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     webhookCaFile: e.WEBHOOK_CA_FILE ?? null,
     metricsOnApi: e.METRICS === 'on',
     metricsPort: e.METRICS_PORT === undefined ? null : Number(e.METRICS_PORT),
-    readyMaxLagMs: parseDuration(e.READY_MAX_LAG),
-    reactorDailyCheckMs: parseDuration(e.REACTOR_DAILY_CHECK),
+    readyMaxLagMs: durationOf('READY_MAX_LAG', e.READY_MAX_LAG),
+    reactorDailyCheckMs: durationOf('REACTOR_DAILY_CHECK', e.REACTOR_DAILY_CHECK),
     masterKeyFile: e.MASTER_KEY_FILE ?? null,
   };
 }

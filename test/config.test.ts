@@ -29,7 +29,7 @@ describe('loadConfig', () => {
 
   it('reads REACTOR_DAILY_CHECK as a duration', () => {
     expect(loadConfig({ REACTOR_DAILY_CHECK: '50ms' }).reactorDailyCheckMs).toBe(50);
-    expect(() => loadConfig({ REACTOR_DAILY_CHECK: 'daily' })).toThrow('not a duration');
+    expect(() => loadConfig({ REACTOR_DAILY_CHECK: 'daily' })).toThrow('REACTOR_DAILY_CHECK must be a duration');
   });
 
   it('reads API_PROCESSES, ROLES and durations', () => {
@@ -58,6 +58,11 @@ describe('loadConfig', () => {
       { WEBHOOK_TIMEOUT: 'soon' },
       'invalid configuration: WEBHOOK_TIMEOUT must be a duration such as 500ms, 10s, 1m or 2h (units ms, s, m, h, d), not "soon"',
     ],
+    [{ METRICS: 'maybe' }, 'invalid configuration: METRICS must be on or off'],
+    [{ METRICS_PORT: 'abc' }, 'invalid configuration: METRICS_PORT must be a port number from 0 to 65535 (0 picks a free one)'],
+    [{ METRICS_PORT: '70000' }, 'invalid configuration: METRICS_PORT must be a port number from 0 to 65535 (0 picks a free one)'],
+    [{ READY_MAX_LAG: 'soon' }, 'invalid configuration: READY_MAX_LAG must be a duration such as 500ms, 10s, 1m or 2h (units ms, s, m, h, d), not "soon"'],
+    [{ REACTOR_DAILY_CHECK: '0' }, 'invalid configuration: REACTOR_DAILY_CHECK must be a duration such as 500ms, 10s, 1m or 2h (units ms, s, m, h, d), not "0"'],
     [
       { WEBHOOK_RETRY_DELAYS: '1m,later' },
       'invalid configuration: WEBHOOK_RETRY_DELAYS must be a duration such as 500ms, 10s, 1m or 2h (units ms, s, m, h, d), not "later"',
