@@ -35,8 +35,9 @@ export function listen(fetch: (request: Request) => Response | Promise<Response>
  * limit, bytes that are not HTTP): answered as Node answers it (431, 400, 408), but with the
  * spec's Error body, then the connection is closed.
  */
-function answerClientError(error: NodeJS.ErrnoException, socket: Socket): void {
-  if (!socket.writable || socket.bytesWritten > 0 || error.code === 'ECONNRESET') {
+function answerClientError(error: NodeJS.ErrnoException, socket: Socket & { _httpMessage?: { headersSent: boolean } | null }): void {
+  // As Node decides: answer unless an answer on this connection (keep-alive) has begun already.
+  if (!socket.writable || socket._httpMessage?.headersSent || error.code === 'ECONNRESET') {
     socket.destroy();
     return;
   }
