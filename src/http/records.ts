@@ -92,6 +92,7 @@ export function recordRoutes(app: Hono<AppEnv>, deps: ApiDeps): OneRecordHandler
   app.get('/api/v1/:object/:id', oneRecord);
 
   const getOne = (c: Context<AppEnv>, object: ObjectDef): Response | Promise<Response> => {
+    refuseQuery(c, 'as_of');
     const asOf = c.req.queries('as_of');
     if (asOf !== undefined) return getAsOf(c, object, asOf);
     const json = getRecordJson(renderContext(c), object, recordId(c));
@@ -107,6 +108,7 @@ export function recordRoutes(app: Hono<AppEnv>, deps: ApiDeps): OneRecordHandler
 
   app.patch('/api/v1/:object/:id', async (c) => {
     const object = await writable(c);
+    refuseQuery(c, null);
     const id = recordId(c);
     const body = await readJsonBody(c);
     const fresh = await current(c, object, namesIn(body));
@@ -116,6 +118,7 @@ export function recordRoutes(app: Hono<AppEnv>, deps: ApiDeps): OneRecordHandler
 
   app.delete('/api/v1/:object/:id', async (c) => {
     const object = await writable(c);
+    refuseQuery(c, null);
     const id = recordId(c);
     await deleteRecord(deps.commands, action(c), object, id);
     return c.json({ deleted: id });
@@ -125,6 +128,13 @@ export function recordRoutes(app: Hono<AppEnv>, deps: ApiDeps): OneRecordHandler
   app.all('/api/v1/:object', notAllowed('GET, POST'));
   app.all('/api/v1/:object/:id', notAllowed('GET, PATCH, DELETE'));
   return oneRecord;
+}
+
+/** Spec 4.3-4.5 take no query parameters (GET one takes `allowed`): one sent is a 422, never ignored. */
+function refuseQuery(c: Context<AppEnv>, allowed: string | null): void {
+  if (!c.req.url.includes('?')) return;
+  const unknown = Object.keys(c.req.queries()).find((name) => name !== allowed);
+  if (unknown !== undefined) throw new ValidationFailed(`unknown query parameter '${unknown}' (${allowed ? `only ${allowed}` : 'this request takes none'})`);
 }
 
 /** An answer already made JSON text (from stored renderings): what c.json sends, without the stringify. */

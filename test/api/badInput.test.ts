@@ -99,6 +99,20 @@ describe('POST /api/v1/{object}', () => {
   it('unknown query parameters are 422', async () => {
     expectErrorBody(await api.post('/api/v1/clients?foo=bar', { name: 'Q' }), 422);
   });
+
+  // Spec 4.3-4.5 take no query parameters (GET one takes as_of): one sent in the hope of a
+  // partial answer or a conditional delete is refused, not silently ignored.
+  it.each([
+    ['GET', '?fields=name', "unknown query parameter 'fields' (only as_of)"],
+    ['PATCH', '?dry_run=true', "unknown query parameter 'dry_run' (this request takes none)"],
+    ['DELETE', '?force=true', "unknown query parameter 'force' (this request takes none)"],
+  ])('%s one record with %s is 422 and changes nothing', async (method, query, message) => {
+    const id = (await api.post('/api/v1/clients', { name: `Query ${method}` })).body.ids[0];
+    const response = await api.request(method, `/api/v1/clients/${id}${query}`, method === 'PATCH' ? { tier: 'SMB' } : undefined);
+    expectErrorBody(response, 422);
+    expect(response.body.error.message).toBe(message);
+    expect((await api.get(`/api/v1/clients/${id}`)).body.data).toMatchObject({ name: `Query ${method}`, tier: null });
+  });
 });
 
 describe('PATCH /api/v1/{object}/{id}', () => {
@@ -152,6 +166,22 @@ describe('requests the HTTP parser refuses', () => {
     expect(response.status).toBe(431);
     expect(response.headers.get('content-type')).toBe('application/json');
     expect(await response.json()).toEqual({ error: { status: 431, message: expect.stringMatching(/^the request's URL and headers are larger than/) } });
+  });
+
+  it('an oversized request on a connection that already answered one (keep-alive) gets its 431 too', async () => {
+    const answer = await new Promise<string>((resolve, reject) => {
+      const socket = connect(Number(new URL(svc.url).port), '127.0.0.1', () => socket.write('GET /health/live HTTP/1.1\r\nHost: x\r\n\r\n'));
+      let text = '';
+      socket.on('data', (chunk) => {
+        const first = text === '';
+        text += chunk;
+        if (first) socket.write(`GET /api/v1/clients?name=${'a'.repeat(20_000)} HTTP/1.1\r\nHost: x\r\n\r\n`);
+      });
+      socket.on('close', () => resolve(text));
+      socket.on('error', reject);
+    });
+    expect(answer).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
+    expect(answer).toContain('\r\n\r\n{"status":"live"}HTTP/1.1 431 Request Header Fields Too Large\r\n');
   });
 
   it('a request that is not HTTP is 400 with an Error body', async () => {
