@@ -1,3 +1,4 @@
+import { groupPendingMembers } from '../bulkGroups.js';
 import type { BulkGroup, Delivery, DeliveryCause, DeliveryStatus, EventKind, Webhook, WebhookPayload } from '../port.js';
 
 /** The rows of `webhooks.db` as better-sqlite3 returns them, and their port values. */
@@ -111,23 +112,18 @@ export function toPayload(row: PayloadRow): WebhookPayload {
 
 /** Rows in (action, object, kind, position) order -> one group per (action, object, kind). */
 export function groupMembers(rows: MemberRow[]): BulkGroup[] {
-  const groups: BulkGroup[] = [];
-  let current: BulkGroup | undefined;
-  for (const row of rows) {
-    if (!current || current.actionId !== row.action_id || current.object !== row.object || current.kind !== row.kind) {
-      current = {
-        workspaceId: row.workspace_id,
-        actionId: row.action_id,
-        object: row.object,
-        kind: row.kind,
-        source: row.source,
-        actionCount: row.action_count,
-        seenForObject: row.seen_for_object,
-        members: [],
-      };
-      groups.push(current);
-    }
-    current.members.push({ eventId: row.event_id, recordId: row.record_id, occurredAt: row.occurred_at });
-  }
-  return groups;
+  return groupPendingMembers(
+    rows.map((row) => ({
+      eventId: row.event_id,
+      workspaceId: row.workspace_id,
+      actionId: row.action_id,
+      object: row.object,
+      kind: row.kind,
+      recordId: row.record_id,
+      source: row.source,
+      occurredAt: row.occurred_at,
+      actionCount: row.action_count,
+      seenForObject: row.seen_for_object,
+    })),
+  );
 }
