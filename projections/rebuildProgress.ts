@@ -29,7 +29,8 @@ function fractionOf(checkpoint: Position | null, head: Position | null): number 
 
 export function logProgress(events: EventStore, generation: number, onProgress?: (progress: RebuildProgress) => void) {
   const started = performance.now();
-  let last = 0;
+  // The first batch reports at once, however young the process (performance.now counts from its start).
+  let last = Number.NEGATIVE_INFINITY;
   /** Where this run started (a resumed rebuild does not start at 0), for the ETA. */
   let first: number | null = null;
   return {

@@ -94,8 +94,7 @@ export class ReadModelCheck {
       const folded = fold.result(objectOf).document;
       if (!folded && !document) continue;
       this.records += 1;
-      // The projector moved on after verification read its checkpoint, to events that exist: nothing to compare against.
-      if (document ? document.revision > fold.revision && document.revision <= last : deletedLater) continue;
+      if (await this.movedOn(id, document, fold, last, deletedLater)) continue;
       const problem = !document
         ? 'in the log, but missing from the read model'
         : !folded
@@ -103,6 +102,18 @@ export class ReadModelCheck {
           : await this.compare.differs(folded, document);
       if (problem) this.differences.push({ workspaceId, object, id, problem });
     }
+  }
+
+  /**
+   * The projector moved on after verification read its checkpoint, to events that exist: nothing
+   * to compare against. Events appended after the stream was read count too (a write during the
+   * check); the stream is read again only then, when the document is ahead of what was read.
+   */
+  private async movedOn(id: string, document: RecordDocument | undefined, fold: RecordFold, last: number, deletedLater: boolean): Promise<boolean> {
+    const again = async () => this.fold(await this.deps.events.readStream(recordStream(id)));
+    if (!document) return deletedLater || (await again()).deletedLater;
+    if (document.revision <= fold.revision) return false;
+    return document.revision <= last || document.revision <= (await again()).last;
   }
 
   /**

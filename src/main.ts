@@ -44,7 +44,10 @@ async function main(): Promise<void> {
   if (cluster.isPrimary) {
     const store = productionUrls(config) ? 'EventStoreDB + MongoDB' : `embedded store in ${resolve(config.dataDir)}`;
     const where = service.url ? `API on ${service.url}` : 'no API';
-    logger.info({ url: service.url, store, roles: config.roles, apiProcesses: config.apiProcesses }, `started: ${where}, ${store}, roles ${config.roles.join(', ')}`);
+    // A primary of API_PROCESSES serves no API itself: its processes' "roles started" lines say where.
+    const metricsUrl = 'metricsUrl' in service ? service.metricsUrl : null;
+    const metrics = metricsUrl ? `, metrics on ${metricsUrl}` : '';
+    logger.info({ url: service.url, metricsUrl, store, roles: config.roles, apiProcesses: config.apiProcesses }, `started: ${where}${metrics}, ${store}, roles ${config.roles.join(', ')}`);
   }
   const signal = await stopSignal;
   logger.info({ signal }, 'shutting down');

@@ -44,6 +44,8 @@ const VISIBILITY_TIMEOUT_MS = 10_000;
 export interface RunningService {
   /** Base URL of the API when this process runs the api role. */
   url: string | null;
+  /** Where METRICS_PORT serves /metrics in this process, or null. */
+  metricsUrl: string | null;
   /** The API itself, for requests in process (`app.request`, as the route tests make them). */
   app: Hono<AppEnv> | null;
   backends: Backends;
@@ -157,10 +159,12 @@ export async function startService(
     const address = server.address() as AddressInfo;
     url = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
   }
-  logger.debug({ roles: config.roles, url, pid: process.pid }, 'roles started');
+  const metricsUrl = observability?.metricsUrl ?? null;
+  logger.debug({ roles: config.roles, url, metricsUrl, pid: process.pid }, 'roles started');
 
   return {
     url,
+    metricsUrl,
     app,
     backends,
     async stop() {
@@ -204,7 +208,7 @@ async function waitVisible(backends: Backends, position: Position, object?: stri
 }
 
 /** The API on this thread and each other role this process has in a thread of its own. */
-export async function startBesideTheApi(config: Config, logger: Logger): Promise<Stoppable & { url: string | null }> {
+export async function startBesideTheApi(config: Config, logger: Logger): Promise<Stoppable & { url: string | null; metricsUrl: string | null }> {
   const background = config.roles.filter((role) => role !== 'api');
   if (!config.roles.includes('api') || background.length === 0) return startService(config, logger);
   const started = await Promise.allSettled(background.map((role) => startBackgroundRole({ ...config, roles: [role] }, logger)));
@@ -216,6 +220,7 @@ export async function startBesideTheApi(config: Config, logger: Logger): Promise
     const api = await startService({ ...config, roles: ['api'] }, logger);
     return {
       url: api.url,
+      metricsUrl: api.metricsUrl,
       async stop() {
         await api.stop();
         await stopThreads();

@@ -1,3 +1,4 @@
+import type { AddressInfo } from 'node:net';
 import type { ServerType } from '@hono/node-server';
 import { Hono } from 'hono';
 import { projectionLagCheck, projectionLagGauges } from '../../projections/health.js';
@@ -25,6 +26,8 @@ export interface ApiObservability {
   /** The event store with its appends measured: what the commands get. */
   events: EventStore;
   readiness: ReadinessCheck[];
+  /** Where METRICS_PORT serves /metrics (its real port when METRICS_PORT=0), or null. */
+  metricsUrl: string | null;
   stop(): Promise<void>;
 }
 
@@ -41,15 +44,18 @@ export async function observeApi(config: Config, backends: Backends, catalogues:
     ...extraChecks,
   ];
   let server: ServerType | null = null;
+  let metricsUrl: string | null = null;
   if (config.metricsPort !== null) {
     const app = new Hono<AppEnv>();
     metricsRoute(app, metrics);
     server = await listen(app.fetch, { port: config.metricsPort, host: '127.0.0.1' });
+    metricsUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/metrics`;
   }
   return {
     metrics,
     events: instrumentAppends(backends.events, metrics),
     readiness,
+    metricsUrl,
     async stop() {
       if (server) await new Promise((resolve) => server!.close(resolve));
     },

@@ -6,7 +6,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { csrTool } from '../support/cli.js';
 import { spawnServer, type ServerProcess } from '../support/process.js';
 import { client } from '../support/service.js';
-import { freePort } from '../support/ports.js';
+import { until } from '../support/until.js';
 
 /** GET /metrics of a real server process, in the Prometheus text format (issue 24 item 5). */
 
@@ -55,8 +55,12 @@ function value(text: string, series: string): number {
 
 describe('metrics', () => {
   it('serves the series on METRICS_PORT (127.0.0.1), changing under load; not on the API port', async () => {
-    const port = await freePort();
-    const { server: running, dataDir } = await server({ METRICS_PORT: String(port), WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true', WEBHOOK_RETRY_DELAYS: '1h' });
+    // Port 0: the server takes a free one and says which (no window in which another could take it).
+    const { server: running, dataDir } = await server({ METRICS_PORT: '0', WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true', WEBHOOK_RETRY_DELAYS: '1h' });
+    const metricsUrl = running.started().find((service) => service.metricsUrl !== null)?.metricsUrl;
+    expect(metricsUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/metrics$/);
+    // The start line comes once the whole server has started, which may be after the line above.
+    await until(() => running.output().includes(`metrics on ${metricsUrl}`), 20_000, 'the start line naming the metrics URL');
     // Its receiver does not answer: every delivery fails its first attempt and waits for a retry.
     const csr = csrTool(dataDir, { WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true' });
     const { slug } = await csr.json<{ slug: string }>('workspaces', 'create', 'measured');
@@ -66,7 +70,7 @@ describe('metrics', () => {
     expect((await fetch(`${running.url}/metrics`)).status).toBe(404);
 
     const scrape = async () => {
-      const response = await fetch(`http://127.0.0.1:${port}/metrics`);
+      const response = await fetch(metricsUrl!);
       expect(response.status).toBe(200);
       expect(response.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
       return response.text();

@@ -5,15 +5,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { repoRoot } from '../support/process.js';
-import { freePort } from '../support/ports.js';
+import { until } from '../support/until.js';
 
 /**
  * The README's shell blocks, run as a new user pastes them: the `server` block in one shell, then
  * every `client` block in another, on a fresh DATA_DIR. Each block says whether it is run
  * (`<!-- test: server|client -->`) or why not (`<!-- not tested: ... -->`), so none can rot unseen.
  *
- * Two substitutions, both about this machine rather than the guide: the API's port is a free one
- * instead of 8080, and `npm install` is not run again (CI's `npm ci` has just installed, and the
+ * Two substitutions, both about this machine rather than the guide: the API listens on a port the
+ * server picks (PORT=0, read from its start line) instead of 8080, and `npm install` is not run again (CI's `npm ci` has just installed, and the
  * suite's setup built dist/; rebuilding it would rewrite files under the test files running beside
  * this one, so `npm start` runs with --ignore-scripts, which skips only its prestart build).
  */
@@ -53,9 +53,7 @@ describe('README', () => {
   });
 
   it('quick start: the server block starts the API, the client blocks write and read through it', async () => {
-    const port = await freePort();
-    const env = { ...process.env, DATA_DIR: mkdtempSync(join(tmpdir(), 'csr-readme-')), PORT: String(port), LOG_FORMAT: 'json' };
-    const local = (code: string) => code.replaceAll('localhost:8080', `localhost:${port}`).replaceAll('127.0.0.1:8080', `127.0.0.1:${port}`);
+    const env = { ...process.env, DATA_DIR: mkdtempSync(join(tmpdir(), 'csr-readme-')), PORT: '0', LOG_FORMAT: 'json' };
     const serverCode = blocks.find((block) => block.mark === 'test: server')!.code;
     const runnable = serverCode
       .split('\n')
@@ -63,8 +61,9 @@ describe('README', () => {
       .map((line) => line.replace(/^npm start\b/, 'exec npm start --silent --ignore-scripts'))
       .join('\n');
     expect(runnable).toContain('npm start');
-    server = bash(local(runnable), env);
-    await waitForPort(port, server);
+    server = bash(runnable, env);
+    const port = await startedPort(server);
+    const local = (code: string) => code.replaceAll('localhost:8080', `localhost:${port}`).replaceAll('127.0.0.1:8080', `127.0.0.1:${port}`);
 
     const client = bash(blocks.filter((block) => block.mark === 'test: client').map((block) => local(block.code)).join('\n'), env);
     // 'close', not 'exit': the output is read next, and the pipes may still hold some of it at the exit.
@@ -75,15 +74,30 @@ describe('README', () => {
   }, 60_000);
 });
 
-async function waitForPort(port: number, server: ReturnType<typeof bash>): Promise<void> {
-  for (let i = 0; i < 300; i++) {
-    if (server.exitCode !== null) throw new Error(`the server block exited: ${server.output()}`);
-    const answered = await fetch(`http://127.0.0.1:${port}/api/v1/clients`).then(
-      () => true,
-      () => false,
-    );
-    if (answered) return;
-    await new Promise((resolve) => setTimeout(resolve, 100));
+/** The port of the API, from the server's start line (`started: API on http://...`). */
+async function startedPort(server: ReturnType<typeof bash>): Promise<number> {
+  let port: number | null = null;
+  // A deadline: a busy machine may take seconds to start npm, Node and the roles.
+  await until(
+    () => {
+      if (server.exitCode !== null) throw new Error(`the server block exited: ${server.output()}`);
+      port = startLinePort(server.output());
+      return port !== null;
+    },
+    40_000,
+    'the server block\'s start line',
+  );
+  return port!;
+}
+
+function startLinePort(output: string): number | null {
+  for (const line of output.split('\n')) {
+    try {
+      const entry = JSON.parse(line) as { msg?: unknown; url?: unknown };
+      if (typeof entry.msg === 'string' && entry.msg.startsWith('started: ') && typeof entry.url === 'string') return Number(new URL(entry.url).port);
+    } catch {
+      // not a log line
+    }
   }
-  throw new Error(`the server block did not listen on ${port}: ${server.output()}`);
+  return null;
 }

@@ -85,6 +85,38 @@ describe('verifyAudit, the read model against the log', () => {
     expect(await verify(workspaceId)).toMatchObject({ ok: true, differences: [] });
   });
 
+  it('takes a write that lands while it reads (after the log, before the documents) for no difference', async () => {
+    const moving = (await api.post('/api/v1/clients', { name: 'Moving Ltd' })).body.ids[0];
+    const leaving = (await api.post('/api/v1/clients', { name: 'Leaving Ltd' })).body.ids[0];
+    await quiet();
+    const { events } = svc.service.backends;
+    let wrote = false;
+    // The log answers its first page, then, before verification reads the documents, a change and a
+    // delete are written and projected (a 2xx answer means visible).
+    const racing = new Proxy(events, {
+      get(target, property) {
+        if (property === 'readStreams') {
+          return async (...args: Parameters<typeof events.readStreams>) => {
+            const page = await target.readStreams(...args);
+            if (!wrote) {
+              wrote = true;
+              expect((await api.patch(`/api/v1/clients/${moving}`, { tier: 'Enterprise' })).status).toBe(200);
+              expect((await api.delete(`/api/v1/clients/${leaving}`)).status).toBeLessThan(300);
+            }
+            return page;
+          };
+        }
+        const value = Reflect.get(target, property, target);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    const result = await verifyAudit({ ...svc.service.backends, events: racing }, { workspaceId });
+    expect(wrote).toBe(true);
+    expect(result).toMatchObject({ ok: true, differences: [] });
+    await quiet();
+    expect(await verify(workspaceId)).toMatchObject({ ok: true, differences: [] });
+  });
+
   it("re-derives roll-ups from the children's documents: a line's amount edited by hand shows in its invoice too", async () => {
     const payer = (await api.post('/api/v1/clients', { name: 'Payer' })).body.ids[0];
     const invoice = (await api.post('/api/v1/billing', { client: payer, status: 'Sent' })).body.ids[0];

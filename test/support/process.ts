@@ -12,6 +12,8 @@ export interface StartedService {
   roles: string[];
   pid: number;
   url: string | null;
+  /** Where METRICS_PORT serves /metrics, or null. */
+  metricsUrl: string | null;
 }
 
 export interface ServerProcess {
@@ -62,7 +64,7 @@ export async function spawnServer(env: Record<string, string>, command: string[]
       stdout.split('\n').flatMap((line) => {
         try {
           const entry = JSON.parse(line);
-          return entry.msg === 'roles started' ? [{ roles: entry.roles, pid: entry.pid, url: entry.url }] : [];
+          return entry.msg === 'roles started' ? [{ roles: entry.roles, pid: entry.pid, url: entry.url, metricsUrl: entry.metricsUrl ?? null }] : [];
         } catch {
           return []; // not a log line
         }
