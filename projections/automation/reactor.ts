@@ -1,8 +1,9 @@
-import { RECORD_STREAM_PREFIX, upcast } from '../../src/events/records.js';
+import { upcast } from '../../src/events/records.js';
 import { todayUtc } from '../../queries/recordFormat.js';
 import { comparePositions, type Position } from '../../src/eventstore/position.js';
 import type { ReadStore } from '../../src/readstore/port.js';
 import { awaitRecords, Serial } from '../awaitRecords.js';
+import { backgroundReactor } from '../backgroundReactor.js';
 import { findAllDocuments } from '../health/inputs.js';
 import type { ReactorDeps } from '../reactorDeps.js';
 import type { Projection } from '../projection.js';
@@ -39,15 +40,7 @@ export function automationReactor(deps: ReactorDeps): AutomationReactor {
   };
 
   return {
-    name: AUTOMATION_REACTOR,
-    version: 1,
-    kind: 'reactor',
-    filter: { streamPrefixes: [RECORD_STREAM_PREFIX] },
-    // No writer waits for this reactor (read your writes waits for the records projection and the roll-ups).
-    awaited: () => false,
-    async apply() {
-      // Nothing to project: the reactions are appended by `react`, before the checkpoint.
-    },
+    ...backgroundReactor(AUTOMATION_REACTOR, 1),
     react(events, stopped) {
       return serial.run(async () => {
         const clientEvents = events.filter((event) => event.data['object'] === 'clients');

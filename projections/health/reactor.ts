@@ -1,7 +1,8 @@
-import { RECORD_STREAM_PREFIX, upcast } from '../../src/events/records.js';
+import { upcast } from '../../src/events/records.js';
 import type { RecordedEvent } from '../../src/eventstore/port.js';
 import { todayUtc } from '../../queries/recordFormat.js';
 import { awaitRecords, Serial } from '../awaitRecords.js';
+import { backgroundReactor } from '../backgroundReactor.js';
 import type { Projection } from '../projection.js';
 import type { ReactorDeps } from '../reactorDeps.js';
 import { affectedBy, readsCurrent } from './affected.js';
@@ -68,15 +69,7 @@ export function healthScoreReactor(deps: ReactorDeps): HealthScoreReactor {
   }
 
   return {
-    name: HEALTH_SCORE_REACTOR,
-    version: 1,
-    kind: 'reactor',
-    filter: { streamPrefixes: [RECORD_STREAM_PREFIX] },
-    // No writer waits for this reactor (read your writes waits for the records projection and the roll-ups).
-    awaited: () => false,
-    async apply() {
-      // Nothing to project: the reactions are appended by `react`, before the checkpoint.
-    },
+    ...backgroundReactor(HEALTH_SCORE_REACTOR, 1),
     react(events, stopped) {
       return serial.run(async () => {
         await awaitRecords(deps.readStore, events.at(-1)!.position, stopped);

@@ -33,6 +33,9 @@ function shownDelivery(delivery: Delivery) {
   };
 }
 
+/** `test` and `resend` send one delivery now: exit code 1 unless the receiver took it. */
+const undelivered = (delivery: { status: string }) => delivery.status !== 'delivered';
+
 const secretNotice = (result: { secret: string }) =>
   `${formatText(result)}\nCopy the signing secret now: it is shown this once and cannot be shown again.\n`;
 
@@ -116,9 +119,7 @@ export const webhooks: CliResource = {
       async run({ positionals }, context) {
         return shownDelivery(await context.webhooks.test(positionals[0]!));
       },
-      failed(delivery: { status: string }) {
-        return delivery.status !== 'delivered';
-      },
+      failed: undelivered,
     },
     resend: {
       usage: '<deliveryId>',
@@ -127,9 +128,7 @@ export const webhooks: CliResource = {
       async run({ positionals }, context) {
         return shownDelivery(await context.webhooks.resend(positionals[0]!));
       },
-      failed(delivery: { status: string }) {
-        return delivery.status !== 'delivered';
-      },
+      failed: undelivered,
     },
     recover: {
       usage: '<webhookId> --since <time> [--until <time>] [--failed-only]',

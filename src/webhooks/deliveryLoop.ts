@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { InterruptibleSleep } from '../core/interruptibleSleep.js';
 import { attemptDelivery } from './attempt.js';
 import type { WebhookSender } from './httpsSender.js';
 import { autoSwitchOffReason } from './policy.js';
@@ -48,13 +49,13 @@ export function startDeliveryLoop(deps: DeliveryLoopDeps): DeliveryLoop {
   const sends = new Set<Promise<void>>();
   let total = 0;
   let stopped = false;
-  let wakeUp: (() => void) | null = null;
+  const poll = new InterruptibleSleep();
   let woken = false;
   const settler = createSettler(deps, logger, (at) => wakeAt(at));
 
   const wake = () => {
     woken = true;
-    wakeUp?.();
+    poll.interrupt();
   };
   // One timer for the earliest retry this process scheduled, so a retry goes out on time, not at the next poll.
   let retryTimer: { at: number; timer: NodeJS.Timeout } | null = null;
@@ -68,17 +69,6 @@ export function startDeliveryLoop(deps: DeliveryLoopDeps): DeliveryLoop {
     timer.unref();
     retryTimer = { at, timer };
   };
-  const sleep = (ms: number) =>
-    new Promise<void>((resolve) => {
-      const timer = setTimeout(done, ms);
-      function done() {
-        clearTimeout(timer);
-        wakeUp = null;
-        resolve();
-      }
-      wakeUp = done;
-    });
-
   const start = (claimed: ClaimedDelivery) => {
     const webhookId = claimed.webhook.id;
     inFlight.set(webhookId, (inFlight.get(webhookId) ?? 0) + 1);
@@ -111,7 +101,7 @@ export function startDeliveryLoop(deps: DeliveryLoopDeps): DeliveryLoop {
         }
       }
       for (const item of claimed) start(item);
-      if (claimed.length === 0 && !woken && !stopped) await sleep(POLL_MS);
+      if (claimed.length === 0 && !woken && !stopped) await poll.sleep(POLL_MS);
     }
   };
   const running = run();

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { InterruptibleSleep } from '../core/interruptibleSleep.js';
 import { retryDelayMs, type PersistentEvent, type PersistentSubscription, type RetryBackoff } from '../eventstore/port.js';
 import { readyBatches } from '../eventstore/readyBatches.js';
 
@@ -28,18 +29,7 @@ const RECONNECT: RetryBackoff = { initialMs: 1_000, maxMs: 30_000 };
 export function runGroup(options: GroupRunnerOptions): GroupRunner {
   let stopped = false;
   let current: PersistentSubscription | null = null;
-  let wake: (() => void) | null = null;
-
-  const pause = (ms: number) =>
-    new Promise<void>((resolve) => {
-      const timer = setTimeout(done, ms);
-      function done() {
-        clearTimeout(timer);
-        wake = null;
-        resolve();
-      }
-      wake = done;
-    });
+  const backoff = new InterruptibleSleep();
 
   const run = async () => {
     for (let attempt = 0; !stopped; ) {
@@ -63,7 +53,7 @@ export function runGroup(options: GroupRunnerOptions): GroupRunner {
         current = null;
         await subscription?.close().catch(() => undefined);
       }
-      await pause(retryDelayMs(attempt++, options.reconnect ?? RECONNECT));
+      await backoff.sleep(retryDelayMs(attempt++, options.reconnect ?? RECONNECT));
     }
   };
   const running = run();
@@ -72,7 +62,7 @@ export function runGroup(options: GroupRunnerOptions): GroupRunner {
     ready: () => !stopped && current !== null && current.connected(),
     async stop() {
       stopped = true;
-      wake?.();
+      backoff.interrupt();
       await current?.close();
       await running;
     },

@@ -95,7 +95,7 @@ describe('GET one as of a moment', () => {
       expect(answer.body.error.message).toContain('as_of');
     }
     expect((await api.get(`/api/v1/clients?as_of=soon`)).status).toBe(422);
-    const stranger = client(svc, (await (await svc.workspace()).key()).key);
+    const stranger = await svc.workspaceClient();
     expect((await stranger.get(`/api/v1/clients/${acme}?as_of=${at[3]}`)).status).toBe(404);
   });
 

@@ -114,8 +114,8 @@ describe('authorisation', () => {
   });
 
   it('workspaces are isolated: another workspace record is a 404, even by id', async () => {
-    const a = client(svc, (await (await svc.workspace()).key()).key);
-    const b = client(svc, (await (await svc.workspace()).key()).key);
+    const a = await svc.workspaceClient();
+    const b = await svc.workspaceClient();
     const id = (await a.post('/api/v1/clients', { name: 'Mine' })).body.ids[0];
     expect((await b.get(`/api/v1/clients/${id}`)).status).toBe(404);
     expect((await b.patch(`/api/v1/clients/${id}`, { name: 'Stolen' })).status).toBe(404);

@@ -1,6 +1,6 @@
 import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { client, startTestService, type TestService } from '../support/service.js';
+import { startTestService, type ApiClient, type TestService } from '../support/service.js';
 
 /**
  * Bad input of every shape at every endpoint: always a 4xx Error body, never a 5xx, never a
@@ -8,12 +8,12 @@ import { client, startTestService, type TestService } from '../support/service.j
  */
 
 let svc: TestService;
-let api: ReturnType<typeof client>;
+let api: ApiClient;
 let existing: string;
 
 beforeAll(async () => {
   svc = await startTestService();
-  api = client(svc, (await (await svc.workspace()).key()).key);
+  api = await svc.workspaceClient();
   existing = (await api.post('/api/v1/clients', { name: 'Existing' })).body.ids[0];
 });
 afterAll(() => svc.stop());

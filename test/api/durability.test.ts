@@ -1,10 +1,8 @@
-import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { fingerprint, generateApiKey } from '../../src/setup/apiKeys.js';
-import { openSqliteSetupStore } from '../../src/setup/sqlite/index.js';
+import { createKey } from '../support/ops.js';
 import { spawnServer, type ServerProcess } from '../support/process.js';
 import { client } from '../support/service.js';
 
@@ -17,22 +15,9 @@ afterAll(async () => {
   rmSync(dataDir, { recursive: true, force: true });
 });
 
-async function createKey(): Promise<string> {
-  const setup = openSqliteSetupStore({ path: join(dataDir, 'setup.db') });
-  const workspaceId = randomUUID();
-  await setup.createWorkspace({ id: workspaceId, slug: 'durable', name: 'Durable', createdAt: new Date().toISOString() });
-  const key = generateApiKey();
-  await setup.createKey({
-    id: randomUUID(), workspaceId, name: 'load', fingerprint: fingerprint(key), access: 'read-write', objects: 'all',
-    createdAt: new Date().toISOString(), lastUsedAt: null, revokedAt: null,
-  });
-  await setup.close();
-  return key;
-}
-
 describe('durability', () => {
   it('finds every acknowledged record after SIGKILL during a write load', async () => {
-    const key = await createKey();
+    const key = await createKey(dataDir);
     server = await spawnServer({ DATA_DIR: dataDir });
     const api = client(server.url, key);
     const acknowledged: { id: string; name: string }[] = [];

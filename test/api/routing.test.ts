@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { client, startTestService, type TestService } from '../support/service.js';
+import { startTestService, type TestService } from '../support/service.js';
 
 /** The API's routing: one precompiled RegExpRouter, with the OpenAPI document beside the object routes. */
 
@@ -15,7 +15,7 @@ describe('routing', () => {
   });
 
   it('serves the OpenAPI document, the object routes beside it and 404 for an unknown object', async () => {
-    const api = client(svc, (await (await svc.workspace()).key()).key);
+    const api = await svc.workspaceClient();
     expect((await api.get('/api/v1/openapi.json')).body.openapi).toMatch(/^3\./);
     expect((await api.get('/api/v1/clients')).status).toBe(200);
     const unknown = await api.get('/api/v1/nosuch');

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { recordStream } from '../../src/events/records.js';
-import { addDays } from '../../src/schema/dates.js';
-import { startWebhookHarness, type WebhookHarness } from '../support/webhookHarness.js';
+import { saveRecord, startReactorHarness, TestClock } from '../support/automation.js';
+import type { WebhookHarness } from '../support/webhookHarness.js';
 import { eventually } from '../support/until.js';
 
 /**
@@ -12,12 +12,10 @@ import { eventually } from '../support/until.js';
  */
 
 let h: WebhookHarness;
-let now = new Date();
-const today = () => now.toISOString().slice(0, 10);
-const day = (offset: number) => addDays(today(), offset)!;
+const clock = new TestClock();
 
 beforeAll(async () => {
-  h = await startWebhookHarness({ REACTOR_DAILY_CHECK: '50ms' }, { clock: () => now });
+  h = await startReactorHarness(clock);
 });
 
 afterAll(async () => {
@@ -38,37 +36,32 @@ async function scoreBecomes(id: string, expected: number): Promise<void> {
   await eventually(() => scoreOf(id), (score) => score === expected, 30_000, `healthScore ${expected}`);
 }
 
-const post = async (object: string, body: unknown) => {
-  const saved = await h.api.post(`/api/v1/${object}`, body);
-  expect(saved.status, JSON.stringify(saved.body)).toBeLessThan(300);
-  return saved.body.ids[0] as string;
-};
 
 describe('health score', () => {
   it('a new client scores 85 (no engagement); a recent conversation makes it 100', async () => {
     const client = await newClient('Fresh Co');
     await scoreBecomes(client, 85);
-    await post('conversations', { subject: 'Hello', client, date: `${today()}T10:00:00Z`, channel: 'Email' });
+    await saveRecord(h.api, 'conversations', { subject: 'Hello', client, date: `${clock.today()}T10:00:00Z`, channel: 'Email' });
     await scoreBecomes(client, 100);
   });
 
   it('a Completed meeting of the last 60 days counts as engagement; a Scheduled one does not', async () => {
     const client = await newClient('Meeting Co');
-    const meeting = await post('meetings', { title: 'QBR', client, start: `${day(-10)}T10:00:00Z`, status: 'Scheduled' });
+    const meeting = await saveRecord(h.api, 'meetings', { title: 'QBR', client, start: `${clock.day(-10)}T10:00:00Z`, status: 'Scheduled' });
     await scoreBecomes(client, 85);
     await h.api.patch(`/api/v1/meetings/${meeting}`, { status: 'Completed' });
     await scoreBecomes(client, 100);
-    await h.api.patch(`/api/v1/meetings/${meeting}`, { start: `${day(-61)}T10:00:00Z` });
+    await h.api.patch(`/api/v1/meetings/${meeting}`, { start: `${clock.day(-61)}T10:00:00Z` });
     await scoreBecomes(client, 85);
   });
 
   it('billing: 10 for an overdue invoice, 25 once it is more than 30 days overdue, 0 once paid', async () => {
     const client = await newClient('Billing Co');
     await scoreBecomes(client, 85);
-    const invoice = await post('billing', { client, status: 'Sent', issueDate: day(-10), paymentTerms: 'Due on receipt' });
-    await post('invoiceLines', { invoice, description: 'Licence', quantity: 1, unitPrice: 100 });
+    const invoice = await saveRecord(h.api, 'billing', { client, status: 'Sent', issueDate: clock.day(-10), paymentTerms: 'Due on receipt' });
+    await saveRecord(h.api, 'invoiceLines', { invoice, description: 'Licence', quantity: 1, unitPrice: 100 });
     await scoreBecomes(client, 75);
-    await h.api.patch(`/api/v1/billing/${invoice}`, { issueDate: day(-31) });
+    await h.api.patch(`/api/v1/billing/${invoice}`, { issueDate: clock.day(-31) });
     await scoreBecomes(client, 60);
     await h.api.patch(`/api/v1/billing/${invoice}`, { amountPaid: 100 });
     await scoreBecomes(client, 85);
@@ -77,10 +70,10 @@ describe('health score', () => {
   it('sentiment: the latest survey of the last 180 days, linked directly or through a contact', async () => {
     const client = await newClient('Survey Co');
     await scoreBecomes(client, 85);
-    const contact = await post('contacts', { firstName: 'Sam', lastName: 'Survey', client });
-    await post('surveys', { type: 'NPS', score: 3, date: day(-5), contact });
+    const contact = await saveRecord(h.api, 'contacts', { firstName: 'Sam', lastName: 'Survey', client });
+    await saveRecord(h.api, 'surveys', { type: 'NPS', score: 3, date: clock.day(-5), contact });
     await scoreBecomes(client, 60);
-    const passive = await post('surveys', { type: 'CSAT', score: 3, date: day(-1), client });
+    const passive = await saveRecord(h.api, 'surveys', { type: 'CSAT', score: 3, date: clock.day(-1), client });
     await scoreBecomes(client, 75);
     await h.api.patch(`/api/v1/surveys/${passive}`, { score: 5 });
     await scoreBecomes(client, 85);
@@ -96,7 +89,7 @@ describe('health score', () => {
   it('work: 5 per overdue task, at most 20', async () => {
     const client = await newClient('Work Co');
     await scoreBecomes(client, 85);
-    const tasks = Array.from({ length: 5 }, (_, i) => ({ subject: `Late ${i}`, client, status: 'Not started', dueDate: day(-2) }));
+    const tasks = Array.from({ length: 5 }, (_, i) => ({ subject: `Late ${i}`, client, status: 'Not started', dueDate: clock.day(-2) }));
     const saved = await h.api.post('/api/v1/tasks', tasks);
     expect(saved.status).toBe(201);
     await scoreBecomes(client, 65);
@@ -107,20 +100,20 @@ describe('health score', () => {
   it('renewal: 10 for an Upcoming or Lost renewal due within 90 days', async () => {
     const client = await newClient('Renewal Co');
     await scoreBecomes(client, 85);
-    const renewal = await post('renewals', { name: 'Renewal 1', client, renewalDate: day(30), stage: 'Upcoming' });
+    const renewal = await saveRecord(h.api, 'renewals', { name: 'Renewal 1', client, renewalDate: clock.day(30), stage: 'Upcoming' });
     await scoreBecomes(client, 75);
     await h.api.patch(`/api/v1/renewals/${renewal}`, { stage: 'Negotiation' });
     await scoreBecomes(client, 85);
-    await h.api.patch(`/api/v1/renewals/${renewal}`, { stage: 'Lost', renewalDate: day(91) });
+    await h.api.patch(`/api/v1/renewals/${renewal}`, { stage: 'Lost', renewalDate: clock.day(91) });
     await scoreBecomes(client, 85);
-    await h.api.patch(`/api/v1/renewals/${renewal}`, { renewalDate: day(90) });
+    await h.api.patch(`/api/v1/renewals/${renewal}`, { renewalDate: clock.day(90) });
     await scoreBecomes(client, 75);
   });
 
   it('goals: 10 for a goal At risk or Missed', async () => {
     const client = await newClient('Goal Co');
     await scoreBecomes(client, 85);
-    const goal = await post('goals', { name: 'Adoption', client, status: 'At risk' });
+    const goal = await saveRecord(h.api, 'goals', { name: 'Adoption', client, status: 'At risk' });
     await scoreBecomes(client, 75);
     await h.api.patch(`/api/v1/goals/${goal}`, { status: 'Achieved' });
     await scoreBecomes(client, 85);
@@ -128,16 +121,16 @@ describe('health score', () => {
 
   it('moves once a day for date-relative inputs (a task falling overdue), with the clock, and back when the clock is set back', async () => {
     const client = await newClient('Clock Co');
-    await post('tasks', { subject: 'Due tomorrow', client, status: 'Waiting', dueDate: day(1) });
+    await saveRecord(h.api, 'tasks', { subject: 'Due tomorrow', client, status: 'Waiting', dueDate: clock.day(1) });
     // A new client starts at 85 and the task does not move it: the goal after it does, which shows
     // that the reactor has scored the task with today's date before the clock moves.
-    await post('goals', { name: 'Clock goal', client, status: 'At risk' });
+    await saveRecord(h.api, 'goals', { name: 'Clock goal', client, status: 'At risk' });
     await scoreBecomes(client, 75);
-    now = new Date(now.getTime() + 2 * 86_400_000);
+    clock.advanceDays(2);
     try {
       await scoreBecomes(client, 70);
     } finally {
-      now = new Date();
+      clock.reset();
     }
     // The clock set back (a wrong clock corrected): the next daily check scores as of the real date again.
     await scoreBecomes(client, 75);
@@ -147,7 +140,7 @@ describe('health score', () => {
     const client = await newClient('Log Co');
     await scoreBecomes(client, 85);
     const before = (await h.api.get(`/api/v1/clients/${client}`)).body.data.updatedAt;
-    const goal = await post('goals', { name: 'Retention', client, status: 'Missed' });
+    const goal = await saveRecord(h.api, 'goals', { name: 'Retention', client, status: 'Missed' });
     await scoreBecomes(client, 75);
     const since = await h.api.get(`/api/v1/clients?updated_since=${encodeURIComponent(before)}`);
     expect(since.body.data.map((record: { id: string }) => record.id)).toContain(client);
@@ -175,7 +168,7 @@ describe('health score', () => {
     const client = await newClient('Webhook Co');
     await h.receiver.waitFor('/health', (all) => all.length === 1);
     await scoreBecomes(client, 85);
-    await post('goals', { name: 'Goal', client, status: 'At risk' });
+    await saveRecord(h.api, 'goals', { name: 'Goal', client, status: 'At risk' });
     await scoreBecomes(client, 75);
     const patched = await h.api.patch(`/api/v1/clients/${client}`, { health: 'At Risk' });
     expect(patched.status).toBe(200);

@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { recordStream } from '../../src/events/records.js';
 import { csrTool, type Csr } from '../support/cli.js';
-import { client as apiClient } from '../support/service.js';
+import { teamWorkspace } from '../support/automation.js';
+import type { ApiClient } from '../support/service.js';
 import { startWebhookHarness, type WebhookHarness } from '../support/webhookHarness.js';
 import { eventually } from '../support/until.js';
 
@@ -33,14 +34,6 @@ function file(name: string, content: string | Buffer): string {
   return path;
 }
 
-async function workspace() {
-  const ws = await h.svc.workspace();
-  const api = apiClient(h.svc.url, (await ws.key()).key);
-  const ana = await ws.addUser('Ana Lima', 'ana@x.test');
-  const bo = await ws.addUser('Bo Chen', 'bo@x.test');
-  return { ws, api, ana, bo };
-}
-
 type Result = { created: number; updated: number; errors: { row: number; message: string }[] };
 
 async function importJson(...args: string[]): Promise<{ code: number | null; result: Result; stderr: string }> {
@@ -48,14 +41,14 @@ async function importJson(...args: string[]): Promise<{ code: number | null; res
   return { code: run.code, result: JSON.parse(run.stdout || 'null'), stderr: run.stderr };
 }
 
-const byName = async (api: ReturnType<typeof apiClient>, object: string, name: string) => {
+const byName = async (api: ApiClient, object: string, name: string) => {
   const query = object === 'contacts' ? `firstName=${encodeURIComponent(name.split(' ')[0]!)}` : `name=${encodeURIComponent(name)}`;
   return (await api.get(`/api/v1/${object}?${query}`)).body.data[0];
 };
 
 describe('csr import', () => {
   it('imports every value format, with keys or labels as headers, links and people by name, email or id', async () => {
-    const { ws, api, ana, bo } = await workspace();
+    const { ws, api, ana, bo } = await teamWorkspace(h.svc);
     const clients = file(
       'clients.csv',
       [
@@ -104,7 +97,7 @@ describe('csr import', () => {
   });
 
   it('reports each failed row with its number, saves the others and exits 1', async () => {
-    const { ws, api } = await workspace();
+    const { ws, api } = await teamWorkspace(h.svc);
     const path = file(
       'errors.csv',
       ['name,tier,arr,owner,renewalDate', 'Good One,SMB,1,,', 'Bad Tier,Mega,1,,', 'Bad Number,SMB,lots,,', ',SMB,1,,', 'Bad Owner,SMB,1,nobody@x.test,', 'Bad Date,SMB,1,,2027-02-30', 'Good Two,,,,'].join('\n'),
@@ -126,7 +119,7 @@ describe('csr import', () => {
   });
 
   it('refuses a file whose header names no field, or that is not UTF-8, before writing anything', async () => {
-    const { ws, api } = await workspace();
+    const { ws, api } = await teamWorkspace(h.svc);
     const unknown = await csr.fails(1, 'import', 'clients', file('unknown.csv', 'name,colour\nA,red\n'), '--workspace', ws.slug);
     expect(unknown).toContain('column "colour" is not a field of clients');
     const readOnly = await csr.fails(1, 'import', 'clients', file('ro.csv', 'name,healthScore\nA,5\n'), '--workspace', ws.slug);
@@ -141,14 +134,14 @@ describe('csr import', () => {
   });
 
   it('reads a UTF-8 file with a byte order mark', async () => {
-    const { ws, api } = await workspace();
+    const { ws, api } = await teamWorkspace(h.svc);
     const path = file('bom.csv', Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('name,notes\r\nCafé Noir,Crème brûlée\r\n')]));
     expect((await importJson('clients', path, '--workspace', ws.slug)).result).toEqual({ created: 1, updated: 0, errors: [] });
     expect(await byName(api, 'clients', 'Café Noir')).toMatchObject({ notes: 'Crème brûlée' });
   });
 
   it('--dry-run validates and matches every row and writes nothing', async () => {
-    const { ws, api } = await workspace();
+    const { ws, api } = await teamWorkspace(h.svc);
     await importJson('clients', file('seed.csv', 'name\nExisting\n'), '--workspace', ws.slug);
     // The seed's health score is appended a moment later: let it land before taking the log's head.
     await eventually(() => byName(api, 'clients', 'Existing'), (existing) => existing.healthScore !== null, 30_000, 'the seed\'s health score');
@@ -164,7 +157,7 @@ describe('csr import', () => {
   });
 
   it('re-running a file, or an interrupted one, changes nothing already imported; --match chooses the key', async () => {
-    const { ws, api } = await workspace();
+    const { ws, api } = await teamWorkspace(h.svc);
     const rows = Array.from({ length: 30 }, (_, i) => `Rerun ${i},SMB,${i}`);
     const half = file('half.csv', ['name,tier,arr', ...rows.slice(0, 12)].join('\n'));
     const full = file('full.csv', ['name,tier,arr', ...rows].join('\n'));
@@ -187,7 +180,7 @@ describe('csr import', () => {
   });
 
   it('each batch is one action: more than 20 rows become bulk events with source import and the file as actor', async () => {
-    const { ws } = await workspace();
+    const { ws } = await teamWorkspace(h.svc);
     await h.svc.webhooks.create(ws.slug, { name: 'imports', url: `${h.receiver.origin}/import-bulk`, objects: ['contacts'] });
     const path = file('people.csv', ['firstName,lastName', ...Array.from({ length: 25 }, (_, i) => `Person,${i}`)].join('\n'));
     expect((await importJson('contacts', path, '--workspace', ws.slug)).result.created).toBe(25);

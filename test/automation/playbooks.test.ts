@@ -2,10 +2,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { firePlaybook } from '../../commands/playbook/fire.js';
 import { listRuns } from '../../commands/playbook/runs.js';
 import { recordStream } from '../../src/events/records.js';
-import { addDays } from '../../src/schema/dates.js';
 import { csrTool } from '../support/cli.js';
-import { client as apiClient } from '../support/service.js';
-import { startWebhookHarness, type WebhookHarness } from '../support/webhookHarness.js';
+import { saveRecord, startReactorHarness, teamWorkspace, TestClock } from '../support/automation.js';
+import type { ApiClient } from '../support/service.js';
+import type { WebhookHarness } from '../support/webhookHarness.js';
 import { eventually } from '../support/until.js';
 
 /**
@@ -14,41 +14,23 @@ import { eventually } from '../support/until.js';
  */
 
 let h: WebhookHarness;
-let now = new Date();
-const today = () => now.toISOString().slice(0, 10);
-const day = (offset: number) => addDays(today(), offset)!;
+const clock = new TestClock();
 
 beforeAll(async () => {
-  h = await startWebhookHarness({ REACTOR_DAILY_CHECK: '50ms' }, { clock: () => now });
+  h = await startReactorHarness(clock);
 });
 
 afterAll(async () => {
   await h?.close();
 });
 
-type Api = ReturnType<typeof apiClient>;
-
-async function workspace() {
-  const ws = await h.svc.workspace();
-  const api = apiClient(h.svc.url, (await ws.key()).key);
-  const ana = await ws.addUser('Ana Lima', 'ana@x.test');
-  const bo = await ws.addUser('Bo Chen', 'bo@x.test');
-  return { ws, api, ana, bo };
-}
-
-async function save(api: Api, object: string, body: unknown): Promise<string> {
-  const saved = await api.post(`/api/v1/${object}`, body);
-  expect(saved.status, JSON.stringify(saved.body)).toBeLessThan(300);
-  return saved.body.ids[0];
-}
-
 /** A template with two steps (given out of order) and one task per assignment rule. */
-async function template(api: Api, fields: Record<string, unknown>, bo: string): Promise<string> {
-  const id = await save(api, 'playbookTemplates', { active: true, ...fields });
+async function template(api: ApiClient, fields: Record<string, unknown>, bo: string): Promise<string> {
+  const id = await saveRecord(api, 'playbookTemplates', { active: true, ...fields });
   // Posted with ?match=template,name: step and task names repeat across templates.
-  const second = await save(api, 'templateSteps?match=template,name', { name: 'Second', template: id, order: 2, dueAfterDays: 14 });
-  const first = await save(api, 'templateSteps?match=template,name', { name: 'First', template: id, order: 1, dueAfterDays: 7 });
-  await save(api, 'templateTasks?match=template,subject', [
+  const second = await saveRecord(api, 'templateSteps?match=template,name', { name: 'Second', template: id, order: 2, dueAfterDays: 14 });
+  const first = await saveRecord(api, 'templateSteps?match=template,name', { name: 'First', template: id, order: 1, dueAfterDays: 7 });
+  await saveRecord(api, 'templateTasks?match=template,subject', [
     { subject: 'Kick off', step: first, template: id, dueAfterDays: 2, priority: 'High', assignTo: 'Playbook owner' },
     { subject: 'Call the owner', step: first, template: id, assignTo: "Client's account owner" },
     { subject: 'Review', step: second, template: id, dueAfterDays: 10, assignTo: 'Specific user', assignee: bo },
@@ -56,7 +38,7 @@ async function template(api: Api, fields: Record<string, unknown>, bo: string): 
   return id;
 }
 
-async function playbooksOf(api: Api, clientId: string, expected: number): Promise<any[]> {
+async function playbooksOf(api: ApiClient, clientId: string, expected: number): Promise<any[]> {
   const list = async (): Promise<any[]> => (await api.get(`/api/v1/playbooks?client=${clientId}`)).body.data;
   await eventually(list, (found) => found.length >= expected, 30_000, `${expected} playbooks`);
   // Nothing more comes later.
@@ -70,16 +52,16 @@ async function playbooksOf(api: Api, clientId: string, expected: number): Promis
  * The playbook once its taskCount has come to `count`: the count is a roll-up, appended by its own
  * reactor after the tasks, which neither an automation's firing nor `csr playbooks start` waits for.
  */
-function counted(api: Api, playbook: { id: string }, count: number): Promise<any> {
+function counted(api: ApiClient, playbook: { id: string }, count: number): Promise<any> {
   return eventually(async () => (await api.get(`/api/v1/playbooks/${playbook.id}`)).body.data, (current) => current.taskCount === count, 30_000, `taskCount ${count}`);
 }
 
 describe('When a client is created', () => {
   it('creates the playbook, its ordered steps and its tasks, assigned by the rules, with source automation', async () => {
-    const { ws, api, ana, bo } = await workspace();
+    const { ws, api, ana, bo } = await teamWorkspace(h.svc);
     const templateId = await template(api, { name: 'Onboarding', triggerType: 'When a client is created' }, bo);
-    await save(api, 'playbookTemplates', { name: 'Inactive', active: false, triggerType: 'When a client is created' });
-    const clientId = await save(api, 'clients', { name: 'Globex', owner: ana });
+    await saveRecord(api, 'playbookTemplates', { name: 'Inactive', active: false, triggerType: 'When a client is created' });
+    const clientId = await saveRecord(api, 'clients', { name: 'Globex', owner: ana });
 
     const playbook = await counted(api, (await playbooksOf(api, clientId, 1))[0], 3);
     expect(playbook).toMatchObject({
@@ -87,7 +69,7 @@ describe('When a client is created', () => {
       client: { id: clientId, name: 'Globex' },
       owner: { id: ana, name: 'Ana Lima' },
       status: 'Not started',
-      startDate: today(),
+      startDate: clock.today(),
       template: { id: templateId, name: 'Onboarding' },
       source: 'When a client is created',
       triggerKey: `${templateId}:${clientId}:created`,
@@ -95,14 +77,14 @@ describe('When a client is created', () => {
     });
     const steps = (await api.get(`/api/v1/playbookSteps?playbook=${playbook.id}`)).body.data;
     expect(steps.map((step: any) => [step.name, step.order, step.dueDate])).toEqual([
-      ['First', 1, day(7)],
-      ['Second', 2, day(14)],
+      ['First', 1, clock.day(7)],
+      ['Second', 2, clock.day(14)],
     ]);
     const tasks = (await api.get(`/api/v1/tasks?playbook=${playbook.id}`)).body.data;
     const bySubject = Object.fromEntries(tasks.map((task: any) => [task.subject, task]));
-    expect(bySubject['Kick off']).toMatchObject({ assignee: { id: ana }, dueDate: day(2), priority: 'High', status: 'Not started', step: { id: steps[0].id }, client: { id: clientId } });
-    expect(bySubject['Call the owner']).toMatchObject({ assignee: { id: ana }, dueDate: day(7), step: { id: steps[0].id } });
-    expect(bySubject['Review']).toMatchObject({ assignee: { id: bo }, dueDate: day(10), step: { id: steps[1].id } });
+    expect(bySubject['Kick off']).toMatchObject({ assignee: { id: ana }, dueDate: clock.day(2), priority: 'High', status: 'Not started', step: { id: steps[0].id }, client: { id: clientId } });
+    expect(bySubject['Call the owner']).toMatchObject({ assignee: { id: ana }, dueDate: clock.day(7), step: { id: steps[0].id } });
+    expect(bySubject['Review']).toMatchObject({ assignee: { id: bo }, dueDate: clock.day(10), step: { id: steps[1].id } });
 
     const events = await h.svc.service.backends.events.readStream(recordStream(playbook.id));
     expect(events[0]!.metadata).toMatchObject({ source: 'automation', actor: { type: 'system', id: templateId, name: 'Onboarding' } });
@@ -118,10 +100,10 @@ describe('When a client is created', () => {
 
 describe('When a field changes', () => {
   it('fires when the field changes to the value (any case), once per change; an empty value fires on any change', async () => {
-    const { api, ana, bo } = await workspace();
+    const { api, ana, bo } = await teamWorkspace(h.svc);
     await template(api, { name: 'Rescue', triggerType: 'When a field changes', triggerField: 'health', triggerValue: 'at risk' }, bo);
     await template(api, { name: 'Tier review', triggerType: 'When a field changes', triggerField: 'tier' }, bo);
-    const clientId = await save(api, 'clients', { name: 'Initech', owner: ana, health: 'At Risk' });
+    const clientId = await saveRecord(api, 'clients', { name: 'Initech', owner: ana, health: 'At Risk' });
     await playbooksOf(api, clientId, 0); // creating is not a change
     await api.patch(`/api/v1/clients/${clientId}`, { notes: 'unrelated' });
     await api.patch(`/api/v1/clients/${clientId}`, { health: 'Healthy' });
@@ -139,35 +121,35 @@ describe('When a field changes', () => {
 
 describe('Days before a date', () => {
   it('fires when the date comes within triggerDays, when it is set and on the daily pass, once per date', async () => {
-    const { api, ana, bo } = await workspace();
+    const { api, ana, bo } = await teamWorkspace(h.svc);
     const templateId = await template(api, { name: 'Renewal prep', triggerType: 'Days before a date', triggerField: 'renewalDate', triggerDays: 30 }, bo);
-    const soon = await save(api, 'clients', { name: 'Soon Co', owner: ana, renewalDate: day(40) });
-    const later = await save(api, 'clients', { name: 'Later Co', owner: ana });
+    const soon = await saveRecord(api, 'clients', { name: 'Soon Co', owner: ana, renewalDate: clock.day(40) });
+    const later = await saveRecord(api, 'clients', { name: 'Later Co', owner: ana });
     await playbooksOf(api, soon, 0);
-    await api.patch(`/api/v1/clients/${later}`, { renewalDate: day(12) });
+    await api.patch(`/api/v1/clients/${later}`, { renewalDate: clock.day(12) });
     const [laterPlaybook] = await playbooksOf(api, later, 1);
-    expect(laterPlaybook.triggerKey).toBe(`${templateId}:${later}:date:renewalDate=${day(12)}`);
+    expect(laterPlaybook.triggerKey).toBe(`${templateId}:${later}:date:renewalDate=${clock.day(12)}`);
 
-    const renewal = day(40);
-    now = new Date(now.getTime() + 10 * 86_400_000);
+    const renewal = clock.day(40);
+    clock.advanceDays(10);
     try {
       const [playbook] = await playbooksOf(api, soon, 1);
-      expect(playbook).toMatchObject({ name: 'Renewal prep', source: 'Days before a date', startDate: today() });
+      expect(playbook).toMatchObject({ name: 'Renewal prep', source: 'Days before a date', startDate: clock.today() });
       expect(playbook.triggerKey).toBe(`${templateId}:${soon}:date:renewalDate=${renewal}`);
       // Another day passes: the same date does not fire again.
-      now = new Date(now.getTime() + 86_400_000);
+      clock.advanceDays(1);
       await playbooksOf(api, soon, 1);
     } finally {
-      now = new Date();
+      clock.reset();
     }
   });
 });
 
 describe('Manually', () => {
   it('csr playbooks start makes the playbook for a client by name; automation runs lists it', async () => {
-    const { ws, api, ana, bo } = await workspace();
+    const { ws, api, ana, bo } = await teamWorkspace(h.svc);
     const templateId = await template(api, { name: 'QBR prep', triggerType: 'Manually' }, bo);
-    const clientId = await save(api, 'clients', { name: 'Hooli', owner: ana });
+    const clientId = await saveRecord(api, 'clients', { name: 'Hooli', owner: ana });
     await playbooksOf(api, clientId, 0);
     const csr = csrTool(h.svc.dataDir);
     const started = await csr.json<{ id: string; triggerKey: string }>('playbooks', 'start', '--workspace', ws.slug, '--template', 'qbr prep', '--client', 'Hooli');
@@ -180,9 +162,9 @@ describe('Manually', () => {
   });
 
   it('POST /playbooks with a template creates its steps and tasks; the rules use the playbook owner', async () => {
-    const { api, ana, bo } = await workspace();
+    const { api, ana, bo } = await teamWorkspace(h.svc);
     const templateId = await template(api, { name: 'Expansion', triggerType: 'Manually' }, bo);
-    const clientId = await save(api, 'clients', { name: 'Umbrella', owner: ana });
+    const clientId = await saveRecord(api, 'clients', { name: 'Umbrella', owner: ana });
     const saved = await api.post('/api/v1/playbooks', { name: 'Expansion for Umbrella', client: clientId, owner: 'Bo Chen', status: 'In progress', startDate: '2030-01-01', template: 'Expansion' });
     expect(saved.status).toBe(201);
     const playbookId = saved.body.ids[0];
@@ -200,9 +182,9 @@ describe('Manually', () => {
   });
 
   it('POST /playbooks with a template is all or none: a failure writing its last task leaves no playbook, step or task, and the retry makes them once', async () => {
-    const { ws, api, ana, bo } = await workspace();
+    const { ws, api, ana, bo } = await teamWorkspace(h.svc);
     await template(api, { name: 'Atomic', triggerType: 'Manually' }, bo);
-    const clientId = await save(api, 'clients', { name: 'Atomic Co', owner: ana });
+    const clientId = await saveRecord(api, 'clients', { name: 'Atomic Co', owner: ana });
     const body = { name: 'Atomic for Atomic Co', client: clientId, owner: 'Bo Chen', status: 'Not started', startDate: '2030-01-01', template: 'Atomic' };
     const store = h.svc.service.backends.events as any;
     const appendThen = store.appendThen;
@@ -249,12 +231,12 @@ describe('Manually', () => {
   });
 
   it('more than 20 tasks of one firing are one action: bulk webhook events', async () => {
-    const { ws, api, ana } = await workspace();
-    const templateId = await save(api, 'playbookTemplates', { name: 'Big', active: true, triggerType: 'When a client is created' });
-    const step = await save(api, 'templateSteps', { name: 'All', template: templateId });
-    await save(api, 'templateTasks', Array.from({ length: 21 }, (_, i) => ({ subject: `Task ${i}`, step, template: templateId })));
+    const { ws, api, ana } = await teamWorkspace(h.svc);
+    const templateId = await saveRecord(api, 'playbookTemplates', { name: 'Big', active: true, triggerType: 'When a client is created' });
+    const step = await saveRecord(api, 'templateSteps', { name: 'All', template: templateId });
+    await saveRecord(api, 'templateTasks', Array.from({ length: 21 }, (_, i) => ({ subject: `Task ${i}`, step, template: templateId })));
     await h.svc.webhooks.create(ws.slug, { name: 'bulk', url: `${h.receiver.origin}/automation-bulk`, objects: ['tasks'] });
-    const clientId = await save(api, 'clients', { name: 'Bulk Co', owner: ana });
+    const clientId = await saveRecord(api, 'clients', { name: 'Bulk Co', owner: ana });
     await playbooksOf(api, clientId, 1);
     const [bulk] = await h.receiver.waitFor('/automation-bulk', (all) => all.length >= 1);
     expect(bulk!.body).toMatchObject({ event: 'tasks.created.bulk', source: 'automation', data: { count: 21 } });
@@ -263,10 +245,10 @@ describe('Manually', () => {
 
 describe('failed runs and exactly once', () => {
   it('a template without steps is a failed run with its reason, and the templates behind it still fire', async () => {
-    const { ws, api, ana, bo } = await workspace();
-    await save(api, 'playbookTemplates', { name: 'Empty', active: true, triggerType: 'When a client is created' });
+    const { ws, api, ana, bo } = await teamWorkspace(h.svc);
+    await saveRecord(api, 'playbookTemplates', { name: 'Empty', active: true, triggerType: 'When a client is created' });
     await template(api, { name: 'Welcome', triggerType: 'When a client is created' }, bo);
-    const clientId = await save(api, 'clients', { name: 'Failing Co', owner: ana });
+    const clientId = await saveRecord(api, 'clients', { name: 'Failing Co', owner: ana });
     const [playbook] = await playbooksOf(api, clientId, 1);
     expect(playbook.name).toBe('Welcome');
     const runs = await csrTool(h.svc.dataDir).json<any[]>('automation', 'runs', '--workspace', ws.slug);
@@ -276,12 +258,12 @@ describe('failed runs and exactly once', () => {
   });
 
   it('a deleted client is a failed run, recorded once however often the trigger is replayed', async () => {
-    const { ws, api, ana, bo } = await workspace();
+    const { ws, api, ana, bo } = await teamWorkspace(h.svc);
     const templateId = await template(api, { name: 'Late', triggerType: 'Manually' }, bo);
-    const clientId = await save(api, 'clients', { name: 'Gone Co', owner: ana });
+    const clientId = await saveRecord(api, 'clients', { name: 'Gone Co', owner: ana });
     expect((await api.delete(`/api/v1/clients/${clientId}`)).status).toBe(200);
     const deps = h.svc.service.backends;
-    const firing = { workspaceId: ws.id, templateId, clientId, trigger: 'Manually', triggerKey: `${templateId}:${clientId}:test`, startDate: today() };
+    const firing = { workspaceId: ws.id, templateId, clientId, trigger: 'Manually', triggerKey: `${templateId}:${clientId}:test`, startDate: clock.today() };
     const outcomes = await Promise.all([firePlaybook(deps, firing), firePlaybook(deps, firing)]);
     expect(outcomes.every((outcome) => outcome.status === 'failed')).toBe(true);
     const runs = await listRuns(deps.events, ws.id);
@@ -290,11 +272,11 @@ describe('failed runs and exactly once', () => {
   });
 
   it('the same trigger instance fired twice at once makes one playbook with its steps and tasks once', async () => {
-    const { ws, api, ana, bo } = await workspace();
+    const { ws, api, ana, bo } = await teamWorkspace(h.svc);
     const templateId = await template(api, { name: 'Twice', triggerType: 'Manually' }, bo);
-    const clientId = await save(api, 'clients', { name: 'Twice Co', owner: ana });
+    const clientId = await saveRecord(api, 'clients', { name: 'Twice Co', owner: ana });
     const deps = h.svc.service.backends;
-    const firing = { workspaceId: ws.id, templateId, clientId, trigger: 'Manually', triggerKey: `${templateId}:${clientId}:once`, startDate: today() };
+    const firing = { workspaceId: ws.id, templateId, clientId, trigger: 'Manually', triggerKey: `${templateId}:${clientId}:once`, startDate: clock.today() };
     const outcomes = await Promise.all([firePlaybook(deps, firing), firePlaybook(deps, firing), firePlaybook(deps, firing)]);
     expect(outcomes.filter((outcome) => outcome.status === 'fired' && outcome.created)).toHaveLength(1);
     const [playbook] = await playbooksOf(api, clientId, 1);

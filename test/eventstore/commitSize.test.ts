@@ -1,12 +1,11 @@
-import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { NewEvent } from '../../src/eventstore/port.js';
 import { nextPageSize, PAGE_BYTES } from '../../src/eventstore/sqlite/catchUpSubscription.js';
 import { EventLog, openLogFile } from '../../src/eventstore/sqlite/eventLog.js';
 import { GroupCommitter, MAX_COMMIT_BYTES } from '../../src/eventstore/sqlite/groupCommitter.js';
+import { sizedEvent } from '../support/sizedEvent.js';
 
 /**
  * Issue 22 item 8 at the embedded event store: large events are written and read in bounded
@@ -16,11 +15,6 @@ import { GroupCommitter, MAX_COMMIT_BYTES } from '../../src/eventstore/sqlite/gr
 
 const dir = mkdtempSync(join(tmpdir(), 'csr-commitsize-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
-
-const event = (size: number): NewEvent => {
-  const actionId = randomUUID();
-  return { id: randomUUID(), type: 'Noted', data: { text: 'x'.repeat(size) }, metadata: { source: 'api', actor: { type: 'system', id: 't', name: 't' }, actionId, correlationId: actionId, causationId: actionId } };
-};
 
 describe('page sizes of subscriptions', () => {
   // Given the last page (events, stored size), then the next page's size.
@@ -43,7 +37,7 @@ describe('commit size', () => {
     const commits: number[] = [];
     const committer = new GroupCommitter(db, log, (head) => commits.push(head));
     const size = Math.ceil(MAX_COMMIT_BYTES / 3);
-    const results = await Promise.all(Array.from({ length: 9 }, (_, i) => committer.enqueue({ stream: `s${i}`, events: [event(size)], expectedRevision: 'no_stream' })));
+    const results = await Promise.all(Array.from({ length: 9 }, (_, i) => committer.enqueue({ stream: `s${i}`, events: [sizedEvent(size)], expectedRevision: 'no_stream' })));
     expect(results.map((result) => result.nextRevision)).toEqual(Array(9).fill(0));
     expect(commits.length).toBeGreaterThanOrEqual(3);
     expect(commits).toEqual([...commits].sort((a, b) => a - b));
@@ -58,8 +52,8 @@ describe('commit size', () => {
     const committer = new GroupCommitter(db, log, (head) => commits.push(head));
     const size = Math.ceil(MAX_COMMIT_BYTES / 2);
     const chained = await committer.enqueueChain(
-      [{ stream: 'claim', events: [event(10)], expectedRevision: 'no_stream' }],
-      Array.from({ length: 4 }, (_, i) => [{ stream: `record${i}`, events: [event(size)], expectedRevision: 'no_stream' as const }]),
+      [{ stream: 'claim', events: [sizedEvent(10)], expectedRevision: 'no_stream' }],
+      Array.from({ length: 4 }, (_, i) => [{ stream: `record${i}`, events: [sizedEvent(size)], expectedRevision: 'no_stream' as const }]),
     );
     expect(chained.then.every((outcome) => outcome.status === 'fulfilled')).toBe(true);
     expect(commits).toEqual([5]);
@@ -71,7 +65,7 @@ describe('commit size', () => {
     const log = new EventLog(db);
     const commits: number[] = [];
     const committer = new GroupCommitter(db, log, (head) => commits.push(head));
-    await Promise.all(Array.from({ length: 1000 }, (_, i) => committer.enqueue({ stream: `s${i}`, events: [event(100)], expectedRevision: 'no_stream' })));
+    await Promise.all(Array.from({ length: 1000 }, (_, i) => committer.enqueue({ stream: `s${i}`, events: [sizedEvent(100)], expectedRevision: 'no_stream' })));
     expect(commits).toEqual([1000]);
     db.close();
   });

@@ -1,13 +1,12 @@
-import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { InsufficientStorage } from '../../src/core/errors.js';
-import type { NewEvent } from '../../src/eventstore/port.js';
 import { EventLog, openLogFile } from '../../src/eventstore/sqlite/eventLog.js';
 import { GroupCommitter } from '../../src/eventstore/sqlite/groupCommitter.js';
 import { asStorageError, isDiskFull } from '../../src/sqlite/errors.js';
+import { sizedEvent } from '../support/sizedEvent.js';
 
 /**
  * Issue 22 item 7 at the embedded event store: SQLite's "disk full" (here forced with
@@ -18,24 +17,19 @@ import { asStorageError, isDiskFull } from '../../src/sqlite/errors.js';
 const dir = mkdtempSync(join(tmpdir(), 'csr-storagefull-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-const event = (size: number): NewEvent => {
-  const actionId = randomUUID();
-  return { id: randomUUID(), type: 'Noted', data: { text: 'x'.repeat(size) }, metadata: { source: 'api', actor: { type: 'system', id: 't', name: 't' }, actionId, correlationId: actionId, causationId: actionId } };
-};
-
 describe('a full disk at the embedded event store', () => {
   it('fails every append of the commit with InsufficientStorage and writes none of them', async () => {
     const db = openLogFile(join(dir, 'events.db'));
     const log = new EventLog(db);
     const committer = new GroupCommitter(db, log, () => undefined);
-    await committer.enqueue({ stream: 'a', events: [event(10)], expectedRevision: 'no_stream' });
+    await committer.enqueue({ stream: 'a', events: [sizedEvent(10)], expectedRevision: 'no_stream' });
     const pages = (db.pragma('page_count', { simple: true }) as number) + 2;
     db.pragma(`max_page_count = ${pages}`);
 
     const appends = [
-      committer.enqueue({ stream: 'b', events: [event(10)], expectedRevision: 'no_stream' }),
-      committer.enqueue({ stream: 'c', events: [event(100_000)], expectedRevision: 'no_stream' }),
-      committer.enqueue({ stream: 'd', events: [event(10), event(10)], expectedRevision: 'no_stream' }),
+      committer.enqueue({ stream: 'b', events: [sizedEvent(10)], expectedRevision: 'no_stream' }),
+      committer.enqueue({ stream: 'c', events: [sizedEvent(100_000)], expectedRevision: 'no_stream' }),
+      committer.enqueue({ stream: 'd', events: [sizedEvent(10), sizedEvent(10)], expectedRevision: 'no_stream' }),
     ];
     const settled = await Promise.allSettled(appends);
     for (const outcome of settled) {
@@ -45,7 +39,7 @@ describe('a full disk at the embedded event store', () => {
     for (const stream of ['b', 'c', 'd']) expect(log.readStream(stream, false, -1)).toEqual([]);
 
     db.pragma('max_page_count = 1073741823');
-    await expect(committer.enqueue({ stream: 'c', events: [event(100_000)], expectedRevision: 'no_stream' })).resolves.toMatchObject({ nextRevision: 0 });
+    await expect(committer.enqueue({ stream: 'c', events: [sizedEvent(100_000)], expectedRevision: 'no_stream' })).resolves.toMatchObject({ nextRevision: 0 });
     db.close();
   });
 

@@ -26,6 +26,8 @@ export interface TestService {
   /** The Object Manager as `csr objects` / `csr fields` run it, on this service's stores. */
   objects: ObjectManager;
   workspace(slug?: string): Promise<TestWorkspace>;
+  /** An API client (in process) with a read-write key of a new workspace. */
+  workspaceClient(): Promise<ApiClient>;
   stop(): Promise<void>;
 }
 
@@ -54,7 +56,7 @@ export async function startTestService(env: Record<string, string> = {}, options
     allowPrivateTargets: config.webhookAllowPrivateTargets,
     clock,
   });
-  return {
+  const testService: TestService = {
     url: service.url!,
     dataDir,
     service,
@@ -90,12 +92,16 @@ export async function startTestService(env: Record<string, string> = {}, options
         },
       };
     },
+    async workspaceClient() {
+      return client(testService, (await (await testService.workspace()).key()).key);
+    },
     async stop() {
       sender.close();
       await service.stop();
       if (!options.dataDir) rmSync(dataDir, { recursive: true, force: true });
     },
   };
+  return testService;
 }
 
 /**
@@ -134,6 +140,10 @@ export function client(target: string | Pick<TestService, 'service'>, key: strin
     post: (path: string, body: unknown, headers?: Record<string, string>) => request('POST', path, body, headers),
     patch: (path: string, body: unknown) => request('PATCH', path, body),
     delete: (path: string) => request('DELETE', path),
+    /** A record's REST data, as GET /api/v1/{object}/{id} answers it. */
+    record: async (object: string, id: string) => (await request('GET', `/api/v1/${object}/${id}`)).body.data,
     request,
   };
 }
+
+export type ApiClient = ReturnType<typeof client>;

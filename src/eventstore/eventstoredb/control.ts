@@ -1,4 +1,5 @@
 import type { AllStreamSubscription, EventStoreDBClient, PersistentSubscriptionToAll } from '@eventstore/db-client';
+import { InterruptibleSleep } from '../../core/interruptibleSleep.js';
 
 /** Told about resubscriptions after errors (pino-compatible). */
 export interface EsdbLogger {
@@ -20,25 +21,16 @@ export interface SubscriptionContext {
 export class Control {
   closed = false;
   private readonly waits = new Set<() => void>();
-  private wake: (() => void) | null = null;
+  private readonly backoff = new InterruptibleSleep();
 
   sleep(ms: number): Promise<void> {
     if (this.closed) return Promise.resolve();
-    return new Promise((resolve) => {
-      const timer = setTimeout(done, ms);
-      const self = this;
-      function done(): void {
-        clearTimeout(timer);
-        self.wake = null;
-        resolve();
-      }
-      this.wake = done;
-    });
+    return this.backoff.sleep(ms);
   }
 
   close(): void {
     this.closed = true;
-    this.wake?.();
+    this.backoff.interrupt();
     for (const done of [...this.waits]) done();
   }
 

@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3';
 import type { EventFilter, EventMetadata, NewEvent, RecordedEvent, StreamEvent } from '../port.js';
 import { canonicalJson, chainHashOfJson, GENESIS, storedMetadataJson } from '../chain.js';
+import type { StoredText } from '../chainCheck.js';
 import { formatPosition, type Position } from '../position.js';
 import { applySchema, BOUND_COUNT, BOUND_VALUE, openSqliteFile } from '../../sqlite/file.js';
 
@@ -31,15 +32,9 @@ const STREAM_COLUMNS = 'seq, id, stream, revision, type, created, data';
 
 export type Db = Database.Database;
 
-interface EventRow {
+/** A row of the events table: the event as stored (the text the chain check hashes) at its seq. */
+interface EventRow extends StoredText {
   seq: number;
-  id: string;
-  stream: string;
-  revision: number;
-  type: string;
-  created: number;
-  data: string;
-  metadata: string;
 }
 
 /** A row as stored, in COLUMNS order: the chain check hashes its text without parsing it. */

@@ -1,4 +1,5 @@
 import type { Filter } from 'mongodb';
+import { groupPendingMembers } from '../bulkGroups.js';
 import type { BulkGroup, BulkMember } from '../port.js';
 import type { BulkMemberDoc } from './mapping.js';
 
@@ -35,25 +36,20 @@ export function seenKey(actionId: string, object: string): string {
 
 /** Pending member documents in PENDING_SORT order -> one group per (action, object, kind). */
 export function groupMemberDocs(docs: BulkMemberDoc[], seenForObject: (actionId: string, object: string) => number): BulkGroup[] {
-  const groups: BulkGroup[] = [];
-  let current: BulkGroup | undefined;
-  for (const doc of docs) {
-    if (!current || current.actionId !== doc.actionId || current.object !== doc.object || current.kind !== doc.kind) {
-      current = {
-        workspaceId: doc.workspaceId,
-        actionId: doc.actionId,
-        object: doc.object,
-        kind: doc.kind,
-        source: doc.source,
-        actionCount: doc.actionCount,
-        seenForObject: seenForObject(doc.actionId, doc.object),
-        members: [],
-      };
-      groups.push(current);
-    }
-    current.members.push({ eventId: doc._id, recordId: doc.recordId, occurredAt: doc.occurredAt });
-  }
-  return groups;
+  return groupPendingMembers(
+    docs.map((doc) => ({
+      eventId: doc._id,
+      workspaceId: doc.workspaceId,
+      actionId: doc.actionId,
+      object: doc.object,
+      kind: doc.kind,
+      recordId: doc.recordId,
+      source: doc.source,
+      occurredAt: doc.occurredAt,
+      actionCount: doc.actionCount,
+      seenForObject: seenForObject(doc.actionId, doc.object),
+    })),
+  );
 }
 
 /** Marks members as sent in `bulkId`; only pending ones match, so a member is flushed once. */

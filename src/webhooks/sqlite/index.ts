@@ -1,5 +1,6 @@
 import { redactPayloadData } from '../redact.js';
 import { claimableBy } from '../policy.js';
+import { groupPendingMembers, type PendingMember } from '../bulkGroups.js';
 import { openSqliteFile } from '../../sqlite/file.js';
 import type {
   AttemptOutcome,
@@ -13,7 +14,7 @@ import type {
   WebhookStore,
 } from '../port.js';
 import { applyWebhookSchema } from './schema.js';
-import { groupMembers, toDelivery, toPayload, toWebhook, type DeliveryRow, type MemberRow, type PayloadRow, type WebhookRow } from './rows.js';
+import { toDelivery, toPayload, toWebhook, type DeliveryRow, type PayloadRow, type WebhookRow } from './rows.js';
 import { prepare } from './statements.js';
 
 /**
@@ -209,7 +210,7 @@ export function openSqliteWebhookStore(options: { path: string }): WebhookStore 
       }).immediate();
     },
     async bulkGroups() {
-      return groupMembers(s.pendingMembers.all() as MemberRow[]);
+      return groupPendingMembers(s.pendingMembers.all() as PendingMember[]);
     },
     async flushBulk(eventIds, payload, webhookIds, at) {
       try {

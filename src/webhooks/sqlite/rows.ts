@@ -1,4 +1,4 @@
-import type { BulkGroup, Delivery, DeliveryCause, DeliveryStatus, EventKind, Webhook, WebhookPayload } from '../port.js';
+import type { Delivery, DeliveryCause, DeliveryStatus, Webhook, WebhookPayload } from '../port.js';
 
 /** The rows of `webhooks.db` as better-sqlite3 returns them, and their port values. */
 
@@ -44,19 +44,6 @@ export interface PayloadRow {
   source: string;
   occurred_at: string;
   data: string;
-}
-
-export interface MemberRow {
-  event_id: string;
-  workspace_id: string;
-  action_id: string;
-  object: string;
-  kind: EventKind;
-  record_id: string;
-  source: string;
-  occurred_at: string;
-  action_count: number;
-  seen_for_object: number;
 }
 
 export function toWebhook(row: WebhookRow): Webhook {
@@ -107,27 +94,4 @@ export function toPayload(row: PayloadRow): WebhookPayload {
     occurredAt: row.occurred_at,
     data: JSON.parse(row.data) as unknown,
   };
-}
-
-/** Rows in (action, object, kind, position) order -> one group per (action, object, kind). */
-export function groupMembers(rows: MemberRow[]): BulkGroup[] {
-  const groups: BulkGroup[] = [];
-  let current: BulkGroup | undefined;
-  for (const row of rows) {
-    if (!current || current.actionId !== row.action_id || current.object !== row.object || current.kind !== row.kind) {
-      current = {
-        workspaceId: row.workspace_id,
-        actionId: row.action_id,
-        object: row.object,
-        kind: row.kind,
-        source: row.source,
-        actionCount: row.action_count,
-        seenForObject: row.seen_for_object,
-        members: [],
-      };
-      groups.push(current);
-    }
-    current.members.push({ eventId: row.event_id, recordId: row.record_id, occurredAt: row.occurred_at });
-  }
-  return groups;
 }

@@ -57,8 +57,11 @@ export function prepare(db: Database.Database) {
        VALUES (@eventId, @workspaceId, @actionId, @object, @kind, @recordId, @source, @occurredAt, @position, @actionCount)
        ON CONFLICT (event_id) DO NOTHING`,
     ),
+    // Read as PendingMember (../bulkGroups.ts), in the order its grouping needs.
     pendingMembers: db.prepare(
-      `SELECT m.*, (SELECT count(*) FROM bulk_members a WHERE a.action_id = m.action_id AND a.object = m.object) AS seen_for_object
+      `SELECT m.event_id AS eventId, m.workspace_id AS workspaceId, m.action_id AS actionId, m.object, m.kind, m.record_id AS recordId,
+              m.source, m.occurred_at AS occurredAt, m.action_count AS actionCount,
+              (SELECT count(*) FROM bulk_members a WHERE a.action_id = m.action_id AND a.object = m.object) AS seenForObject
        FROM bulk_members m WHERE m.bulk_id IS NULL ORDER BY m.action_id, m.object, m.kind, m.position`,
     ),
     markMember: db.prepare('UPDATE bulk_members SET bulk_id = ? WHERE event_id = ? AND bulk_id IS NULL'),
