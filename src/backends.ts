@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { randomUUID, X509Certificate } from 'node:crypto';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -177,11 +177,23 @@ export function createWebhookSender(config: Config): WebhookSender {
 }
 
 function readCaFile(path: string): string {
+  const refuse = (reason: string) => new Error(`cannot read WEBHOOK_CA_FILE=${resolve(path)}: ${reason} (it must be a PEM file of CA certificates this user can read)`);
+  let text: string;
   try {
-    return readFileSync(path, 'utf8');
+    text = readFileSync(path, 'utf8');
   } catch (error) {
-    const reason = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
-    throw new Error(`cannot read WEBHOOK_CA_FILE=${resolve(path)}: ${reason} (it must be a PEM file of CA certificates this user can read)`);
+    throw refuse((error as NodeJS.ErrnoException).code ?? (error as Error).message);
   }
+  // Refused at start: a file that is no certificate would only show as every delivery failing later.
+  const certificates = text.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];
+  if (certificates.length === 0) throw refuse('it holds no PEM certificate');
+  for (const [index, certificate] of certificates.entries()) {
+    try {
+      new X509Certificate(certificate);
+    } catch {
+      throw refuse(`certificate ${index + 1} of ${certificates.length} cannot be parsed`);
+    }
+  }
+  return text;
 }
 

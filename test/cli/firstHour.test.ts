@@ -94,6 +94,16 @@ describe('the server says what stops it from starting, in one line', () => {
     expect(await startFails({ WEBHOOK_CA_FILE: missing })).toMatch(new RegExp(`^cannot read WEBHOOK_CA_FILE=${missing}: .* \\(it must be a PEM file of CA certificates this user can read\\)\\n$`));
   });
 
+  it.each([
+    ['holds no certificate', 'just some text\n', 'it holds no PEM certificate'],
+    ['holds a broken certificate', '-----BEGIN CERTIFICATE-----\nbm90IGEgY2VydGlmaWNhdGU=\n-----END CERTIFICATE-----\n', 'certificate 1 of 1 cannot be parsed'],
+  ])('WEBHOOK_CA_FILE that %s: refused at start, naming the variable', async (_case, content, reason) => {
+    const file = join(mkdtempSync(join(tmpdir(), 'csr-ca-')), 'ca.pem');
+    writeFileSync(file, content);
+    const message = await startFails({ WEBHOOK_CA_FILE: file });
+    expect(message).toBe(`cannot read WEBHOOK_CA_FILE=${file}: ${reason} (it must be a PEM file of CA certificates this user can read)\n`);
+  });
+
   it('HOST that is no address of this machine: names HOST', async () => {
     // A documentation address (RFC 5737): no machine has it, and no DNS lookup is involved.
     expect(await startFails({ HOST: '192.0.2.1' })).toMatch(/^cannot listen on HOST=192\.0\.2\.1: EADDRNOTAVAIL \(use an address of this machine, .*\)\n$/);
