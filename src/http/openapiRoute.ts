@@ -1,5 +1,6 @@
 import type { Hono } from 'hono';
 import type { ApiDeps, AppEnv } from './types.js';
+import { notAllowed } from './errors.js';
 import { openApiDocument } from './openapi.js';
 
 const DOCUMENT = 'openapi.json';
@@ -17,4 +18,7 @@ export function openApiRoute(app: Hono<AppEnv>, deps: ApiDeps): void {
     const catalogue = await deps.catalogues.get(caller.workspaceId);
     return c.json(openApiDocument(catalogue, { canAccess: caller.canAccess, readOnly: caller.key.access === 'read-only' }));
   });
+  // Its other methods are 405 with its own Allow, before the object routes take it for an object.
+  const others = notAllowed('GET');
+  app.all('/api/v1/:object', (c, next) => (c.req.param('object') === DOCUMENT ? others(c) : next()));
 }

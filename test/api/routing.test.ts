@@ -21,6 +21,9 @@ describe('routing', () => {
     const unknown = await api.get('/api/v1/nosuch');
     expect(unknown.status).toBe(404);
     expect(unknown.body).toEqual({ error: { status: 404, message: "unknown object 'nosuch'" } });
-    expect((await api.request('DELETE', '/api/v1/openapi.json')).status).toBe(405);
+    for (const method of ['POST', 'PUT', 'PATCH', 'DELETE']) {
+      const other = await api.request(method, '/api/v1/openapi.json', method === 'DELETE' ? undefined : {});
+      expect([method, other.status, other.headers.get('allow'), other.body]).toEqual([method, 405, 'GET', { error: { status: 405, message: `${method} is not allowed on this path (allowed: GET)` } }]);
+    }
   });
 });
