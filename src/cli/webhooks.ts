@@ -1,5 +1,5 @@
 import type { Delivery, Webhook } from '../webhooks/port.js';
-import { listOption, stringOption, type CliResource } from './context.js';
+import { listOption, stringOption, UsageError, type CliResource } from './context.js';
 import { formatText } from './output.js';
 import { listen } from './webhookListen.js';
 
@@ -67,6 +67,8 @@ export const webhooks: CliResource = {
       options: { name: { type: 'string' }, url: { type: 'string' }, events: { type: 'string' }, objects: { type: 'string' } },
       async run({ positionals, values }, context) {
         const changes = { name: stringOption(values, 'name'), url: stringOption(values, 'url'), events: listOption(values, 'events'), objects: listOption(values, 'objects') };
+        // Exit 0 for a command that changed nothing would read as done.
+        if (Object.values(changes).every((value) => value === undefined)) throw new UsageError('nothing to change: give --name, --url, --events or --objects');
         return shown(await context.webhooks.update(positionals[0]!, changes));
       },
     },

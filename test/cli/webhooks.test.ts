@@ -74,6 +74,8 @@ describe('csr webhooks', () => {
     expect(await csr.fails(1, 'webhooks', 'create', '--workspace', slug, '--name', 'x', '--url', `${receiver.origin}/`, '--events', 'archived')).toMatch(/events must be/);
     expect(await csr.fails(1, 'webhooks', 'create', '--workspace', 'no-such-ws', '--name', 'x', '--url', `${receiver.origin}/`)).toMatch(/workspace "no-such-ws" not found/);
     expect(await csr.fails(2, 'webhooks', 'create', '--workspace', slug, '--name', 'x')).toMatch(/missing option --url/);
+    // An update that names nothing to change is a usage error, not a silent exit 0.
+    expect(await csr.fails(2, 'webhooks', 'update', created.id)).toMatch(/nothing to change: give --name, --url, --events or --objects/);
   });
 
   it('test sends webhook.test at once and prints its delivery; deliveries lists it', async () => {
