@@ -3,7 +3,7 @@ import { resolve } from 'node:path';
 import { productionUrls } from '../backends.js';
 import type { Config } from '../config.js';
 import { runningServers } from '../runtime/serverPids.js';
-import { backupEmbeddedStore, restoreEmbeddedStore } from '../sqlite/backup.js';
+import { backupEmbeddedStore, restoreEmbeddedStore, type BackupResult } from '../sqlite/backup.js';
 import { openCliContext, stringOption, type CliResource } from './context.js';
 import { parseLedger, type LedgerEntry } from '../privacy/ledger.js';
 import { reapplyLedger } from './privacy.js';
@@ -29,8 +29,19 @@ export const backup: CliResource = {
       embeddedOnly(context.config, 'csr backup');
       return backupEmbeddedStore(context.config.dataDir, resolve(positionals[0]!));
     },
+    text(result: BackupResult) {
+      const width = Math.max(...result.files.map((file) => file.name.length));
+      const files = result.files.map((file) => `  ${file.name.padEnd(width)}  ${sizeOf(file.bytes).padStart(9)}`);
+      return [`${result.file}: ${result.files.length} store files, ${sizeOf(result.bytes)} (${result.createdAt})`, ...files, ''].join('\n');
+    },
   },
 };
+
+function sizeOf(bytes: number): string {
+  if (bytes < 1024) return `${bytes} B`;
+  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KiB`;
+  return `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
+}
 
 export const restore: CliResource = {
   name: 'restore',

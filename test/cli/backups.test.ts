@@ -103,5 +103,14 @@ describe('backup and restore', () => {
     const folder = mkdtempSync(join(elsewhere, 'a-folder-'));
     expect(await csr.fails(1, 'backup', folder)).toBe(`csr: ${folder} is a folder: give the backup a file name, e.g. ${join(folder, 'csr-backup.tar')}\n`);
     expect(readdirSync(elsewhere).filter((name) => name.includes('partial') || name.includes('.parts'))).toEqual([]);
+
+    // Without --json: one line for the archive, one per store file with its size.
+    const file = join(folder, 'csr-backup.tar');
+    const text = await csr.run('backup', file);
+    expect(text.code).toBe(0);
+    const [head, ...files] = text.stdout.trimEnd().split('\n');
+    expect(head).toMatch(new RegExp(`^${file}: ${files.length} store files, [\\d.]+ KiB \\(\\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z\\)$`));
+    expect(files[0]).toMatch(/^ {2}read\.db +[\d.]+ KiB$/);
+    expect(files.map((line) => line.trim().split(/ +/)[0])).toEqual(expect.arrayContaining(['read.db', 'events.db', 'setup.db', 'webhooks.db']));
   });
 });
