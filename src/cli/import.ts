@@ -30,23 +30,29 @@ function importCommand(): CliCommand {
       if (!object) throw new UsageError(`unknown object "${objectKey}"`);
       const input = createReadStream(path);
       const progress = progressReporter(process.stderr, size, () => input.bytesRead);
+      const dryRun = values['dry-run'] === true;
       try {
-        return await importCsv(records.commands, input, {
+        const result = await importCsv(records.commands, input, {
           workspaceId,
           object,
           fileName: basename(path),
           ...(stringOption(values, 'match') ? { match: stringOption(values, 'match')! } : {}),
-          dryRun: values['dry-run'] === true,
+          dryRun,
           onProgress: progress.update,
         });
+        return dryRun ? { ...result, dryRun } : result;
       } finally {
         progress.done();
       }
     },
     failed: (result: ImportResult) => result.errors.length > 0,
-    text(result: ImportResult) {
-      const lines = [`created: ${result.created}`, `updated: ${result.updated}`, `errors:  ${result.errors.length}`];
+    text(result: ImportResult & { dryRun?: boolean }) {
+      // A dry run's counts are what a real run would do: said so, never as if it had been done.
+      const lines = result.dryRun
+        ? [`would create: ${result.created}`, `would update: ${result.updated}`, `errors:       ${result.errors.length}`]
+        : [`created: ${result.created}`, `updated: ${result.updated}`, `errors:  ${result.errors.length}`];
       for (const error of result.errors) lines.push(`  row ${error.row}: ${error.message}`);
+      if (result.dryRun) lines.push('(a dry run: nothing was written)');
       return `${lines.join('\n')}\n`;
     },
   };

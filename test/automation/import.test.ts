@@ -146,11 +146,22 @@ describe('csr import', () => {
     // The seed's health score is appended a moment later: let it land before taking the log's head.
     await eventually(() => byName(api, 'clients', 'Existing'), (existing) => existing.healthScore !== null, 30_000, 'the seed\'s health score');
     expect((await byName(api, 'clients', 'Existing')).healthScore).toBe(85);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-    const head = await h.svc.service.backends.events.headPosition();
+    // And anything else the seed set off: the head taken once it has stood still for 300 ms.
+    const { events } = h.svc.service.backends;
+    let head = await events.headPosition();
+    for (const deadline = Date.now() + 30_000; ; ) {
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const now = await events.headPosition();
+      if (now === head) break;
+      if (Date.now() > deadline) throw new Error('the log did not come to rest within 30 s');
+      head = now;
+    }
     const { code, result } = await importJson('clients', file('dry.csv', 'name,tier\nExisting,SMB\nNew One,SMB\nBroken,Mega\n'), '--workspace', ws.slug, '--dry-run');
     expect(code).toBe(1);
-    expect(result).toEqual({ created: 1, updated: 1, errors: [{ row: 4, message: expect.stringContaining('Mega') }] });
+    expect(result).toEqual({ created: 1, updated: 1, errors: [{ row: 4, message: expect.stringContaining('Mega') }], dryRun: true });
+    // Without --json the counts say what a real run would do, not what was done.
+    const text = await csr.run('import', 'clients', file('dry-text.csv', 'name\nNew Two\n'), '--workspace', ws.slug, '--dry-run');
+    expect([text.code, text.stdout]).toEqual([0, 'would create: 1\nwould update: 0\nerrors:       0\n(a dry run: nothing was written)\n']);
     expect((await api.get('/api/v1/clients')).body.total).toBe(1);
     expect((await byName(api, 'clients', 'Existing')).tier).toBeNull();
     expect(await h.svc.service.backends.events.headPosition()).toBe(head);
