@@ -1,5 +1,5 @@
 import { randomUUID, X509Certificate } from 'node:crypto';
-import { mkdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Logger } from 'pino';
@@ -20,6 +20,7 @@ import { openSqliteWebhookStore } from './webhooks/sqlite/index.js';
 import { withPrivacy } from './privacy/index.js';
 import { openSqliteKeyStore } from './privacy/sqlite/index.js';
 import { truncateWal } from './sqlite/file.js';
+import { makeDirectory } from './core/makeDirectory.js';
 
 /**
  * The one place that chooses adapters: the embedded store (SQLite files in DATA_DIR) by default,
@@ -73,7 +74,7 @@ export function embeddedFiles(dataDir: string): Record<'events' | 'readStore' | 
 /** Makes DATA_DIR if need be, or says in one line why it cannot hold the store. */
 export function ensureDataDir(dataDir: string): void {
   try {
-    mkdirSync(dataDir, { recursive: true });
+    makeDirectory(dataDir);
   } catch (error) {
     throw new Error(`cannot use DATA_DIR=${resolve(dataDir)} for the store: ${(error as Error).message} (it must be a folder this user can write)`);
   }

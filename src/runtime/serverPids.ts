@@ -1,5 +1,6 @@
-import { mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { makeDirectory } from '../core/makeDirectory.js';
 
 /**
  * Which servers run on an embedded DATA_DIR: each server process writes `servers/<pid>` at start
@@ -11,7 +12,7 @@ const DIR = 'servers';
 
 export function announceServer(dataDir: string): { withdraw(): void } {
   const dir = join(dataDir, DIR);
-  mkdirSync(dir, { recursive: true });
+  makeDirectory(dir);
   const file = join(dir, String(process.pid));
   writeFileSync(file, `${process.pid}\n`);
   return { withdraw: () => rmSync(file, { force: true }) };

@@ -1,7 +1,8 @@
-import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { Sqlite } from './driver.js';
 import { readTar, writeTar } from './tar.js';
+import { makeDirectory } from '../core/makeDirectory.js';
 
 /**
  * Backups of the embedded store: every `*.db` file of DATA_DIR copied by SQLite's online backup
@@ -45,7 +46,7 @@ export async function backupEmbeddedStore(dataDir: string, target: string): Prom
     throw new Error(`${target} is a folder: give the backup a file name, e.g. ${join(target, 'csr-backup.tar')}`);
   }
   const work = join(dirname(target), `.${basename(target)}.${process.pid}.parts`);
-  mkdirSync(work, { recursive: true });
+  makeDirectory(work);
   try {
     const createdAt = new Date().toISOString();
     const files: { name: string; bytes: number }[] = [];
@@ -82,7 +83,7 @@ export function restoreEmbeddedStore(dataDir: string, source: string): RestoreRe
   const members = readTar(source);
   const manifest = members.find((member) => member.name === MANIFEST);
   if (!manifest) throw new Error(`${source} is not a backup made by csr backup (it has no ${MANIFEST})`);
-  mkdirSync(dataDir, { recursive: true });
+  makeDirectory(dataDir);
   const manifestCopy = join(dataDir, `.${MANIFEST}.${process.pid}`);
   rmSync(manifestCopy, { force: true });
   manifest.extract(manifestCopy);

@@ -1,7 +1,7 @@
-import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import type Database from 'better-sqlite3';
 import { Sqlite } from './driver.js';
+import { makeDirectory } from '../core/makeDirectory.js';
 
 export interface SqliteFileOptions {
   /** For writers (a read-only connection commits nothing): `FULL` fsyncs every commit, for what
@@ -34,7 +34,7 @@ const WAL_CHECKPOINT_PAGES = 10_000;
 export function openSqliteFile(path: string, options: SqliteFileOptions): Database.Database {
   let db: Database.Database;
   try {
-    if (path !== ':memory:' && !options.readonly) mkdirSync(dirname(path), { recursive: true });
+    if (path !== ':memory:' && !options.readonly) makeDirectory(dirname(path));
     db = new Sqlite(path, { readonly: options.readonly ?? false, timeout: BUSY_TIMEOUT_MS });
   } catch (error) {
     // Said to the operator at start (server or csr): which file, why, and what to check.

@@ -89,6 +89,12 @@ describe('the server says what stops it from starting, in one line', () => {
     expect(await startFails({ DATA_DIR: file })).toMatch(new RegExp(`^cannot use DATA_DIR=${file} for the store: .* \\(it must be a folder this user can write\\)\\n$`));
   });
 
+  it('DATA_DIR where no folder can be made (under /proc): names DATA_DIR at once, never hangs', async () => {
+    // Node's recursive mkdir loops for ever there (every mkdir answers ENOENT).
+    const dir = `/proc/csr-nope-${randomUUID()}`;
+    expect(await startFails({ DATA_DIR: dir })).toMatch(new RegExp(`^cannot use DATA_DIR=${dir} for the store: E[A-Z]+: .* \\(it must be a folder this user can write\\)\\n$`));
+  });
+
   it('WEBHOOK_CA_FILE that cannot be read: names the variable and what it must be', async () => {
     const missing = join(tmpdir(), `csr-no-ca-${randomUUID()}.pem`);
     expect(await startFails({ WEBHOOK_CA_FILE: missing })).toMatch(new RegExp(`^cannot read WEBHOOK_CA_FILE=${missing}: .* \\(it must be a PEM file of CA certificates this user can read\\)\\n$`));
