@@ -22,6 +22,8 @@ export interface HistoryEntry {
   changes: Record<string, { from: unknown; to: unknown }>;
   /** Personal fields of this change that were erased since: they read null (docs/privacy.md). */
   erased?: string[];
+  /** A roll-up change (totals, balances, progress recomputed from linked records): the values that moved. */
+  rollups?: Record<string, { from: unknown; to: unknown }>;
 }
 
 export interface HistoryPage {
@@ -58,6 +60,7 @@ export async function recordHistory(ctx: HistoryContext, object: ObjectDef, reco
   const { limit, offset } = pagingParameters(query, []);
   const all = await recordEvents(ctx, object, recordId);
   const page = all.slice(offset, offset + limit);
+  const rollups = rollupChanges(all.map(({ event }) => event)).slice(offset, offset + limit);
   const fields = new Map(object.fields.filter((field) => field.format.type !== 'calculated' && field.format.type !== 'files').map((field) => [field.key, field]));
 
   const changed = page.map(({ event }) => changesOf(event, fields));
@@ -100,6 +103,7 @@ export async function recordHistory(ctx: HistoryContext, object: ObjectDef, reco
       via: viaText(recorded.metadata),
       changes,
       ...(event.data.erased?.length ? { erased: event.data.erased } : {}),
+      ...(rollups[index] ? { rollups: rollups[index] } : {}),
     };
   });
   return { data, total: all.length, limit, offset };
@@ -117,4 +121,19 @@ function changesOf(event: RecordEvent, fields: Map<string, FieldDef>): Record<st
   const ordered: typeof raw = {};
   for (const key of fields.keys()) if (raw[key]) ordered[key] = raw[key];
   return ordered;
+}
+
+/** For each event, the roll-ups a RecordRollupsChanged moved (from the one before it), else undefined. */
+function rollupChanges(events: RecordEvent[]): Array<Record<string, { from: unknown; to: unknown }> | undefined> {
+  let before: Values = {};
+  return events.map((event) => {
+    if (event.type !== 'RecordRollupsChanged') return undefined;
+    const moved: Record<string, { from: unknown; to: unknown }> = {};
+    for (const [key, to] of Object.entries(event.data.rollups)) {
+      const from = before[key] ?? null;
+      if (JSON.stringify(from) !== JSON.stringify(to)) moved[key] = { from, to };
+    }
+    before = event.data.rollups;
+    return moved;
+  });
 }

@@ -52,7 +52,8 @@ function historyText(entries: HistoryEntry[]): string {
     .map((entry) => {
       const head = `${entry.occurredAt}  ${entry.event.padEnd(7)}  ${entry.actor.name || entry.actor.type}  ${entry.via}`;
       const changes = Object.entries(entry.changes).map(([key, change]) => `    ${key}: ${changeText(change.from)} -> ${changeText(change.to)}`);
-      return [head, ...changes].join('\n');
+      const rollups = Object.entries(entry.rollups ?? {}).map(([key, change]) => `    ${key} (roll-up): ${changeText(change.from)} -> ${changeText(change.to)}`);
+      return [head, ...changes, ...rollups].join('\n');
     })
     .join('\n')}\n`;
 }

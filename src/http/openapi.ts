@@ -295,6 +295,12 @@ const COMMON_SCHEMAS: Record<string, JsonSchema> = {
       actor: { type: 'object', required: ['type', 'id', 'name'], properties: { type: { type: 'string' }, id: { type: 'string' }, name: { type: 'string' } } },
       via: nullableString,
       changes: { type: 'object', additionalProperties: { type: 'object', required: ['from', 'to'], properties: { from: {}, to: {} } } },
+      erased: { type: 'array', items: { type: 'string' }, description: 'personal fields of this change erased since (they read null)' },
+      rollups: {
+        type: 'object',
+        description: 'on a roll-up change: the roll-ups that moved',
+        additionalProperties: { type: 'object', required: ['from', 'to'], properties: { from: {}, to: {} } },
+      },
     },
   },
   HistoryList: envelope({ data: { type: 'array', items: ref('HistoryEntry') }, total: INT, limit: INT, offset: INT }),

@@ -99,6 +99,26 @@ describe('record history', () => {
     expect((await stranger.get(`/api/v1/clients/${theirs}/history`)).status).toBe(200);
   });
 
+  it("shows what a roll-up change moved: an invoice's totals from its lines, by the key whose write set it off", async () => {
+    const invoice = (await crm.post('/api/v1/billing', { client: acme, status: 'Sent', taxRate: 10 })).body.ids[0];
+    const line = (await zapier.post('/api/v1/invoiceLines', { invoice, description: 'Seats', quantity: 2, unitPrice: 100 })).body.ids[0];
+    expect((await zapier.patch(`/api/v1/invoiceLines/${line}`, { quantity: 3 })).status).toBe(200);
+    const entries = (await crm.get(`/api/v1/billing/${invoice}/history`)).body.data;
+    const rolled = entries.filter((entry: { rollups?: unknown }) => entry.rollups !== undefined);
+    expect(rolled).toHaveLength(2);
+    expect(rolled.map((entry: { event: string; changes: object; via: string }) => [entry.event, entry.changes, entry.via])).toEqual([
+      ['updated', {}, 'via API · Zapier'],
+      ['updated', {}, 'via API · Zapier'],
+    ]);
+    const [first, second] = rolled.map((entry: { rollups: Record<string, { from: unknown; to: unknown }> }) => entry.rollups);
+    expect(first.subtotal).toEqual({ from: null, to: 200 });
+    expect(second.subtotal).toEqual({ from: 200, to: 300 });
+    // Only what moved: a roll-up that kept its value is not listed.
+    for (const moved of Object.values(second) as { from: unknown; to: unknown }[]) expect(moved.from).not.toEqual(moved.to);
+    // Entries of the record's own writes carry no rollups.
+    expect(entries.filter((entry: { rollups?: unknown }) => entry.rollups === undefined).map((entry: { event: string }) => entry.event)).toEqual(['created']);
+  });
+
   it('needs read access to the object: 403 otherwise, 405 for other methods', async () => {
     const billingOnly = client(svc, (await ws.key({ objects: ['billing'] })).key);
     expect((await billingOnly.get(`/api/v1/contacts/${contact}/history`)).status).toBe(403);

@@ -46,6 +46,12 @@ describe('csr history', () => {
     expect(text.stdout).toContain('via API · CRM sync');
     expect(text.stdout).toContain('name: Acme -> Acme Corp');
     expect(text.stdout).toContain('tier: - -> SMB');
+    // The invoice's total rolled up into the client: a line per roll-up that moved.
+    const rolled = entries.filter((entry) => (entry as { rollups?: object }).rollups !== undefined);
+    expect(rolled.length).toBeGreaterThan(0);
+    for (const [name, moved] of Object.entries((rolled[0] as { rollups: Record<string, { from: unknown; to: unknown }> }).rollups)) {
+      expect(text.stdout).toContain(`    ${name} (roll-up): ${moved.from ?? '-'} -> ${moved.to ?? '-'}`);
+    }
   });
 
   it('fails with a clear message for an unknown record, object or workspace', async () => {
