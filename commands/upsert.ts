@@ -166,7 +166,11 @@ async function planRecord(
   input: unknown,
 ): Promise<Planned> {
   const validated = validateRecord(object, input, 'update');
-  if (!validated.ok) return { message: validated.message };
+  if (!validated.ok) {
+    // A record nothing could match is a create: its message lists the required fields it lacks too, as PATCH lists every problem.
+    const asNew = onlyCreates(object, matchFields, input) ? validateRecord(object, input, 'create') : validated;
+    return { message: asNew.ok ? validated.message : asNew.message };
+  }
   const resolved = await resolver.resolve(validated.fields);
   if (!resolved.ok) return { message: resolved.message };
   const values = resolved.values;
@@ -242,6 +246,13 @@ function matchCriteria(object: ObjectDef, matchFields: string[] | null, values: 
   const name = recordName(object, values);
   if (name === null) return { key: null, reservation: null, query: { filters: [] } };
   return { key: `name=${filterKey(name)}`, reservation: nameKey(object, values), query: { filters: [], name: filterKey(name) } };
+}
+
+/** Whether the input can only create: no id, no ?match=, and none of the fields a default match looks at. */
+function onlyCreates(object: ObjectDef, matchFields: string[] | null, input: unknown): boolean {
+  if (!isPlainObject(input) || matchFields || Object.hasOwn(input, 'id')) return false;
+  const matching = [...uniqueFields(object), ...(object.matchByName ? object.nameFields : [])];
+  return !matching.some((field) => Object.hasOwn(input, field));
 }
 
 function isNameFields(object: ObjectDef, fields: string[]): boolean {
