@@ -3,7 +3,7 @@ import { comparePositions, type Position } from '../src/eventstore/position.js';
 import { RECORD_STREAM_PREFIX, upcast, type RecordEvent } from '../src/events/records.js';
 import { filterKey } from '../src/readstore/filterKey.js';
 import { RECORDS_PROJECTION, type ReadStore, type Values } from '../src/readstore/port.js';
-import { lookups, rollups } from '../src/schema/calculated.js';
+import { initialRollups, lookups, rollups } from '../src/schema/calculated.js';
 import type { Projection } from './projection.js';
 
 /**
@@ -146,10 +146,6 @@ async function computeRollups(readStore: ReadStore, ref: Ref): Promise<Values> {
     values[rollup.field] = rollup.compute(children.documents.map((child) => ({ ...child.fields, ...child.calculated })));
   }
   return values;
-}
-
-function initialRollups(object: string): Values {
-  return Object.fromEntries(rollups.filter((rollup) => rollup.object === object).map((rollup) => [rollup.field, rollup.compute([])]));
 }
 
 /** The reaction carries who and what caused it; it is one event of its own, never a bulk member. */

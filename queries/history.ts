@@ -1,13 +1,14 @@
 import { upcast, recordStream, type RecordEvent } from '../src/events/records.js';
 import { NotFound } from '../src/core/errors.js';
 import type { Actor, EventSource, EventStore, RecordedEvent } from '../src/eventstore/port.js';
-import type { StoredValue, Values } from '../src/readstore/port.js';
+import { sameStoredValue, type StoredValue, type Values } from '../src/readstore/port.js';
 import type { User } from '../src/setup/port.js';
 import type { FieldDef, ObjectDef } from '../src/schema/types.js';
 import { actorOf, readableData, sourceOf, viaText } from './eventView.js';
 import { pagingParameters } from './paging.js';
 import { referencesOf, restValue } from './storedValue.js';
 import { linkNamesThen } from './linkNamesThen.js';
+import { initialRollups } from '../src/schema/calculated.js';
 import { loadCatalogue } from '../src/schema/catalogues.js';
 
 /** GET /api/v1/{object}/{id}/history and `csr history`: one entry per change of a record, oldest first, from its stream. */
@@ -60,7 +61,7 @@ export async function recordHistory(ctx: HistoryContext, object: ObjectDef, reco
   const { limit, offset } = pagingParameters(query, []);
   const all = await recordEvents(ctx, object, recordId);
   const page = all.slice(offset, offset + limit);
-  const rollups = rollupChanges(all.map(({ event }) => event)).slice(offset, offset + limit);
+  const rollups = rollupChanges(object.key, all.map(({ event }) => event)).slice(offset, offset + limit);
   const fields = new Map(object.fields.filter((field) => field.format.type !== 'calculated' && field.format.type !== 'files').map((field) => [field.key, field]));
 
   const changed = page.map(({ event }) => changesOf(event, fields));
@@ -123,15 +124,15 @@ function changesOf(event: RecordEvent, fields: Map<string, FieldDef>): Record<st
   return ordered;
 }
 
-/** For each event, the roll-ups a RecordRollupsChanged moved (from the one before it), else undefined. */
-function rollupChanges(events: RecordEvent[]): Array<Record<string, { from: unknown; to: unknown }> | undefined> {
-  let before: Values = {};
+/** For each event, the roll-ups a RecordRollupsChanged moved (from the one before it, or from their values over no children), else undefined. */
+function rollupChanges(object: string, events: RecordEvent[]): Array<Record<string, { from: unknown; to: unknown }> | undefined> {
+  let before: Values = initialRollups(object);
   return events.map((event) => {
     if (event.type !== 'RecordRollupsChanged') return undefined;
     const moved: Record<string, { from: unknown; to: unknown }> = {};
     for (const [key, to] of Object.entries(event.data.rollups)) {
       const from = before[key] ?? null;
-      if (JSON.stringify(from) !== JSON.stringify(to)) moved[key] = { from, to };
+      if (!sameStoredValue(from, to)) moved[key] = { from, to };
     }
     before = event.data.rollups;
     return moved;

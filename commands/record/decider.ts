@@ -1,5 +1,5 @@
 import { NotFound, ValidationFailed } from '../../src/core/errors.js';
-import type { StoredValue, Values } from '../../src/readstore/port.js';
+import { sameStoredValue, type Values } from '../../src/readstore/port.js';
 import { checkRecordRules } from '../../src/schema/validate.js';
 import type { FieldChange, RecordEvent } from '../../src/events/records.js';
 
@@ -78,7 +78,7 @@ export function decide(command: RecordCommand, state: RecordState): RecordEvent[
       // A roll-up of a deleted record, or of one not created yet, is nobody's change.
       if (!isLiveAt(state, command)) return [];
       const known = state.rollups ?? command.initial;
-      const same = Object.keys(command.rollups).every((key) => sameValue(known[key] ?? null, command.rollups[key] ?? null));
+      const same = Object.keys(command.rollups).every((key) => sameStoredValue(known[key] ?? null, command.rollups[key] ?? null));
       return same ? [] : [{ type: 'RecordRollupsChanged', data: { ...base, rollups: { ...command.rollups } } }];
     }
   }
@@ -93,14 +93,9 @@ function changedFields(current: Values, sent: Values): Record<string, FieldChang
   const changes: Record<string, FieldChange> = {};
   for (const [key, to] of Object.entries(sent)) {
     const from = current[key] ?? null;
-    if (!sameValue(from, to)) changes[key] = { from, to };
+    if (!sameStoredValue(from, to)) changes[key] = { from, to };
   }
   return changes;
-}
-
-function sameValue(a: StoredValue, b: StoredValue): boolean {
-  if (Array.isArray(a) && Array.isArray(b)) return a.length === b.length && a.every((item, i) => item === b[i]);
-  return a === b;
 }
 
 /** A new record stores only the values it has; null means "no value". */

@@ -11,6 +11,12 @@ export type StoredValue = string | number | boolean | string[] | null;
 
 export type Values = Record<string, StoredValue>;
 
+/** Whether two stored values are the same value (lists item by item). */
+export function sameStoredValue(a: StoredValue, b: StoredValue): boolean {
+  if (Array.isArray(a) && Array.isArray(b)) return a.length === b.length && a.every((item, i) => item === b[i]);
+  return a === b;
+}
+
 export interface RecordDocument {
   workspaceId: string;
   object: string;

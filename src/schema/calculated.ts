@@ -111,6 +111,11 @@ export const rollups: readonly Rollup[] = [
   { object: 'playbookTemplates', field: 'taskCount', source: 'templateTasks', via: 'template', compute: (tasks) => tasks.length },
 ];
 
+/** An object's roll-ups over no children: what a record has before its first roll-up change. */
+export function initialRollups(object: string): Values {
+  return Object.fromEntries(rollups.filter((rollup) => rollup.object === object).map((rollup) => [rollup.field, rollup.compute([])]));
+}
+
 export const lookups: readonly Lookup[] = [{ object: 'contacts', field: 'clientHealth', via: 'client', take: 'health', target: 'clients' }];
 
 const PAYMENT_TERM_DAYS: ReadonlyMap<string, number> = new Map([

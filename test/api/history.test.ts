@@ -101,6 +101,8 @@ describe('record history', () => {
 
   it("shows what a roll-up change moved: an invoice's totals from its lines, by the key whose write set it off", async () => {
     const invoice = (await crm.post('/api/v1/billing', { client: acme, status: 'Sent', taxRate: 10 })).body.ids[0];
+    const before = (await crm.get(`/api/v1/billing/${invoice}`)).body.data.subtotal;
+    expect(before).toBe(0);
     const line = (await zapier.post('/api/v1/invoiceLines', { invoice, description: 'Seats', quantity: 2, unitPrice: 100 })).body.ids[0];
     expect((await zapier.patch(`/api/v1/invoiceLines/${line}`, { quantity: 3 })).status).toBe(200);
     const entries = (await crm.get(`/api/v1/billing/${invoice}/history`)).body.data;
@@ -111,7 +113,8 @@ describe('record history', () => {
       ['updated', {}, 'via API · Zapier'],
     ]);
     const [first, second] = rolled.map((entry: { rollups: Record<string, { from: unknown; to: unknown }> }) => entry.rollups);
-    expect(first.subtotal).toEqual({ from: null, to: 200 });
+    // The first change starts from what GET answered before it: the roll-up over no lines.
+    expect(first.subtotal).toEqual({ from: before, to: 200 });
     expect(second.subtotal).toEqual({ from: 200, to: 300 });
     // Only what moved: a roll-up that kept its value is not listed.
     for (const moved of Object.values(second) as { from: unknown; to: unknown }[]) expect(moved.from).not.toEqual(moved.to);
