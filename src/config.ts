@@ -47,8 +47,11 @@ export function parseDuration(text: string): number {
   return Math.round(Number(match[1]) * UNIT_MS[match[2]!]!);
 }
 
+const PORT_MESSAGE = 'must be a port number from 0 to 65535 (0 picks a free one)';
+const PortNumber = v.pipe(v.string(), v.regex(/^\d+$/, PORT_MESSAGE), v.check((text) => Number(text) <= 65535, PORT_MESSAGE));
+
 const Env = v.object({
-  PORT: v.optional(v.pipe(v.string(), v.regex(/^\d+$/, 'must be a port number from 0 to 65535 (0 picks a free one)')), '8080'),
+  PORT: v.optional(PortNumber, '8080'),
   HOST: v.optional(v.string(), '127.0.0.1'),
   DATA_DIR: v.optional(v.pipe(v.string(), v.minLength(1)), './data'),
   EVENTSTORE_URL: v.optional(v.string()),
@@ -62,7 +65,7 @@ const Env = v.object({
   WEBHOOK_ALLOW_PRIVATE_TARGETS: v.optional(v.picklist(['true', 'false'], 'must be true or false'), 'false'),
   WEBHOOK_CA_FILE: v.optional(v.string()),
   METRICS: v.optional(v.picklist(['on', 'off'], 'must be on or off'), 'off'),
-  METRICS_PORT: v.optional(v.pipe(v.string(), v.regex(/^\d+$/, 'must be a port number from 0 to 65535 (0 picks a free one)'))),
+  METRICS_PORT: v.optional(PortNumber),
   READY_MAX_LAG: v.optional(v.string(), '30s'),
   REACTOR_DAILY_CHECK: v.optional(v.string(), '1m'),
   MASTER_KEY_FILE: v.optional(v.string()),
@@ -86,8 +89,6 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
   }
   const e = parsed.output;
   const port = Number(e.PORT);
-  if (port > 65535) throw new Error('invalid configuration: PORT must be a port number from 0 to 65535 (0 picks a free one)');
-  if (Number(e.METRICS_PORT) > 65535) throw new Error('invalid configuration: METRICS_PORT must be a port number from 0 to 65535 (0 picks a free one)');
   const roles = e.ROLES.split(',').map((role) => role.trim()).filter(Boolean);
   for (const role of roles) {
     if (!ROLES.includes(role as Role)) throw new Error(`invalid configuration: unknown role "${role}" (use ${ROLES.join(', ')})`);
