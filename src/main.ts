@@ -27,8 +27,9 @@ async function main(): Promise<void> {
     // An API process of API_PROCESSES: its primary is gone (even by SIGKILL), so it goes too.
     if (cluster.isWorker) process.once('disconnect', () => resolve('disconnect'));
   });
-  // So that `csr restore` knows a server uses the embedded store (the primary speaks for its API processes).
+  // Before the announcement below writes into DATA_DIR: a DATA_DIR that cannot hold a store is said in its own line.
   if (cluster.isPrimary && !productionUrls(config)) ensureDataDir(config.dataDir);
+  // So that `csr restore` knows a server uses the embedded store (the primary speaks for its API processes).
   const announced = cluster.isPrimary && !productionUrls(config) ? announceServer(config.dataDir) : null;
   const service =
     cluster.isPrimary && config.apiProcesses > 1 && config.roles.includes('api')
