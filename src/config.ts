@@ -13,6 +13,8 @@ export interface Config {
   dataDir: string;
   eventStoreUrl: string | null;
   mongoDbUrl: string | null;
+  /** postgres://...: the PostgreSQL backend for everything (log, read models, Setup data, deliveries...). */
+  databaseUrl: string | null;
   roles: Role[];
   /** Processes serving the API on the port (node:cluster) when this process has the api role. */
   apiProcesses: number;
@@ -56,6 +58,7 @@ const Env = v.object({
   DATA_DIR: v.optional(v.pipe(v.string(), v.minLength(1)), './data'),
   EVENTSTORE_URL: v.optional(v.string()),
   MONGODB_URL: v.optional(v.string()),
+  DATABASE_URL: v.optional(v.pipe(v.string(), v.regex(/^postgres(ql)?:\/\//, 'must be a PostgreSQL URL (postgres://user:password@host:5432/database)'))),
   ROLES: v.optional(v.string(), 'api,projector,dispatcher'),
   API_PROCESSES: v.optional(v.pipe(v.string(), v.regex(/^[1-9]\d?$/, 'must be a whole number from 1 to 99')), '1'),
   LOG_LEVEL: v.optional(v.picklist(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], 'must be one of fatal, error, warn, info, debug, trace, silent'), 'info'),
@@ -96,12 +99,16 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
   if (Boolean(e.EVENTSTORE_URL) !== Boolean(e.MONGODB_URL)) {
     throw new Error('invalid configuration: EVENTSTORE_URL and MONGODB_URL go together (set both for the production backends, neither for the embedded store)');
   }
+  if (e.DATABASE_URL && (e.EVENTSTORE_URL || e.MONGODB_URL)) {
+    throw new Error('invalid configuration: DATABASE_URL (PostgreSQL) and EVENTSTORE_URL/MONGODB_URL (EventStoreDB + MongoDB) choose different backends; set one of them');
+  }
   return {
     port,
     host: e.HOST,
     dataDir: e.DATA_DIR,
     eventStoreUrl: e.EVENTSTORE_URL ?? null,
     mongoDbUrl: e.MONGODB_URL ?? null,
+    databaseUrl: e.DATABASE_URL ?? null,
     roles: roles as Role[],
     apiProcesses: Number(e.API_PROCESSES),
     logLevel: e.LOG_LEVEL,

@@ -10,6 +10,7 @@ describe('loadConfig', () => {
       host: '127.0.0.1',
       dataDir: './data',
       eventStoreUrl: null,
+      databaseUrl: null,
       mongoDbUrl: null,
       roles: ['api', 'projector', 'dispatcher'],
       apiProcesses: 1,
@@ -30,6 +31,11 @@ describe('loadConfig', () => {
   it('reads REACTOR_DAILY_CHECK as a duration', () => {
     expect(loadConfig({ REACTOR_DAILY_CHECK: '50ms' }).reactorDailyCheckMs).toBe(50);
     expect(() => loadConfig({ REACTOR_DAILY_CHECK: 'daily' })).toThrow('REACTOR_DAILY_CHECK must be a duration');
+  });
+
+  it('reads DATABASE_URL (postgres:// or postgresql://) as the PostgreSQL backend', () => {
+    expect(loadConfig({ DATABASE_URL: 'postgresql://csr@db:5432/csr' }).databaseUrl).toBe('postgresql://csr@db:5432/csr');
+    expect(loadConfig({}).databaseUrl).toBeNull();
   });
 
   it('reads API_PROCESSES, ROLES and durations', () => {
@@ -53,6 +59,11 @@ describe('loadConfig', () => {
     [
       { EVENTSTORE_URL: 'esdb://localhost:2113?tls=false' },
       'invalid configuration: EVENTSTORE_URL and MONGODB_URL go together (set both for the production backends, neither for the embedded store)',
+    ],
+    [{ DATABASE_URL: 'mysql://localhost/csr' }, 'invalid configuration: DATABASE_URL must be a PostgreSQL URL (postgres://user:password@host:5432/database)'],
+    [
+      { DATABASE_URL: 'postgres://localhost/csr', EVENTSTORE_URL: 'esdb://localhost:2113?tls=false', MONGODB_URL: 'mongodb://localhost/csr' },
+      'invalid configuration: DATABASE_URL (PostgreSQL) and EVENTSTORE_URL/MONGODB_URL (EventStoreDB + MongoDB) choose different backends; set one of them',
     ],
     [
       { WEBHOOK_TIMEOUT: 'soon' },
