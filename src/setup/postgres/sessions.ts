@@ -4,8 +4,8 @@ import type { Pool } from '../../postgres/pool.js';
 import type { LinkUse, Session, SessionActor, SessionStore, SignInLink } from '../sessionPort.js';
 
 /**
- * Setup page sign-ins on PostgreSQL. Times are kept as the ISO strings the port passes (they
- * compare in time order as text), so a link or session reads back exactly as it was written.
+ * Setup page sign-ins on PostgreSQL. Times are kept as the ISO strings the port passes (in the C
+ * collation they compare in time order as text, whatever the database's locale), so a link or session reads back exactly as it was written.
  * A link is used by one conditional UPDATE, so of two concurrent uses exactly one changes the row.
  */
 
