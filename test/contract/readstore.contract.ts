@@ -301,6 +301,25 @@ export function readStoreContract(name: string, open: () => Promise<ReadStore> |
         expect(await ids(query(ws, { filters: [{ field: 'contacts', value: z }] }))).toEqual([]);
       });
 
+      it('matches names and filter values case-insensitively beyond ASCII, as filterKey normalises them', async () => {
+        const ws = workspace();
+        const a = doc(ws, 1, { name: 'ÉCOLE Ünïon', fields: { city: 'STRASSE Ölberg', tags: ['Ärzte', 'x'] } });
+        const b = doc(ws, 2, { name: 'ecole union', fields: { city: 'strasse olberg', tags: ['arzte'] } });
+        await putAll(a, b);
+        expect(await ids(query(ws, { name: 'école ünïon' }))).toEqual([a.id]);
+        expect(await ids(query(ws, { name: 'Ecole Union' }))).toEqual([b.id]);
+        expect(await ids(query(ws, { filters: [{ field: 'city', value: filterKey('Strasse ÖLBERG') }] }))).toEqual([a.id]);
+        expect(await ids(query(ws, { filters: [{ field: 'tags', value: filterKey('ÄRZTE') }] }))).toEqual([a.id]);
+      });
+
+      it('with limit 0 answers no documents and still the total', async () => {
+        const ws = workspace();
+        await putAll(doc(ws, 1, { fields: { tier: 'SMB' } }), doc(ws, 2, { fields: { tier: 'SMB' } }), doc(ws, 3));
+        expect(await store.find(query(ws, { limit: 0 }))).toEqual({ documents: [], total: 3 });
+        expect(await store.find(query(ws, { limit: 0, filters: [{ field: 'tier', value: 'smb' }] }))).toEqual({ documents: [], total: 2 });
+        expect(await store.findStored(query(ws, { limit: 0, name: 'client 3' }))).toEqual({ records: [], total: 1 });
+      });
+
       it('filters calculated values like fields', async () => {
         const ws = workspace();
         const a = doc(ws, 1, { calculated: { paymentStatus: 'Overdue', balanceDue: 10 } });
