@@ -312,6 +312,20 @@ export function readStoreContract(name: string, open: () => Promise<ReadStore> |
         expect(await ids(query(ws, { filters: [{ field: 'tags', value: filterKey('ÄRZTE') }] }))).toEqual([a.id]);
       });
 
+      it('keeps any character of text values (U+0000 too, which the API accepts) and finds them by it', async () => {
+        const ws = workspace();
+        const odd = 'a\u0000b\uE000c\uE0000';
+        const a = doc(ws, 1, { name: `N${odd}`, fields: { note: odd, tags: [odd, 'x'] }, calculated: { label: odd }, rendered: `shape\u0001{"note":${JSON.stringify(odd)}}` });
+        const b = doc(ws, 2, { name: 'N a b c', fields: { note: 'a b c' } });
+        await putAll(a, b);
+        expect(await store.get(ws, 'clients', a.id)).toEqual(a);
+        expect(await store.find(query(ws, { filters: [{ field: 'note', value: filterKey(odd) }] }))).toEqual({ documents: [a], total: 1 });
+        expect(await ids(query(ws, { filters: [{ field: 'tags', value: filterKey(odd) }, { field: 'label', value: filterKey(odd) }] }))).toEqual([a.id]);
+        expect(await ids(query(ws, { name: `n${odd}` }))).toEqual([a.id]);
+        const stored = await store.findStored(query(ws, { limit: 1 }));
+        expect(stored.records.map((record) => [record.rendered, record.document?.()])).toEqual([[a.rendered, a]]);
+      });
+
       it('with limit 0 answers no documents and still the total', async () => {
         const ws = workspace();
         await putAll(doc(ws, 1, { fields: { tier: 'SMB' } }), doc(ws, 2, { fields: { tier: 'SMB' } }), doc(ws, 3));

@@ -1,6 +1,6 @@
 import { filterKey } from '../filterKey.js';
 import type { FindQuery } from '../port.js';
-import { epochMs, filterEntry } from './rows.js';
+import { epochMs, filterEntry, nameKey } from './rows.js';
 
 /**
  * FindQuery -> SQL, every value a bound parameter. Without filters the records are read in order
@@ -40,7 +40,7 @@ export function findPlan(
   const object = bind(query.object);
   const keys = [...new Set(query.filters.map((filter) => filterEntry(filter.field, filterKey(filter.value))))];
   const recordConditions: string[] = [];
-  if (query.name !== undefined) recordConditions.push(`r.name_key = ${bind(filterKey(query.name))}`);
+  if (query.name !== undefined) recordConditions.push(`r.name_key = ${bind(nameKey(query.name))}`);
   if (query.updatedSince !== undefined) recordConditions.push(`r.updated_ms > ${bind(epochMs(query.updatedSince, 'updatedSince'))}`);
 
   let from: string;

@@ -43,7 +43,7 @@ const WRITE_DOCUMENTS = `
     SELECT * FROM jsonb_to_recordset($2::jsonb) AS d (
       workspace_id text COLLATE "C", object text COLLATE "C", id text COLLATE "C", name text, name_key text COLLATE "C",
       fields jsonb, calculated jsonb, created_at text, updated_at text, updated_ms bigint, created_position text COLLATE "C",
-      revision integer, rendered text, keys text[])
+      revision integer, rendered text, escaped boolean, keys text[])
   ), k AS (
     SELECT d.workspace_id, d.object, d.id, d.created_position, key FROM d, unnest(d.keys) AS key
   ), gone AS (
@@ -51,12 +51,12 @@ const WRITE_DOCUMENTS = `
     WHERE o.generation = $1 AND o.workspace_id = d.workspace_id AND o.object = d.object AND o.id = d.id
       AND NOT (o.key = ANY (d.keys) AND o.created_position = d.created_position)
   ), written AS (
-    INSERT INTO csr_records (generation, workspace_id, object, id, name, name_key, fields, calculated, created_at, updated_at, updated_ms, created_position, revision, rendered)
-    SELECT $1, workspace_id, object, id, name, name_key, fields, calculated, created_at, updated_at, updated_ms, created_position, revision, rendered FROM d
+    INSERT INTO csr_records (generation, workspace_id, object, id, name, name_key, fields, calculated, created_at, updated_at, updated_ms, created_position, revision, rendered, escaped)
+    SELECT $1, workspace_id, object, id, name, name_key, fields, calculated, created_at, updated_at, updated_ms, created_position, revision, rendered, escaped FROM d
     ON CONFLICT (workspace_id, object, id, generation) DO UPDATE SET
       name = EXCLUDED.name, name_key = EXCLUDED.name_key, fields = EXCLUDED.fields, calculated = EXCLUDED.calculated,
       created_at = EXCLUDED.created_at, updated_at = EXCLUDED.updated_at, updated_ms = EXCLUDED.updated_ms,
-      created_position = EXCLUDED.created_position, revision = EXCLUDED.revision, rendered = EXCLUDED.rendered
+      created_position = EXCLUDED.created_position, revision = EXCLUDED.revision, rendered = EXCLUDED.rendered, escaped = EXCLUDED.escaped
   )
   INSERT INTO csr_record_keys (generation, workspace_id, object, key, created_position, id)
   SELECT $1, workspace_id, object, key, created_position, id FROM k
@@ -81,7 +81,7 @@ function pageOf(rows: PageRow[]): { rows: DocumentRow[]; total: number } {
 
 /** The columns for findStored: a record whose rendering starts with the shape comes without its values. */
 function storedColumns(shapeParam: string): string {
-  return `r.workspace_id, r.object, r.id, r.name, r.created_at, r.updated_at, r.created_position, r.revision, r.rendered,
+  return `r.workspace_id, r.object, r.id, r.name, r.created_at, r.updated_at, r.created_position, r.revision, r.rendered, r.escaped,
     CASE WHEN starts_with(r.rendered, ${shapeParam}) THEN NULL ELSE r.fields END AS fields,
     CASE WHEN starts_with(r.rendered, ${shapeParam}) THEN NULL ELSE r.calculated END AS calculated`;
 }

@@ -2,10 +2,20 @@ import { ValidationFailed } from '../../core/errors.js';
 import { filterKey, filterKeys } from '../filterKey.js';
 import type { RecordDocument, StoredRecord, Values } from '../port.js';
 
-/** RecordDocument <-> the rows of csr_records and csr_record_keys (pure; ./schema.ts has the tables). */
+/**
+ * RecordDocument <-> the rows of csr_records and csr_record_keys (pure; ./schema.ts has the tables).
+ *
+ * PostgreSQL's text and jsonb cannot hold the character U+0000, which the API accepts in any text
+ * value: a document holding one would fail its projection's batch for ever. So every string of a
+ * document's user data is stored escaped when it holds U+0000 or the escape character U+E000
+ * (U+0000 -> U+E000 '0', U+E000 -> U+E000 '1', which reads back unambiguously), the row says so
+ * (`escaped`), and only such rows are unescaped when read. Filter keys and the name key are JSON
+ * text, which spells U+0000 as an escape, so they need nothing of this.
+ */
 
 /** The columns a document is read from (fields and calculated may be left out by findStored). */
-export const DOCUMENT_COLUMNS = 'r.workspace_id, r.object, r.id, r.name, r.fields, r.calculated, r.created_at, r.updated_at, r.created_position, r.revision, r.rendered';
+export const DOCUMENT_COLUMNS =
+  'r.workspace_id, r.object, r.id, r.name, r.fields, r.calculated, r.created_at, r.updated_at, r.created_position, r.revision, r.rendered, r.escaped';
 
 export interface DocumentRow {
   workspace_id: string;
@@ -19,6 +29,7 @@ export interface DocumentRow {
   created_position: string;
   revision: number;
   rendered: string | null;
+  escaped: boolean;
 }
 
 /** A document as one element of the JSON array the write statements read with jsonb_to_recordset. */
@@ -36,7 +47,38 @@ export interface WrittenRow {
   created_position: string;
   revision: number;
   rendered: string | null;
+  escaped: boolean;
   keys: string[];
+}
+
+const NEEDS_ESCAPE = /[\u0000\uE000]/;
+
+function escapeText(text: string): string {
+  return text.replace(/[\u0000\uE000]/g, (c) => (c === '\u0000' ? '\uE0000' : '\uE0001'));
+}
+
+function unescapeText(text: string): string {
+  return text.replace(/\uE000([01])/g, (_, d: string) => (d === '0' ? '\u0000' : '\uE000'));
+}
+
+function mapValues(values: Values, map: (text: string) => string): Values {
+  const mapped: Values = {};
+  for (const [field, value] of Object.entries(values)) {
+    mapped[field] = typeof value === 'string' ? map(value) : Array.isArray(value) ? value.map(map) : value;
+  }
+  return mapped;
+}
+
+/** Whether a document holds a string that must be escaped to be stored. */
+function needsEscape(document: RecordDocument): boolean {
+  const texts = (values: Values) =>
+    Object.values(values).some((value) => (typeof value === 'string' ? NEEDS_ESCAPE.test(value) : Array.isArray(value) && value.some((item) => NEEDS_ESCAPE.test(item))));
+  return [document.name, document.rendered].some((text) => typeof text === 'string' && NEEDS_ESCAPE.test(text)) || texts(document.fields) || texts(document.calculated);
+}
+
+/** The name's key for an exact case-insensitive match, as JSON text (see above). */
+export function nameKey(name: string): string {
+  return JSON.stringify(filterKey(name));
 }
 
 /** One filter key: the field and an already normalised value, as JSON so no pair reads as another. */
@@ -64,25 +106,29 @@ export function epochMs(moment: string, what: string): number {
 }
 
 export function toWrittenRow(document: RecordDocument): WrittenRow {
+  const escaped = needsEscape(document);
+  const text = (value: string | null) => (value !== null && escaped ? escapeText(value) : value);
   return {
     workspace_id: document.workspaceId,
     object: document.object,
     id: document.id,
-    name: document.name,
-    name_key: document.name === null ? null : filterKey(document.name),
-    fields: document.fields,
-    calculated: document.calculated,
+    name: text(document.name),
+    name_key: document.name === null ? null : nameKey(document.name),
+    fields: escaped ? mapValues(document.fields, escapeText) : document.fields,
+    calculated: escaped ? mapValues(document.calculated, escapeText) : document.calculated,
     created_at: document.createdAt,
     updated_at: document.updatedAt,
     updated_ms: epochMs(document.updatedAt, 'updatedAt'),
     created_position: document.createdPosition,
     revision: document.revision,
-    rendered: document.rendered ?? null,
+    rendered: text(document.rendered ?? null),
+    escaped,
     keys: filterEntries(document.fields, document.calculated),
   };
 }
 
 export function fromRow(row: DocumentRow): RecordDocument {
+  if (row.escaped) return fromRow(unescapedRow(row));
   const document: RecordDocument = {
     workspaceId: row.workspace_id,
     object: row.object,
@@ -99,7 +145,19 @@ export function fromRow(row: DocumentRow): RecordDocument {
   return document;
 }
 
+function unescapedRow(row: DocumentRow): DocumentRow {
+  return {
+    ...row,
+    escaped: false,
+    name: row.name === null ? null : unescapeText(row.name),
+    fields: row.fields && mapValues(row.fields, unescapeText),
+    calculated: row.calculated && mapValues(row.calculated, unescapeText),
+    rendered: row.rendered === null ? null : unescapeText(row.rendered),
+  };
+}
+
 /** A row for a reader of its rendering; a row read without its values (fields null) has no document. */
-export function toStoredRecord(row: DocumentRow): StoredRecord {
+export function toStoredRecord(stored: DocumentRow): StoredRecord {
+  const row = stored.escaped ? unescapedRow(stored) : stored;
   return { id: row.id, rendered: row.rendered, document: row.fields === null ? null : () => fromRow(row) };
 }

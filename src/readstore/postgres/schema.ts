@@ -39,6 +39,7 @@ export const READ_MIGRATION = {
        created_position text COLLATE "C" NOT NULL,
        revision         integer NOT NULL,
        rendered         text,
+       escaped          boolean NOT NULL,
        PRIMARY KEY (workspace_id, object, id, generation)
      ) PARTITION BY LIST (generation)`,
     'CREATE INDEX csr_records_by_creation ON csr_records (workspace_id, object, created_position, id)',
