@@ -1,4 +1,4 @@
-import { InsufficientStorage } from '../core/errors.js';
+import { InsufficientStorage, ValidationFailed } from '../core/errors.js';
 
 /**
  * PostgreSQL's way of saying its disk is full: SQLSTATE 53100 (disk_full), raised when a write
@@ -12,8 +12,24 @@ export function isPostgresDiskFull(error: unknown): boolean {
   return typeof e?.message === 'string' && /could not extend file.*No space left on device/i.test(e.message);
 }
 
+/**
+ * PostgreSQL's text cannot hold the character U+0000 (SQLSTATE 22021 for text, 22P05 for the
+ * escape in JSON); the API and Setup take any text. Where an adapter does not store such text
+ * another way (the read store escapes it), the value is refused as bad input, never a 500.
+ */
+export function isPostgresNulText(error: unknown): boolean {
+  const e = error as { code?: unknown; message?: unknown } | null;
+  if (e?.code === '22021') return typeof e.message === 'string' && e.message.includes('0x00');
+  // In a UTF-8 database the only character JSON's escapes can name that text cannot hold.
+  return e?.code === '22P05';
+}
+
+export const NUL_TEXT_MESSAGE = 'text must not contain the character U+0000';
+
 export function asPostgresStorageError(error: unknown): unknown {
-  return isPostgresDiskFull(error) ? new InsufficientStorage() : error;
+  if (isPostgresDiskFull(error)) return new InsufficientStorage();
+  if (isPostgresNulText(error)) return new ValidationFailed(NUL_TEXT_MESSAGE);
+  return error;
 }
 
 /**

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { ValidationFailed } from '../../src/core/errors.js';
+import { NUL_TEXT_MESSAGE } from '../../src/postgres/errors.js';
 import { openPostgresSetupStore } from '../../src/setup/postgres/index.js';
 import { describeBackend } from './backends.js';
 import { postgresBackend, postgresDatabases } from './postgres.js';
@@ -44,6 +45,20 @@ describeBackend('PostgreSQL setup store', backend, (adminUrl) => {
         const key = { id: randomUUID(), workspaceId, name: 'k', fingerprint: 'a'.repeat(64), access: 'read-only' as const, objects: 'all' as const, createdAt: at, lastUsedAt: null, revokedAt: null };
         await expect(store.createKey(key)).rejects.toThrow(new ValidationFailed(`workspace ${workspaceId} does not exist`));
         await expect(store.addUser({ id: randomUUID(), workspaceId, name: 'Ana', email: 'ana@x.test', createdAt: at })).rejects.toBeInstanceOf(ValidationFailed);
+      } finally {
+        await store.close();
+      }
+    });
+
+    it('refuses text holding U+0000 (PostgreSQL text cannot hold it) as bad input, and stores nothing', async () => {
+      const store = await onOwnPool(await database(), openPostgresSetupStore);
+      try {
+        const ws = { id: randomUUID(), slug: `ws-${randomUUID().slice(0, 8)}`, name: 'W', createdAt: '2025-01-01T00:00:00.000Z' };
+        await expect(store.createWorkspace({ ...ws, name: 'A\u0000B' })).rejects.toThrow(new ValidationFailed(NUL_TEXT_MESSAGE));
+        expect(await store.workspaceById(ws.id)).toBeNull();
+        await store.createWorkspace(ws);
+        await expect(store.addUser({ id: randomUUID(), workspaceId: ws.id, name: 'Ana\u0000', email: 'ana@x.test', createdAt: ws.createdAt })).rejects.toBeInstanceOf(ValidationFailed);
+        expect(await store.listUsers(ws.id)).toEqual([]);
       } finally {
         await store.close();
       }
