@@ -491,6 +491,21 @@ export function readStoreContract(name: string, open: () => Promise<ReadStore> |
         expect(await store.checkpoint(p)).toBe(formatPosition(9n));
       });
 
+      it('concurrent transactions that read a document and write it back all apply (none writes over another)', async () => {
+        const ws = workspace();
+        const counter = doc(ws, 1, { fields: { count: 0 } });
+        await putAll(counter);
+        await Promise.all(
+          Array.from({ length: 8 }, () =>
+            store.transaction(async (tx) => {
+              const current = (await tx.get(ws, 'clients', counter.id))!;
+              await tx.put({ ...current, fields: { count: (current.fields.count as number) + 1 } });
+            }),
+          ),
+        );
+        expect((await store.get(ws, 'clients', counter.id))!.fields.count).toBe(8);
+      });
+
       it('puts many documents at once (a rebuild batch): new ones and replacements, findable by their values', async () => {
         const ws = workspace();
         const a = doc(ws, 1);

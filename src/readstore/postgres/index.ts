@@ -30,6 +30,16 @@ export interface PostgresReadStoreOptions {
   fence?: (client: PoolClient) => Promise<void>;
 }
 
+/**
+ * The class of the transaction-level advisory lock that makes the transactions of one generation
+ * take turns (second key: the generation), as the embedded store's single writer does: a batch
+ * reads documents and writes them back (roll-ups count, links resolve), and under READ COMMITTED
+ * two at once would each write what it read before the other's commit, losing one. A
+ * transaction-level lock also holds behind transaction-pooling proxies, where a session lock
+ * would not. Only projection transactions take it; reads never wait for it.
+ */
+const WRITER_LOCK = 7_419_300;
+
 /** Documents of one write statement at most (a rebuild's batch is split so the JSON stays small). */
 const WRITE_CHUNK = 500;
 
@@ -252,6 +262,7 @@ export async function openPostgresReadStore(options: PostgresReadStoreOptions): 
         const state = await lockPointer(client, 'SHARE');
         const generation = transactionOptions?.generation;
         if (generation !== undefined && state.building !== generation) throw new Error(REBUILD_SUPERSEDED);
+        await client.query('SELECT pg_advisory_xact_lock($1, $2)', [WRITER_LOCK, generation ?? state.live]);
         return fn(transactionApi(client, generation ?? state.live, generation !== undefined));
       });
     },
@@ -291,6 +302,7 @@ export async function openPostgresReadStore(options: PostgresReadStoreOptions): 
       await inTransaction(pool, async (client) => {
         const state = await lockPointer(client, 'UPDATE');
         if (state.building !== generation) throw new Error(REBUILD_SUPERSEDED);
+        await client.query('SELECT pg_advisory_xact_lock($1, $2)', [WRITER_LOCK, generation]);
         const tx = transactionApi(client, generation, true);
         const live = await checkpoint(projection, client);
         const built = await tx.checkpoint(projection);
