@@ -48,11 +48,11 @@ describeBackend('PostgreSQL read store', backend, (adminUrl) => {
   describe('PostgreSQL specifics', () => {
     it('a checkpoint committed by another process wakes a waiter within moments (LISTEN/NOTIFY), and its documents are then read', async () => {
       const url = await database();
-      const api = await onOwnPool(url, openPostgresReadStore);
+      // The safety-net poll a minute away, as the waiter's own timeout: only the notification of
+      // the other process's commit can wake it.
+      const api = await onOwnPool(url, ({ pool }) => openPostgresReadStore({ pool, checkpointPollMs: 60_000 }));
       const projector = await onOwnPool(url, openPostgresReadStore);
       try {
-        // Its own timeout a minute away, and the fallback poll a second: only the notification of
-        // the other process's commit can wake it this soon after that commit.
         const waiting = api.waitForCheckpoint('records', formatPosition(2n), 60_000);
         await new Promise((resolve) => setTimeout(resolve, 50));
         const written = doc('ws', 1);
