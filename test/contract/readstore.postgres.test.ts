@@ -77,7 +77,10 @@ describeBackend('PostgreSQL read store', backend, (adminUrl) => {
       try {
         const waiting = api.waitForCheckpoint('records', formatPosition(3n), 60_000);
         await new Promise((resolve) => setTimeout(resolve, 50));
-        const cut = await admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 'LISTEN%' AND pid <> pg_backend_pid()");
+        // Only this test's database: the server is shared with other suites and their listeners.
+        const cut = await admin.query(
+          "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN csr_checkpoints%' AND pid <> pg_backend_pid()",
+        );
         expect(cut.rowCount).toBeGreaterThanOrEqual(1);
         await projector.transaction((tx) => tx.setCheckpoint('records', formatPosition(3n)));
         expect(await beforeTimer(waiting, 5_000)).toBe(true);
