@@ -162,7 +162,7 @@ describeBackend('PostgreSQL read store', backend, (adminUrl) => {
       }
     });
 
-    it('lists, filters, name matches and their totals are read from indexes that start with the workspace, in order (no Seq Scan, no Sort)', async () => {
+    it('lists, filters, name matches, updated_since and their totals are read from indexes that start with the workspace, in order (no Seq Scan, no Sort)', async () => {
       const url = await database();
       const store = await onOwnPool(url, openPostgresReadStore);
       const pool = openPool({ url, max: 1 });
@@ -181,6 +181,7 @@ describeBackend('PostgreSQL read store', backend, (adminUrl) => {
           const KEYS = '(workspace_id, object, key, created_position, id, generation)';
           const BY_CREATION = '(workspace_id, object, created_position, id)';
           const BY_NAME = '(workspace_id, object, name_key, created_position, id)';
+          const BY_UPDATED = '(workspace_id, object, updated_ms)';
           // [what, query, indexes of which one must be used, whether the index must give the order].
           // With two conditions the server may drive from the more selective one and sort its few
           // matches (fewer rows than the other's in order): an index still finds every row.
@@ -190,6 +191,8 @@ describeBackend('PostgreSQL read store', backend, (adminUrl) => {
             ['name', { name: 'client 7' }, [BY_NAME], true],
             ['two filters', { filters: [{ field: 'tier', value: 'smb' }, { field: 'tags', value: 't3' }] }, [KEYS], false],
             ['filter and name', { filters: [{ field: 'tier', value: 'smb' }], name: 'client 8' }, [KEYS, BY_NAME], false],
+            // A range gives no order: its matches (recent changes, by the parameter's purpose) are sorted.
+            ['updated since', { updatedSince: '2025-01-01T00:00:00.900Z' }, [BY_UPDATED, BY_CREATION], false],
           ];
           const indexes = new Map(
             (await client.query<{ name: string; def: string }>("SELECT indexname AS name, indexdef AS def FROM pg_indexes WHERE tablename LIKE 'csr_record%_g1'")).rows.map(
