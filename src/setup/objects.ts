@@ -38,6 +38,8 @@ export interface ListedField {
   custom: boolean;
   active: boolean;
   readOnly: boolean;
+  /** An auto number's prefix (e.g. `ONB-`), which its values start with; absent for other formats. */
+  prefix?: string;
 }
 
 export interface NewFieldInput extends FormatInput {
@@ -161,5 +163,6 @@ function listedField(field: FieldDef, active: boolean): ListedField {
     custom: field.custom === true,
     active,
     readOnly: isReadOnly(field.format),
+    ...(field.format.type === 'autoNumber' ? { prefix: field.format.prefix } : {}),
   };
 }
