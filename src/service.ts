@@ -21,7 +21,7 @@ import { comparePositions, type Position } from './eventstore/position.js';
 import type { Hono } from 'hono';
 import { createApp } from './http/app.js';
 import { composeSetupPage } from './http/setup/compose.js';
-import { Catalogues } from './schema/catalogues.js';
+import { Catalogues } from './setup/catalogues.js';
 import type { AppEnv } from './http/types.js';
 import { RECORDS_PROJECTION } from './readstore/port.js';
 import { startBackgroundRole } from './runtime/backgroundRole.js';

@@ -8,7 +8,7 @@ import type { Config } from '../config.js';
 import { createMetrics, type Metrics } from '../core/metrics.js';
 import type { ReadinessCheck } from '../core/readiness.js';
 import type { EventStore } from '../eventstore/port.js';
-import type { Catalogues } from '../schema/catalogues.js';
+import type { Catalogues } from '../setup/catalogues.js';
 import { instrumentAppends } from '../eventstore/instrumented.js';
 import { metricsRoute } from '../http/metrics.js';
 import type { AppEnv } from '../http/types.js';

@@ -4,7 +4,7 @@ import { registeredProjections } from '../../../projections/registry.js';
 import { projectionStatus } from '../../../projections/status.js';
 import type { EventStore } from '../../eventstore/port.js';
 import type { ReadStore } from '../../readstore/port.js';
-import type { Catalogues } from '../../schema/catalogues.js';
+import type { Catalogues } from '../../setup/catalogues.js';
 import { ObjectManager } from '../../setup/objects.js';
 import type { SetupStore } from '../../setup/port.js';
 import type { SessionStore } from '../../setup/sessionPort.js';
