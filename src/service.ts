@@ -27,7 +27,7 @@ import { RECORDS_PROJECTION } from './readstore/port.js';
 import { startBackgroundRole } from './runtime/backgroundRole.js';
 import { observeApi, type ApiObservability } from './runtime/observability.js';
 import { closeGracefully, listen, SHUTDOWN_DEADLINE_MS } from './runtime/httpServer.js';
-import type { Stoppable } from './runtime/supervisor.js';
+import type { Stoppable } from './core/supervisor.js';
 import { startDispatcher, type RunningDispatcher } from './webhooks/dispatcher.js';
 import { StatusReporter } from '../projections/runnerStatus.js';
 import { WEBHOOKS_GROUP } from './webhooks/port.js';

@@ -9,7 +9,7 @@ import { pino } from 'pino';
 import { Catalogues } from '../setup/catalogues.js';
 import { ObjectManager } from '../setup/objects.js';
 import { cliActor, SetupService } from '../setup/service.js';
-import { WebhookSetup } from '../setup/webhooks.js';
+import { WebhookSetup } from '../webhooks/admin.js';
 import { openRecordContext, type RecordContext } from './recordContext.js';
 
 /**

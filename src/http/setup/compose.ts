@@ -10,7 +10,7 @@ import type { SetupStore } from '../../setup/port.js';
 import type { SessionStore } from '../../setup/sessionPort.js';
 import { SetupService } from '../../setup/service.js';
 import { SignIn } from '../../setup/signIn.js';
-import { WebhookSetup } from '../../setup/webhooks.js';
+import { WebhookSetup } from '../../webhooks/admin.js';
 import type { WebhookSender } from '../../webhooks/httpsSender.js';
 import type { WebhookStore } from '../../webhooks/port.js';
 import type { SetupPageDeps } from './deps.js';
