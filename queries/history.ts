@@ -1,7 +1,7 @@
 import { upcast, recordStream, RECORD_ERASED, type RecordErasedData, type RecordEvent } from '../src/events/records.js';
 import { NotFound } from '../src/core/errors.js';
 import type { Actor, EventSource, EventStore, RecordedEvent } from '../src/eventstore/port.js';
-import { sameStoredValue, type StoredValue, type Values } from '../src/readstore/port.js';
+import { sameStoredValue, type StoredValue, type Values } from '../src/schema/values.js';
 import type { User } from '../src/setup/port.js';
 import type { FieldDef, ObjectDef } from '../src/schema/types.js';
 import { actorOf, readableData, sourceOf, viaText } from './eventView.js';
@@ -9,7 +9,7 @@ import { pagingParameters } from './paging.js';
 import { referencesOf, restValue } from './storedValue.js';
 import { linkNamesThen } from './linkNamesThen.js';
 import { initialRollups } from '../src/schema/calculated.js';
-import { loadCatalogue } from '../src/schema/catalogues.js';
+import { loadCatalogue } from '../src/setup/catalogues.js';
 
 /** GET /api/v1/{object}/{id}/history and `csr history`: one entry per change of a record, oldest first, from its stream. */
 

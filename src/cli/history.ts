@@ -5,7 +5,7 @@ import { MAX_LIMIT } from '../../queries/paging.js';
 import { todayUtc, type RenderContext } from '../../queries/recordFormat.js';
 import { NotFound, ValidationFailed } from '../core/errors.js';
 import { isUuid } from '../core/ids.js';
-import { loadCatalogue } from '../schema/catalogues.js';
+import { loadCatalogue } from '../setup/catalogues.js';
 import type { ObjectDef } from '../schema/types.js';
 import { stringOption, type CliContext, type CliResource, type OptionValues } from './context.js';
 
