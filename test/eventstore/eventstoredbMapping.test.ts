@@ -255,7 +255,6 @@ describe('in-flight events and retry waits stay within the message timeout', () 
     expect(inFlightLimit(10, 60_000)).toBe(10);
     expect(inFlightLimit(1_000, 5_000)).toBeLessThan(MAX_IN_FLIGHT);
     expect(inFlightLimit(1_000, 100)).toBe(1);
-    expect(persistentGroupSettings({ bufferSize: 1_000 })).toMatchObject({ liveBufferSize: MAX_IN_FLIGHT, readBatchSize: MAX_IN_FLIGHT, historyBufferSize: MAX_IN_FLIGHT });
   });
 
   it('caps the wait before a retry nack below the message timeout', () => {
