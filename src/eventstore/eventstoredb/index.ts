@@ -35,14 +35,13 @@ import type {
 import { chainForStream, hashOf } from '../chain.js';
 import { checkChainByPages } from '../chainCheck.js';
 import { streamsByFirstEvent } from './streams.js';
+import { readFullPage } from './readPage.js';
 import type { Position } from '../position.js';
 import {
   describeRevision,
   isServerDiskFull,
   fromEsdbPosition,
-  isAfter,
   isKnownPosition,
-  matchesFilter,
   groupCheckpointFrom,
   toEsdbPosition,
   chainedAppend,
@@ -167,32 +166,14 @@ export function openEventStoreDb(options: EventStoreDbOptions): EventStore {
 
   async function readAll(readOptions: ReadAllOptions): Promise<RecordedEvent[]> {
     assertOpen();
-    if (!Number.isSafeInteger(readOptions.maxCount) || readOptions.maxCount < 1) throw new RangeError('maxCount must be an integer >= 1');
-    // The server's fromPosition is inclusive and its pages hold system events too: read on until
-    // something of ours after `from` turns up or the log ends.
-    let from: Position | 'start' = readOptions.from;
-    for (;;) {
-      const page: RecordedEvent[] = [];
-      let count = 0;
-      let lastSeen: Position | null = null;
-      const read = client.readAll({
-        direction: FORWARDS,
-        fromPosition: from === 'start' ? START : toEsdbPosition(from),
-        maxCount: readOptions.maxCount + 1,
-        resolveLinkTos: false,
-      });
-      for await (const resolved of read as AsyncIterable<AllStreamResolvedEvent>) {
-        count += 1;
-        const position = resolved.event?.position;
-        if (isKnownPosition(position)) lastSeen = fromEsdbPosition(position);
-        const event = toRecordedEvent(resolved);
-        if (event === null || !isAfter(event.position, from) || !matchesFilter(event, readOptions.filter)) continue;
-        page.push(event);
-        if (page.length === readOptions.maxCount) break;
-      }
-      if (page.length > 0 || count < readOptions.maxCount + 1 || lastSeen === null || lastSeen === from) return page;
-      from = lastSeen;
-    }
+    // A full page or the end of the log (./readPage.ts): a short page means the end, for every caller.
+    return readFullPage(
+      (from, count) =>
+        client.readAll({ direction: FORWARDS, fromPosition: from === 'start' ? START : toEsdbPosition(from), maxCount: count, resolveLinkTos: false }) as AsyncIterable<AllStreamResolvedEvent>,
+      readOptions.from,
+      readOptions.maxCount,
+      readOptions.filter,
+    );
   }
 
   async function readStream(stream: string, readOptions: ReadStreamOptions = {}): Promise<RecordedEvent[]> {
