@@ -32,8 +32,35 @@ export interface Config {
   readyMaxLagMs: number;
   /** How often the reactors look whether the date (UTC) changed, to make their daily pass. */
   reactorDailyCheckMs: number;
-  /** The master key wrapping personal data's keys (docs/privacy.md); null: DATA_DIR/master.key, made on first start. */
+  /**
+   * The master key wrapping personal data's keys (docs/privacy.md); null: DATA_DIR/master.key, made
+   * on first start, which only the embedded store allows (masterKeyRequired).
+   */
   masterKeyFile: string | null;
+}
+
+/**
+ * True when the stores are servers that several processes (and machines, and recreated
+ * containers) share. Each process would make its own DATA_DIR/master.key, and every key but the
+ * first would open none of the shared data keys: there the key must be given, the same file to
+ * every process (MASTER_KEY_FILE), never made. Another shared backend adds itself here.
+ */
+export function masterKeyRequired(config: Pick<Config, 'eventStoreUrl' | 'mongoDbUrl'>): boolean {
+  return config.eventStoreUrl !== null || config.mongoDbUrl !== null;
+}
+
+/** The variables that chose the shared backend, for messages. */
+function sharedBackendVariables(config: Pick<Config, 'eventStoreUrl' | 'mongoDbUrl'>): string {
+  return [config.eventStoreUrl !== null ? 'EVENTSTORE_URL' : null, config.mongoDbUrl !== null ? 'MONGODB_URL' : null].filter(Boolean).join(' and ');
+}
+
+/** The start error when a shared backend has no master key given: checked before anything connects. */
+export function assertMasterKeyGiven(config: Pick<Config, 'eventStoreUrl' | 'mongoDbUrl' | 'masterKeyFile'>): void {
+  if (!masterKeyRequired(config) || config.masterKeyFile !== null) return;
+  throw new Error(
+    `invalid configuration: MASTER_KEY_FILE must be set with ${sharedBackendVariables(config)}: every process must use the same master key, so none may make its own; ` +
+      'make one once (openssl rand -hex 32 > master.key), keep it safe and give that file to every process (docs/privacy.md)',
+  );
 }
 
 const ROLES: readonly Role[] = ['api', 'projector', 'dispatcher'];
@@ -96,7 +123,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
   if (Boolean(e.EVENTSTORE_URL) !== Boolean(e.MONGODB_URL)) {
     throw new Error('invalid configuration: EVENTSTORE_URL and MONGODB_URL go together (set both for the production backends, neither for the embedded store)');
   }
-  return {
+  const config: Config = {
     port,
     host: e.HOST,
     dataDir: e.DATA_DIR,
@@ -116,4 +143,6 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     reactorDailyCheckMs: durationOf('REACTOR_DAILY_CHECK', e.REACTOR_DAILY_CHECK),
     masterKeyFile: e.MASTER_KEY_FILE ?? null,
   };
+  assertMasterKeyGiven(config);
+  return config;
 }
