@@ -14,7 +14,7 @@ import type {
   ReadStreamOptions as EsdbReadStreamOptions,
   ResolvedEvent,
 } from '@eventstore/db-client';
-import { Conflict, InsufficientStorage, ValidationFailed } from '../../core/errors.js';
+import { Conflict, ValidationFailed } from '../../core/errors.js';
 import { asGroup } from '../port.js';
 import type {
   ChainReport,
@@ -39,7 +39,7 @@ import { readFullPage } from './readPage.js';
 import type { Position } from '../position.js';
 import {
   describeRevision,
-  isServerDiskFull,
+  appendFailure,
   fromEsdbPosition,
   isKnownPosition,
   groupCheckpointFrom,
@@ -108,6 +108,15 @@ export function openEventStoreDb(options: EventStoreDbOptions): EventStore {
     assertOpen();
     assertSomeEvents(stream, events);
     toExpectedRevision(appendOptions.expectedRevision); // throws RangeError for a negative revision
+    try {
+      return await appendChained(stream, events, appendOptions);
+    } catch (error) {
+      // Every call of a write (the reads around it too): a full disk answers 507, a node that is gone 503.
+      throw appendFailure(error);
+    }
+  }
+
+  async function appendChained(stream: string, events: NewEvent[], appendOptions: { expectedRevision: ExpectedRevision }): Promise<AppendResult> {
     let result;
     for (let attempt = 1; ; attempt++) {
       // The hash chain runs per stream here (chain.ts): the stream's last event gives the previous
@@ -126,7 +135,6 @@ export function openEventStoreDb(options: EventStoreDbOptions): EventStore {
           if (plan.retryable && attempt < CHAIN_ATTEMPTS) continue;
           throw new Conflict(stream, String(appendOptions.expectedRevision), describeRevision(error.actualVersion));
         }
-        if (isServerDiskFull(error)) throw new InsufficientStorage();
         throw error;
       }
     }

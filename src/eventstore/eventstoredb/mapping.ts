@@ -19,6 +19,7 @@ import type {
 } from '@eventstore/db-client';
 import type { EventFilter, EventMetadata, ExpectedRevision, NewEvent, RecordedEvent, RetryBackoff } from '../port.js';
 import { GENESIS } from '../chain.js';
+import { InsufficientStorage, Unavailable } from '../../core/errors.js';
 import { formatPosition, parsePosition, type Position } from '../position.js';
 
 /**
@@ -412,11 +413,13 @@ export function backoffDelay(attempt: number, random: () => number = Math.random
 // Full disk
 
 /**
- * What the server says when its disk is full. The client has no error type for it: the server's
- * writer fails with an IOException ("No space left on device" on Linux, "There is not enough space
- * on the disk" on Windows), which reaches the client as an error of type 'unknown' carrying that
- * text, when it reaches it at all (servers before 22.10.1 and some later ones stop the node, and
- * the client then sees it as unavailable).
+ * What the server says when its disk is full. The client has no error type for it. EventStoreDB
+ * 24.10's writer fails with an IOException ("No space left on device" on Linux, "There is not
+ * enough space on the disk" on Windows); StorageWriterService then logs "Unexpected error in
+ * StorageWriterService" and stops the node (Application.Exit). That text reaches the client only
+ * when the server still answers (an error of type 'unknown' carrying it); mostly the client sees
+ * the node go away instead: 'unavailable', or a 'timeout' for a write the stopped writer never
+ * committed (see appendFailure).
  */
 const SERVER_DISK_FULL = /no space left on device|not enough space on the disk|ENOSPC|disk (is )?full|out of disk space/i;
 
@@ -427,4 +430,24 @@ export function isServerDiskFull(error: unknown): boolean {
   // A wrong expected version or a refused argument is never about space, whatever a stream name says.
   if (type === 'wrong-expected-version' || type === 'invalid-argument' || type === 'stream-deleted') return false;
   return [message, details].some((text) => typeof text === 'string' && SERVER_DISK_FULL.test(text));
+}
+
+/** Client error types for a node that did not answer the write: stopped (a full disk stops it), restarting, or failing over. */
+const NODE_GONE = new Set(['unavailable', 'timeout', 'deadline-exceeded', 'not-leader', 'cancelled']);
+
+export const EVENT_LOG_UNREACHABLE = 'the event log did not answer; the change may not have been saved. Retry shortly (a retry with the same Idempotency-Key is applied once)';
+
+/**
+ * What an append's failure means to the API: a full disk is InsufficientStorage (507) as on the
+ * other stores; a node that did not answer is Unavailable (503), since a node that stopped on a
+ * full disk looks exactly like that from here; anything else is passed on as it is.
+ */
+export function appendFailure(error: unknown): unknown {
+  if (isServerDiskFull(error)) return new InsufficientStorage();
+  if (typeof error === 'object' && error !== null) {
+    const { type, code } = error as { type?: unknown; code?: unknown };
+    if (typeof type === 'string' && NODE_GONE.has(type)) return new Unavailable(EVENT_LOG_UNREACHABLE);
+    if (type === undefined && typeof code === 'string' && TRANSIENT_CODES.has(code)) return new Unavailable(EVENT_LOG_UNREACHABLE);
+  }
+  return error;
 }
