@@ -61,7 +61,7 @@ interface Calls {
   infos: number;
 }
 
-function stubClient(behaviour: { create?: () => Promise<void>; info?: PersistentSubscriptionToAllInfo }): { client: EventStoreDBClient; calls: Calls } {
+function stubClient(behaviour: { create?: () => Promise<void>; update?: () => Promise<void>; info?: PersistentSubscriptionToAllInfo }): { client: EventStoreDBClient; calls: Calls } {
   const calls: Calls = { creates: [], updates: [], infos: 0 };
   const client = {
     createPersistentSubscriptionToAll: async (_group: string, settings: PersistentSubscriptionToAllSettings) => {
@@ -75,6 +75,7 @@ function stubClient(behaviour: { create?: () => Promise<void>; info?: Persistent
     },
     updatePersistentSubscriptionToAll: async (_group: string, settings: PersistentSubscriptionToAllSettings) => {
       calls.updates.push(settings);
+      await behaviour.update?.();
     },
     subscribeToPersistentSubscriptionToAll: () => {
       throw new Error('the consumer must not subscribe to a group the server refused');
@@ -149,6 +150,15 @@ describe('a refusal of the server is permanent and said once', () => {
     const failure = ensurePersistentGroup(ctx, 'webhooks');
     await expect(failure).rejects.toBeInstanceOf(GroupSettingsRefused);
     await expect(failure).rejects.toThrow(reason);
+  });
+
+  it('so does an update the server refuses; a failing look at the group is not a refusal', async () => {
+    const wanted = persistentGroupSettings();
+    const current = info({ ...wanted, maxRetryCount: 3, startFrom: START });
+    const refusing = stubClient({ create: async () => Promise.reject(exists()), update: async () => Promise.reject(serverFail('webhooks', reason)), info: current });
+    await expect(joinGroup({ client: refusing.client, logger: undefined }, 'webhooks', wanted, toServerFilter(undefined))).rejects.toBeInstanceOf(GroupSettingsRefused);
+    const starting = stubClient({ create: async () => Promise.reject(exists()) }); // its info call fails
+    await expect(joinGroup({ client: starting.client, logger: undefined }, 'webhooks', wanted, toServerFilter(undefined))).rejects.not.toBeInstanceOf(GroupSettingsRefused);
   });
 
   it('a consumer ends with the error after one try, logged once, instead of retrying for ever', async () => {

@@ -63,19 +63,20 @@ export async function joinGroup(
 ): Promise<void> {
   const { client, logger } = ctx;
   try {
-    try {
-      await client.createPersistentSubscriptionToAll(group, settings, { filter });
-      return;
-    } catch (error) {
-      if (!(error instanceof PersistentSubscriptionExistsError)) throw error;
-    }
-    const plan = groupUpdate(await client.getPersistentSubscriptionToAllInfo(group), settings);
-    if (plan === 'keep') return;
-    if (plan === 'deferred') {
-      logger?.warn({ group }, 'EventStoreDB persistent subscription group has other settings but no checkpoint yet: left as it is (an update now would restart it at the end of the log)');
-      return;
-    }
-    logger?.warn({ group, changed: plan.changed }, 'EventStoreDB persistent subscription group settings updated (its consumers reconnect)');
+    await client.createPersistentSubscriptionToAll(group, settings, { filter });
+    return;
+  } catch (error) {
+    if (!(error instanceof PersistentSubscriptionExistsError)) throw refusedOr(group, error);
+  }
+  // Not a command: its failures are the server's state (starting, or the group deleted meanwhile), never a refusal.
+  const plan = groupUpdate(await client.getPersistentSubscriptionToAllInfo(group), settings);
+  if (plan === 'keep') return;
+  if (plan === 'deferred') {
+    logger?.warn({ group }, 'EventStoreDB persistent subscription group has other settings but no checkpoint yet: left as it is (an update now would restart it at the end of the log)');
+    return;
+  }
+  logger?.warn({ group, changed: plan.changed }, 'EventStoreDB persistent subscription group settings updated (its consumers reconnect)');
+  try {
     await client.updatePersistentSubscriptionToAll(group, plan.settings);
   } catch (error) {
     throw refusedOr(group, error);
@@ -110,7 +111,8 @@ export function persistentSubscription(ctx: SubscriptionContext, group: string, 
             logger?.error({ err: error, group, reason: error.reason }, 'EventStoreDB refused the persistent subscription group; not retrying');
             throw error;
           }
-          if (classifySubscriptionError(error) !== 'transient') throw error;
+          // A group deleted between the create and the look at its settings is created on the next try.
+          if (classifySubscriptionError(error) === 'fatal') throw error;
           logger?.warn({ err: error, group, attempt }, 'EventStoreDB persistent subscription group not created yet; retrying');
           await control.sleep(backoffDelay(attempt++));
           continue;
