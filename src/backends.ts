@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Logger } from 'pino';
-import type { Config } from './config.js';
+import { assertMasterKeyGiven, type Config } from './config.js';
 import type { EventStore } from './eventstore/port.js';
 import type { IdempotencyStore } from './idempotency/port.js';
 import { openSqliteIdempotencyStore } from './idempotency/sqlite/index.js';
@@ -115,6 +115,7 @@ export async function openBackends(config: Config, logger?: Logger): Promise<Bac
 
 /** EventStoreDB for the log, MongoDB (a replica set: projections commit in transactions) for the rest. */
 async function openProductionBackends(config: Config, eventStoreUrl: string, mongoDbUrl: string, logger?: Logger): Promise<Backends> {
+  assertMasterKeyGiven(config); // loadConfig checks it too; a Config made otherwise must not make a key per process
   // Loaded only here: their clients take a noticeable share of a second to load, which every
   // embedded start and every `csr` command would pay (docs/performance.md).
   const [

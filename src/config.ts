@@ -34,8 +34,36 @@ export interface Config {
   readyMaxLagMs: number;
   /** How often the reactors look whether the date (UTC) changed, to make their daily pass. */
   reactorDailyCheckMs: number;
-  /** The master key wrapping personal data's keys (docs/privacy.md); null: DATA_DIR/master.key, made on first start. */
+  /**
+   * The master key wrapping personal data's keys (docs/privacy.md); null: DATA_DIR/master.key, made
+   * on first start, which only the embedded store allows (masterKeyRequired).
+   */
   masterKeyFile: string | null;
+}
+
+/**
+ * True when the stores are servers that several processes (and machines, and recreated
+ * containers) share. Each process would make its own DATA_DIR/master.key, and every key but the
+ * first would open none of the shared data keys: there the key must be given, the same file to
+ * every process (MASTER_KEY_FILE), never made. Another shared backend adds itself here.
+ */
+export function masterKeyRequired(config: Pick<Config, 'eventStoreUrl' | 'mongoDbUrl' | 'databaseUrl'>): boolean {
+  return config.eventStoreUrl !== null || config.mongoDbUrl !== null || config.databaseUrl !== null;
+}
+
+/** The variables that chose the shared backend, for messages. */
+function sharedBackendVariables(config: Pick<Config, 'eventStoreUrl' | 'mongoDbUrl' | 'databaseUrl'>): string {
+  const set = { EVENTSTORE_URL: config.eventStoreUrl, MONGODB_URL: config.mongoDbUrl, DATABASE_URL: config.databaseUrl };
+  return Object.entries(set).filter(([, value]) => value !== null).map(([name]) => name).join(' and ');
+}
+
+/** The start error when a shared backend has no master key given: checked before anything connects. */
+export function assertMasterKeyGiven(config: Pick<Config, 'eventStoreUrl' | 'mongoDbUrl' | 'databaseUrl' | 'masterKeyFile'>): void {
+  if (!masterKeyRequired(config) || config.masterKeyFile !== null) return;
+  throw new Error(
+    `invalid configuration: MASTER_KEY_FILE must be set with ${sharedBackendVariables(config)}: every process must use the same master key, so none may make its own; ` +
+      'make one once (openssl rand -hex 32 > master.key), keep it safe and give that file to every process (docs/privacy.md)',
+  );
 }
 
 const ROLES: readonly Role[] = ['api', 'projector', 'dispatcher'];
@@ -102,7 +130,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
   if (e.DATABASE_URL && (e.EVENTSTORE_URL || e.MONGODB_URL)) {
     throw new Error('invalid configuration: DATABASE_URL (PostgreSQL) and EVENTSTORE_URL/MONGODB_URL (EventStoreDB + MongoDB) choose different backends; set one of them');
   }
-  return {
+  const config: Config = {
     port,
     host: e.HOST,
     dataDir: e.DATA_DIR,
@@ -123,4 +151,6 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     reactorDailyCheckMs: durationOf('REACTOR_DAILY_CHECK', e.REACTOR_DAILY_CHECK),
     masterKeyFile: e.MASTER_KEY_FILE ?? null,
   };
+  assertMasterKeyGiven(config);
+  return config;
 }

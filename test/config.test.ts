@@ -34,7 +34,7 @@ describe('loadConfig', () => {
   });
 
   it('reads DATABASE_URL (postgres:// or postgresql://) as the PostgreSQL backend', () => {
-    expect(loadConfig({ DATABASE_URL: 'postgresql://csr@db:5432/csr' }).databaseUrl).toBe('postgresql://csr@db:5432/csr');
+    expect(loadConfig({ DATABASE_URL: 'postgresql://csr@db:5432/csr', MASTER_KEY_FILE: '/run/secrets/master_key' }).databaseUrl).toBe('postgresql://csr@db:5432/csr');
     expect(loadConfig({}).databaseUrl).toBeNull();
   });
 

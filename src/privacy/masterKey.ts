@@ -5,7 +5,9 @@ import { KEY_BYTES, newKey } from './cipher.js';
 
 /**
  * The master key wraps every data key. MASTER_KEY_FILE holds it as 64 hex digits; when the
- * variable is unset the key is DATA_DIR/master.key, created (mode 0600) on first start. Losing it
+ * variable is unset the key is DATA_DIR/master.key, created (mode 0600) on first start. That is
+ * for the embedded store only: on a shared backend every process must open the same data keys,
+ * so the key must be given (config.ts, masterKeyRequired) and none is ever made here. Losing it
  * makes every personal value unreadable, so a file that is there but unreadable or malformed is a
  * start-up error, never a silently made new key.
  */

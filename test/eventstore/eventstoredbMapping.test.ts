@@ -1,4 +1,6 @@
 import type { AllStreamResolvedEvent, ResolvedEvent } from '@eventstore/db-client';
+import { convertToCommandError } from '@eventstore/db-client';
+import { Conflict, InsufficientStorage, Unavailable } from '../../src/core/errors.js';
 import { describe, expect, it } from 'vitest';
 import {
   groupCheckpointFrom,
@@ -9,6 +11,8 @@ import {
   fromEsdbPosition,
   isAfter,
   isServerDiskFull,
+  appendFailure,
+  EVENT_LOG_UNREACHABLE,
   isKnownPosition,
   matchesFilter,
   persistentGroupSettings,
@@ -255,7 +259,6 @@ describe('in-flight events and retry waits stay within the message timeout', () 
     expect(inFlightLimit(10, 60_000)).toBe(10);
     expect(inFlightLimit(1_000, 5_000)).toBeLessThan(MAX_IN_FLIGHT);
     expect(inFlightLimit(1_000, 100)).toBe(1);
-    expect(persistentGroupSettings({ bufferSize: 1_000 })).toMatchObject({ liveBufferSize: MAX_IN_FLIGHT, readBatchSize: MAX_IN_FLIGHT, historyBufferSize: MAX_IN_FLIGHT });
   });
 
   it('caps the wait before a retry nack below the message timeout', () => {
@@ -313,5 +316,35 @@ describe('a full disk on the server', () => {
   ];
   it.each(table)('%s', (_given, error, full) => {
     expect(isServerDiskFull(error)).toBe(full);
+  });
+});
+
+describe("an append's failure as the API answers it", () => {
+  /** The client's own error for a gRPC status, as it converts what the server (or the channel) gives. */
+  const grpc = (code: number, details: string) => convertToCommandError(Object.assign(new Error(`${code} ${details}`), { code, details }));
+
+  it('a full disk is 507, whatever call carried it', () => {
+    expect(appendFailure(grpc(2, 'Unexpected error in StorageWriterService: No space left on device'))).toBeInstanceOf(InsufficientStorage);
+    expect((appendFailure(grpc(2, 'There is not enough space on the disk.')) as InsufficientStorage).status).toBe(507);
+  });
+
+  it('a node that does not answer (stopped by a full disk, restarting, failing over) is 503, not a bare 500', () => {
+    // UNAVAILABLE 14, ABORTED 10 (the client's TimeoutError: the server's Prepare/CommitTimeout), DEADLINE_EXCEEDED 4.
+    for (const error of [grpc(14, 'No connection established'), grpc(10, 'Prepare phase timeout'), grpc(4, 'Deadline exceeded')]) {
+      const mapped = appendFailure(error);
+      expect(mapped).toBeInstanceOf(Unavailable);
+      expect((mapped as Unavailable).status).toBe(503);
+      expect((mapped as Error).message).toBe(EVENT_LOG_UNREACHABLE);
+    }
+    expect(appendFailure(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }))).toBeInstanceOf(Unavailable);
+  });
+
+  it('anything else is passed on as it is', () => {
+    const conflict = new Conflict('record-1', '3', '4');
+    expect(appendFailure(conflict)).toBe(conflict);
+    const other = grpc(2, 'Object reference not set to an instance of an object');
+    expect(appendFailure(other)).toBe(other);
+    const bug = new TypeError('x is undefined');
+    expect(appendFailure(bug)).toBe(bug);
   });
 });

@@ -1,7 +1,7 @@
 import { createServer } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { openEventStoreDb } from '../../src/eventstore/eventstoredb/index.js';
-import { Conflict } from '../../src/core/errors.js';
+import { Conflict, Unavailable } from '../../src/core/errors.js';
 import { until } from '../support/until.js';
 
 /**
@@ -85,7 +85,7 @@ describe('EventStoreDB adapter while the server is unreachable', () => {
     expect(() => store.subscribeToAll({ from: 'start' })).toThrow(/closed/);
   });
 
-  it('appends fail with the connection error (not a Conflict) and do not hang', async () => {
+  it('appends fail as Unavailable (503, not a bare 500 nor a Conflict) and do not hang', async () => {
     const store = openEventStoreDb({ connectionString: `esdb://127.0.0.1:${await closedPort()}?tls=false` });
     const appending = store.append(
       'record-1',
@@ -109,7 +109,9 @@ describe('EventStoreDB adapter while the server is unreachable', () => {
       () => null,
       (caught: unknown) => caught,
     );
-    expect(error).toBeInstanceOf(Error);
+    // A node that does not answer, as one stopped by a full disk (EventStoreDB stops on ENOSPC).
+    expect(error).toBeInstanceOf(Unavailable);
+    expect((error as Unavailable).status).toBe(503);
     expect(error).not.toBeInstanceOf(Conflict);
     await expect(store.append('record-1', [], { expectedRevision: 'any' })).rejects.toThrow(RangeError);
     await store.close();

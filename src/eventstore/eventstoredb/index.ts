@@ -14,7 +14,7 @@ import type {
   ReadStreamOptions as EsdbReadStreamOptions,
   ResolvedEvent,
 } from '@eventstore/db-client';
-import { Conflict, InsufficientStorage, ValidationFailed } from '../../core/errors.js';
+import { Conflict, ValidationFailed } from '../../core/errors.js';
 import { asGroup } from '../port.js';
 import type {
   ChainReport,
@@ -35,14 +35,13 @@ import type {
 import { chainForStream, hashOf } from '../chain.js';
 import { checkChainByPages } from '../chainCheck.js';
 import { streamsByFirstEvent } from './streams.js';
+import { readFullPage } from './readPage.js';
 import type { Position } from '../position.js';
 import {
   describeRevision,
-  isServerDiskFull,
+  appendFailure,
   fromEsdbPosition,
-  isAfter,
   isKnownPosition,
-  matchesFilter,
   groupCheckpointFrom,
   toEsdbPosition,
   chainedAppend,
@@ -109,6 +108,15 @@ export function openEventStoreDb(options: EventStoreDbOptions): EventStore {
     assertOpen();
     assertSomeEvents(stream, events);
     toExpectedRevision(appendOptions.expectedRevision); // throws RangeError for a negative revision
+    try {
+      return await appendChained(stream, events, appendOptions);
+    } catch (error) {
+      // Every call of a write (the reads around it too): a full disk answers 507, a node that is gone 503.
+      throw appendFailure(error);
+    }
+  }
+
+  async function appendChained(stream: string, events: NewEvent[], appendOptions: { expectedRevision: ExpectedRevision }): Promise<AppendResult> {
     let result;
     for (let attempt = 1; ; attempt++) {
       // The hash chain runs per stream here (chain.ts): the stream's last event gives the previous
@@ -127,7 +135,6 @@ export function openEventStoreDb(options: EventStoreDbOptions): EventStore {
           if (plan.retryable && attempt < CHAIN_ATTEMPTS) continue;
           throw new Conflict(stream, String(appendOptions.expectedRevision), describeRevision(error.actualVersion));
         }
-        if (isServerDiskFull(error)) throw new InsufficientStorage();
         throw error;
       }
     }
@@ -167,32 +174,14 @@ export function openEventStoreDb(options: EventStoreDbOptions): EventStore {
 
   async function readAll(readOptions: ReadAllOptions): Promise<RecordedEvent[]> {
     assertOpen();
-    if (!Number.isSafeInteger(readOptions.maxCount) || readOptions.maxCount < 1) throw new RangeError('maxCount must be an integer >= 1');
-    // The server's fromPosition is inclusive and its pages hold system events too: read on until
-    // something of ours after `from` turns up or the log ends.
-    let from: Position | 'start' = readOptions.from;
-    for (;;) {
-      const page: RecordedEvent[] = [];
-      let count = 0;
-      let lastSeen: Position | null = null;
-      const read = client.readAll({
-        direction: FORWARDS,
-        fromPosition: from === 'start' ? START : toEsdbPosition(from),
-        maxCount: readOptions.maxCount + 1,
-        resolveLinkTos: false,
-      });
-      for await (const resolved of read as AsyncIterable<AllStreamResolvedEvent>) {
-        count += 1;
-        const position = resolved.event?.position;
-        if (isKnownPosition(position)) lastSeen = fromEsdbPosition(position);
-        const event = toRecordedEvent(resolved);
-        if (event === null || !isAfter(event.position, from) || !matchesFilter(event, readOptions.filter)) continue;
-        page.push(event);
-        if (page.length === readOptions.maxCount) break;
-      }
-      if (page.length > 0 || count < readOptions.maxCount + 1 || lastSeen === null || lastSeen === from) return page;
-      from = lastSeen;
-    }
+    // A full page or the end of the log (./readPage.ts): a short page means the end, for every caller.
+    return readFullPage(
+      (from, count) =>
+        client.readAll({ direction: FORWARDS, fromPosition: from === 'start' ? START : toEsdbPosition(from), maxCount: count, resolveLinkTos: false }) as AsyncIterable<AllStreamResolvedEvent>,
+      readOptions.from,
+      readOptions.maxCount,
+      readOptions.filter,
+    );
   }
 
   async function readStream(stream: string, readOptions: ReadStreamOptions = {}): Promise<RecordedEvent[]> {

@@ -19,6 +19,7 @@ import type {
 } from '@eventstore/db-client';
 import type { EventFilter, EventMetadata, ExpectedRevision, NewEvent, RecordedEvent, RetryBackoff } from '../port.js';
 import { GENESIS } from '../chain.js';
+import { InsufficientStorage, Unavailable } from '../../core/errors.js';
 import { formatPosition, parsePosition, type Position } from '../position.js';
 
 /**
@@ -220,8 +221,6 @@ export interface PersistentGroupSettingsOptions {
   maxRetryCount?: number;
   /** Milliseconds an event may stay un-acked before the server hands it out again. */
   messageTimeoutMs?: number;
-  /** Events the consumer may hold un-acked (bounded by inFlightLimit). */
-  bufferSize?: number;
 }
 
 /** Events held un-acked by one consumer, at most, whatever it asks for. */
@@ -231,7 +230,8 @@ const SETTLE_BUDGET_PER_EVENT_MS = 50;
 
 /**
  * How many events a consumer may hold: all of them must be settled within half the message
- * timeout, or the server hands them out again while they are still being handled.
+ * timeout, or the server hands them out again while they are still being handled. This is the
+ * consumer's own `bufferSize` (the subscribe call's), not a setting of the group.
  */
 export function inFlightLimit(requested: number, messageTimeoutMs: number): number {
   const withinTimeout = Math.max(1, Math.floor(messageTimeoutMs / 2 / SETTLE_BUDGET_PER_EVENT_MS));
@@ -256,13 +256,26 @@ export const PERSISTENT_DEFAULTS = {
   checkPointLowerBound: 1,
   /** ...and at the latest after this many acked events. */
   checkPointUpperBound: 100,
+  /** What a consumer asks to hold when it does not say (see inFlightLimit). */
   bufferSize: 10,
 } as const;
 
 /**
- * Explicit settings for the group on $all: from the start of the log (a new group sees every event
- * already written), no link resolution, round-robin between competing consumers, bounded retries
- * then parking, and frequent checkpoints so that a server restart redelivers few events.
+ * The group's own read-ahead on the server: fixed, whoever creates the group (the API creating the
+ * first webhook, or a dispatcher), so that both make the same settings and a consumer's start never
+ * has to update the group. The server refuses a group whose read batch is not smaller than its
+ * buffers (PersistentSubscription's constructor in EventStoreDB: "ReadBatchSize may not be greater
+ * than or equal to BufferSize"), answering Fail; these are the server's documented defaults
+ * (readBatchSize 20, historyBufferSize 500, liveBufferSize 500), which keep to that rule.
+ */
+export const GROUP_BUFFERS = { readBatchSize: 20, historyBufferSize: 500, liveBufferSize: 500 } as const;
+
+/**
+ * Explicit settings for the group on $all: a new group starts at the end of the log (it must not
+ * send history; the port's ensurePersistentGroup), no link resolution, round-robin between
+ * competing consumers, bounded retries then parking, and frequent checkpoints so that a server
+ * restart redelivers few events. startFrom applies only when the group is created: an existing
+ * group's start is never changed by this adapter (groupUpdate).
  */
 export function persistentGroupSettings(options: PersistentGroupSettingsOptions = {}): PersistentSubscriptionToAllSettings {
   const maxRetryCount = options.maxRetryCount ?? PERSISTENT_DEFAULTS.maxRetryCount;
@@ -270,14 +283,9 @@ export function persistentGroupSettings(options: PersistentGroupSettingsOptions 
     throw new RangeError(`maxRetryCount must be a non-negative integer, got ${maxRetryCount}`);
   }
   const messageTimeout = options.messageTimeoutMs ?? PERSISTENT_DEFAULTS.messageTimeoutMs;
-  const buffer = inFlightLimit(options.bufferSize ?? PERSISTENT_DEFAULTS.bufferSize, messageTimeout);
   return persistentSubscriptionToAllSettingsFromDefaults({
-    // A new (or re-created) group starts at the end of the log: it must not re-send history.
-    // An existing group keeps its checkpoint: startFrom only applies where there is none.
     startFrom: END,
-    liveBufferSize: buffer,
-    readBatchSize: buffer,
-    historyBufferSize: buffer,
+    ...GROUP_BUFFERS,
     resolveLinkTos: false,
     extraStatistics: false,
     maxRetryCount,
@@ -287,6 +295,45 @@ export function persistentGroupSettings(options: PersistentGroupSettingsOptions 
     checkPointUpperBound: PERSISTENT_DEFAULTS.checkPointUpperBound,
     consumerStrategyName: ROUND_ROBIN,
   });
+}
+
+/** The settings an update would change; startFrom is not among them (an existing group keeps its start). */
+const UPDATABLE = [
+  'resolveLinkTos',
+  'extraStatistics',
+  'messageTimeout',
+  'maxRetryCount',
+  'checkPointAfter',
+  'checkPointLowerBound',
+  'checkPointUpperBound',
+  'maxSubscriberCount',
+  'liveBufferSize',
+  'readBatchSize',
+  'historyBufferSize',
+  'consumerStrategyName',
+] as const satisfies readonly (keyof PersistentSubscriptionToAllSettings)[];
+
+/**
+ * What a consumer does with a group that exists, given the group as the server describes it
+ * (getPersistentSubscriptionToAllInfo): nothing when its settings are this code's ('keep'); else
+ * an update carrying the group's own start point, never this code's END. Any update makes the
+ * server rebuild the group and drop its consumers; the rebuilt group resumes from its checkpoint,
+ * or, without one, from its start point, which for a group made at END is the end of the log *at
+ * the rebuild*: events written since the group was made would be skipped. So a group that started
+ * at END and has no checkpoint yet is not updated ('deferred'); the next start, after its first
+ * checkpoint, updates it.
+ */
+export function groupUpdate(
+  current: { settings: PersistentSubscriptionToAllSettings; stats: { lastCheckpointedEventPosition?: EsdbPosition | undefined } },
+  wanted: PersistentSubscriptionToAllSettings,
+): 'keep' | 'deferred' | { settings: PersistentSubscriptionToAllSettings; changed: string[] } {
+  const changed = UPDATABLE.filter((key) => current.settings[key] !== wanted[key]);
+  if (changed.length === 0) return 'keep';
+  // undefined: a start the client could not read back; sending anything else would move it.
+  const startFrom = current.settings.startFrom as PersistentSubscriptionToAllSettings['startFrom'] | undefined;
+  if (startFrom === undefined) return 'deferred';
+  if (startFrom === END && !isKnownPosition(current.stats.lastCheckpointedEventPosition)) return 'deferred';
+  return { settings: { ...wanted, startFrom }, changed };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -324,6 +371,38 @@ export function classifySubscriptionError(error: unknown): SubscriptionErrorKind
   return 'fatal';
 }
 
+/**
+ * The server refused to create or update a group (its answer Fail: settings it does not accept,
+ * an unknown consumer strategy, a start position past the end; or the credentials may not manage
+ * groups). Trying again sends the same request and gets the same answer: permanent, reported once
+ * with the server's reason, never retried by the adapter.
+ */
+export class GroupSettingsRefused extends Error {
+  constructor(group: string, readonly reason: string) {
+    super(`EventStoreDB refused the persistent subscription group "${group}": ${reason} (a fault in this release's group settings, or credentials without the right to manage groups; not retried)`);
+    this.name = 'GroupSettingsRefused';
+  }
+}
+
+/** Creating or updating a group: refused for good, or what a subscription would do after the error. */
+export function classifyGroupCommandError(error: unknown): SubscriptionErrorKind | 'refused' {
+  if (typeof error === 'object' && error !== null) {
+    const { type } = error as { type?: unknown };
+    // The server answers a refused create/update with PersistentSubscriptionFailed (the client's
+    // 'persistent-subscription-failed', carrying the reason); a malformed request with InvalidArgument.
+    if (type === 'persistent-subscription-failed' || type === 'invalid-argument' || type === 'access-denied') return 'refused';
+  }
+  return classifySubscriptionError(error);
+}
+
+/** The server's reason for a refusal, as the client carries it (PersistentSubscriptionFailedError.reason), else its message. */
+export function refusalReason(error: unknown): string {
+  if (typeof error !== 'object' || error === null) return String(error);
+  const { reason, message } = error as { reason?: unknown; message?: unknown };
+  if (typeof reason === 'string' && reason !== '') return reason;
+  return typeof message === 'string' ? message : String(error);
+}
+
 /** Exponential backoff for resubscribing: 100 ms doubling up to 5 s, with up to 20% jitter. */
 export function backoffDelay(attempt: number, random: () => number = Math.random): number {
   const base = Math.min(100 * 2 ** Math.max(0, attempt), 5_000);
@@ -334,11 +413,13 @@ export function backoffDelay(attempt: number, random: () => number = Math.random
 // Full disk
 
 /**
- * What the server says when its disk is full. The client has no error type for it: the server's
- * writer fails with an IOException ("No space left on device" on Linux, "There is not enough space
- * on the disk" on Windows), which reaches the client as an error of type 'unknown' carrying that
- * text, when it reaches it at all (servers before 22.10.1 and some later ones stop the node, and
- * the client then sees it as unavailable).
+ * What the server says when its disk is full. The client has no error type for it. EventStoreDB
+ * 24.10's writer fails with an IOException ("No space left on device" on Linux, "There is not
+ * enough space on the disk" on Windows); StorageWriterService then logs "Unexpected error in
+ * StorageWriterService" and stops the node (Application.Exit). That text reaches the client only
+ * when the server still answers (an error of type 'unknown' carrying it); mostly the client sees
+ * the node go away instead: 'unavailable', or a 'timeout' for a write the stopped writer never
+ * committed (see appendFailure).
  */
 const SERVER_DISK_FULL = /no space left on device|not enough space on the disk|ENOSPC|disk (is )?full|out of disk space/i;
 
@@ -349,4 +430,24 @@ export function isServerDiskFull(error: unknown): boolean {
   // A wrong expected version or a refused argument is never about space, whatever a stream name says.
   if (type === 'wrong-expected-version' || type === 'invalid-argument' || type === 'stream-deleted') return false;
   return [message, details].some((text) => typeof text === 'string' && SERVER_DISK_FULL.test(text));
+}
+
+/** Client error types for a node that did not answer the write: stopped (a full disk stops it), restarting, or failing over. */
+const NODE_GONE = new Set(['unavailable', 'timeout', 'deadline-exceeded', 'not-leader', 'cancelled']);
+
+export const EVENT_LOG_UNREACHABLE = 'the event log did not answer; the change may not have been saved. Retry shortly (a retry with the same Idempotency-Key is applied once)';
+
+/**
+ * What an append's failure means to the API: a full disk is InsufficientStorage (507) as on the
+ * other stores; a node that did not answer is Unavailable (503), since a node that stopped on a
+ * full disk looks exactly like that from here; anything else is passed on as it is.
+ */
+export function appendFailure(error: unknown): unknown {
+  if (isServerDiskFull(error)) return new InsufficientStorage();
+  if (typeof error === 'object' && error !== null) {
+    const { type, code } = error as { type?: unknown; code?: unknown };
+    if (typeof type === 'string' && NODE_GONE.has(type)) return new Unavailable(EVENT_LOG_UNREACHABLE);
+    if (type === undefined && typeof code === 'string' && TRANSIENT_CODES.has(code)) return new Unavailable(EVENT_LOG_UNREACHABLE);
+  }
+  return error;
 }

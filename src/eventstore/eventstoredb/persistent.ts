@@ -1,16 +1,20 @@
 import { PARK, PersistentSubscriptionExistsError, RETRY } from '@eventstore/db-client';
-import type { PersistentSubscriptionToAll, PersistentSubscriptionToAllResolvedEvent } from '@eventstore/db-client';
+import type { Filter, PersistentSubscriptionToAll, PersistentSubscriptionToAllResolvedEvent, PersistentSubscriptionToAllSettings } from '@eventstore/db-client';
 import type { PersistentEvent, PersistentSubscription, PersistentSubscriptionOptions } from '../port.js';
 import { DEFAULT_RETRY_BACKOFF, retryDelayMs } from '../port.js';
 import { Control, release, tracked, type SubscriptionContext } from './control.js';
 import {
+  GroupSettingsRefused,
   PERSISTENT_DEFAULTS,
   backoffDelay,
+  classifyGroupCommandError,
   classifySubscriptionError,
+  groupUpdate,
   inFlightLimit,
   matchesFilter,
   nackBackoff,
   persistentGroupSettings,
+  refusalReason,
   toRecordedEvent,
   toServerFilter,
 } from './mapping.js';
@@ -21,13 +25,17 @@ import {
  * once). Acks and nacks for events of a connection that has dropped are ignored.
  */
 
-/** The group's settings as this code makes them (retries, timeout, buffers; a new group starts at the end). */
+/** The group's settings as this code makes them (retries, timeout; a new group starts at the end). */
 function groupSettings(ctx: SubscriptionContext, options: PersistentSubscriptionOptions) {
   return persistentGroupSettings({
     ...(options.maxRetryCount !== undefined ? { maxRetryCount: options.maxRetryCount } : {}),
     messageTimeoutMs: ctx.messageTimeoutMs ?? PERSISTENT_DEFAULTS.messageTimeoutMs,
-    bufferSize: options.bufferSize ?? PERSISTENT_DEFAULTS.bufferSize,
   });
+}
+
+/** A refusal of the server becomes GroupSettingsRefused (permanent); anything else is passed on. */
+function refusedOr(group: string, error: unknown): unknown {
+  return classifyGroupCommandError(error) === 'refused' ? new GroupSettingsRefused(group, refusalReason(error)) : error;
 }
 
 /** Creates the group when missing; an existing one keeps its checkpoint and settings (its subscriber updates those). */
@@ -36,7 +44,42 @@ export async function ensurePersistentGroup(ctx: SubscriptionContext, group: str
   try {
     await ctx.client.createPersistentSubscriptionToAll(group, groupSettings(ctx, options), { filter: toServerFilter(options.filter) });
   } catch (error) {
-    if (!(error instanceof PersistentSubscriptionExistsError)) throw error;
+    if (!(error instanceof PersistentSubscriptionExistsError)) throw refusedOr(group, error);
+  }
+}
+
+/**
+ * A consumer's join: creates the group, or brings an existing one's settings in line with this
+ * code's (retries, timeout, buffers) when they differ, keeping its start point (groupUpdate): an
+ * update makes the server rebuild the group and drop its consumers, so a group that already has
+ * these settings is not touched. The server cannot change a group's filter; the consumer filters
+ * again on its side (matchesFilter). A refusal rejects with GroupSettingsRefused.
+ */
+export async function joinGroup(
+  ctx: Pick<SubscriptionContext, 'client' | 'logger'>,
+  group: string,
+  settings: PersistentSubscriptionToAllSettings,
+  filter: Filter,
+): Promise<void> {
+  const { client, logger } = ctx;
+  try {
+    await client.createPersistentSubscriptionToAll(group, settings, { filter });
+    return;
+  } catch (error) {
+    if (!(error instanceof PersistentSubscriptionExistsError)) throw refusedOr(group, error);
+  }
+  // Not a command: its failures are the server's state (starting, or the group deleted meanwhile), never a refusal.
+  const plan = groupUpdate(await client.getPersistentSubscriptionToAllInfo(group), settings);
+  if (plan === 'keep') return;
+  if (plan === 'deferred') {
+    logger?.warn({ group }, 'EventStoreDB persistent subscription group has other settings but no checkpoint yet: left as it is (an update now would restart it at the end of the log)');
+    return;
+  }
+  logger?.warn({ group, changed: plan.changed }, 'EventStoreDB persistent subscription group settings updated (its consumers reconnect)');
+  try {
+    await client.updatePersistentSubscriptionToAll(group, plan.settings);
+  } catch (error) {
+    throw refusedOr(group, error);
   }
 }
 
@@ -47,25 +90,12 @@ export function persistentSubscription(ctx: SubscriptionContext, group: string, 
   const requested = subscribeOptions.bufferSize ?? PERSISTENT_DEFAULTS.bufferSize;
   const settings = groupSettings(ctx, subscribeOptions);
   const serverFilter = toServerFilter(subscribeOptions.filter);
+  // The consumer's own in-flight limit (the subscribe call's), independent of the group's buffers.
   const bufferSize = inFlightLimit(requested, messageTimeoutMs);
   const backoff = nackBackoff(subscribeOptions.retryBackoff ?? DEFAULT_RETRY_BACKOFF, messageTimeoutMs);
   let live = false;
   const control = new Control();
   let current: { sub: PersistentSubscriptionToAll; connection: Connection } | null = null;
-
-  /**
-   * Creates the group, or brings an existing one's settings in line with this code's (retries,
-   * timeout, buffers): a group is never left with the settings of an older release. The server
-   * cannot change a group's filter; this adapter filters again on its side (matchesFilter).
-   */
-  async function ensureGroup(): Promise<void> {
-    try {
-      await client.createPersistentSubscriptionToAll(group, settings, { filter: serverFilter });
-    } catch (error) {
-      if (!(error instanceof PersistentSubscriptionExistsError)) throw error;
-      await client.updatePersistentSubscriptionToAll(group, settings);
-    }
-  }
 
   async function* events(): AsyncGenerator<PersistentEvent> {
     let attempt = 0;
@@ -73,11 +103,16 @@ export function persistentSubscription(ctx: SubscriptionContext, group: string, 
     while (!control.closed) {
       if (!groupReady) {
         try {
-          await ensureGroup();
+          await joinGroup(ctx, group, settings, serverFilter);
           groupReady = true;
         } catch (error) {
           if (control.closed) return;
-          if (classifySubscriptionError(error) !== 'transient') throw error;
+          if (error instanceof GroupSettingsRefused) {
+            logger?.error({ err: error, group, reason: error.reason }, 'EventStoreDB refused the persistent subscription group; not retrying');
+            throw error;
+          }
+          // A group deleted between the create and the look at its settings is created on the next try.
+          if (classifySubscriptionError(error) === 'fatal') throw error;
           logger?.warn({ err: error, group, attempt }, 'EventStoreDB persistent subscription group not created yet; retrying');
           await control.sleep(backoffDelay(attempt++));
           continue;
