@@ -4,6 +4,7 @@ import * as v from 'valibot';
 import { NotFound, ValidationFailed } from '../core/errors.js';
 import type { Actor, EventStore } from '../eventstore/port.js';
 import { loadCatalogue } from '../schema/catalogues.js';
+import { momentProblem, parseMoment } from '../schema/dates.js';
 import { appendAuditEvent, workspaceStream, type SetupEventType } from './audit.js';
 import { resendDelivery } from './webhookResend.js';
 import { recoverWebhook, type RecoverDeps, type RecoverSummary } from '../webhooks/recover.js';
@@ -67,9 +68,9 @@ const WebhookInput = v.object({
 });
 
 function parseTime(option: string, text: string): Date {
-  const time = /^\d{4}-\d{2}-\d{2}/.test(text) ? new Date(text) : new Date(NaN);
-  if (Number.isNaN(time.getTime())) throw new ValidationFailed(`${option} must be a time such as 2026-01-31T09:00:00Z (got "${text}")`);
-  return time;
+  const parsed = parseMoment(text, { dateOnly: true });
+  if (!parsed.ok) throw new ValidationFailed(momentProblem(option, text, parsed.problem));
+  return parsed.at;
 }
 
 function definedOnly<T extends object>(input: T): Partial<T> {
