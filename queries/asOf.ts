@@ -96,7 +96,7 @@ export function asOfRenderContext(ctx: RenderContext, reader: AsOfReader): Rende
 export async function getRecordAsOf(ctx: RenderContext, deps: AsOfDeps, object: ObjectDef, recordId: string, at: Date): Promise<ApiRecord> {
   const reader = new AsOfReader(deps, ctx.workspaceId, at);
   const document = await reader.document(object.key, recordId);
-  if (!document) throw new NotFound(`${object.key} record ${recordId} not found`);
+  if (!document) throw new NotFound(await notThenMessage(deps.events, ctx.workspaceId, object.key, recordId, at));
   const [record] = await renderRecords(object, [document], asOfRenderContext(ctx, reader));
   return record!;
 }
@@ -146,4 +146,18 @@ function matches(document: RecordDocument, query: AsOfListQuery): boolean {
     const value = document.fields[filter.field] ?? document.calculated[filter.field] ?? null;
     return filterKeys(value).includes(filter.value);
   });
+}
+
+/**
+ * Why a record is not there as of a moment. One created later says so, and when: an as_of before
+ * it looks like a wrong id otherwise. One of another workspace or object stays a plain "not
+ * found", as GET says it (nothing about it is told).
+ */
+async function notThenMessage(events: EventStore, workspaceId: string, object: string, recordId: string, at: Date): Promise<string> {
+  const [first] = await events.readStream(recordStream(recordId), { maxCount: 1 });
+  const data = first ? readableData(first) : undefined;
+  if (first && data && data['workspaceId'] === workspaceId && data['object'] === object && first.created.getTime() > at.getTime()) {
+    return `${object} record ${recordId} did not exist at ${at.toISOString()}: it was created at ${first.created.toISOString()}`;
+  }
+  return `${object} record ${recordId} not found`;
 }
