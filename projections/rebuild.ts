@@ -1,4 +1,5 @@
 import { hostname } from 'node:os';
+import { processAlive } from '../src/core/processAlive.js';
 import pino, { type Logger } from 'pino';
 import type { EventStore, RecordedEvent } from '../src/eventstore/port.js';
 import type { Position } from '../src/eventstore/position.js';
@@ -51,18 +52,13 @@ export function builderId(): string {
   return `${hostname()}:${process.pid}`;
 }
 
-/** A builder on this machine is alive while its process is; one elsewhere is assumed alive (take over with --restart). */
+/** A builder on this machine is alive while its process is (a zombie is dead); one elsewhere is assumed alive (take over with --restart). */
 export function builderAlive(owner: string): boolean {
   const at = owner.lastIndexOf(':');
   const pid = Number(owner.slice(at + 1));
   if (owner.slice(0, at) !== hostname() || !Number.isSafeInteger(pid)) return owner !== '';
   if (pid === process.pid) return false;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
+  return processAlive(pid);
 }
 
 const IDLE = Symbol('idle');

@@ -10,6 +10,7 @@ import type { ObjectDef } from '../src/schema/types.js';
 import { RecordFold } from './fold.js';
 import { renderRecords, type ApiRecord, type RenderContext, type RenderDeps } from './recordFormat.js';
 import { defaultObject, type Catalogue } from '../src/schema/catalogue.js';
+import { momentProblem, parseMoment } from '../src/schema/dates.js';
 
 /**
  * Reads as of a moment (`?as_of=`), answered from the log: a record's document is its own stream
@@ -18,14 +19,12 @@ import { defaultObject, type Catalogue } from '../src/schema/catalogue.js';
  * from the as_of date. Rendering (links, masking, lookups) is the same as GET's, over documents as of then.
  */
 
-const ISO_DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})$/;
-
-/** A malformed moment, or one after `now`, is a 422 naming the parameter. */
+/** A malformed moment, a day that does not exist, or one after `now`, is a 422 naming the parameter. */
 export function parseAsOf(raw: string, now: Date): Date {
-  const ms = ISO_DATE_TIME.test(raw) ? Date.parse(raw) : NaN;
-  if (Number.isNaN(ms)) throw new ValidationFailed(`as_of must be an ISO 8601 date-time such as 2024-05-01T00:00:00Z, got "${raw}"`);
-  if (ms > now.getTime()) throw new ValidationFailed(`as_of must not be in the future, got "${raw}"`);
-  return new Date(ms);
+  const parsed = parseMoment(raw);
+  if (!parsed.ok) throw new ValidationFailed(momentProblem('as_of', raw, parsed.problem));
+  if (parsed.at.getTime() > now.getTime()) throw new ValidationFailed(`as_of must not be in the future, got "${raw}"`);
+  return parsed.at;
 }
 
 export type AsOfDeps = Pick<ReadStore, 'linkSources' | 'find'> & { events: EventStore; catalogue?: Catalogue | undefined };
@@ -97,7 +96,7 @@ export function asOfRenderContext(ctx: RenderContext, reader: AsOfReader): Rende
 export async function getRecordAsOf(ctx: RenderContext, deps: AsOfDeps, object: ObjectDef, recordId: string, at: Date): Promise<ApiRecord> {
   const reader = new AsOfReader(deps, ctx.workspaceId, at);
   const document = await reader.document(object.key, recordId);
-  if (!document) throw new NotFound(`${object.key} record ${recordId} not found`);
+  if (!document) throw new NotFound(await notThenMessage(deps.events, ctx.workspaceId, object.key, recordId, at));
   const [record] = await renderRecords(object, [document], asOfRenderContext(ctx, reader));
   return record!;
 }
@@ -147,4 +146,18 @@ function matches(document: RecordDocument, query: AsOfListQuery): boolean {
     const value = document.fields[filter.field] ?? document.calculated[filter.field] ?? null;
     return filterKeys(value).includes(filter.value);
   });
+}
+
+/**
+ * Why a record is not there as of a moment. One created later says so, and when: an as_of before
+ * it looks like a wrong id otherwise. One of another workspace or object stays a plain "not
+ * found", as GET says it (nothing about it is told).
+ */
+async function notThenMessage(events: EventStore, workspaceId: string, object: string, recordId: string, at: Date): Promise<string> {
+  const [first] = await events.readStream(recordStream(recordId), { maxCount: 1 });
+  const data = first ? readableData(first) : undefined;
+  if (first && data && data['workspaceId'] === workspaceId && data['object'] === object && first.created.getTime() > at.getTime()) {
+    return `${object} record ${recordId} did not exist at ${at.toISOString()}: it was created at ${first.created.toISOString()}`;
+  }
+  return `${object} record ${recordId} not found`;
 }

@@ -6,6 +6,7 @@ import { listRecordsAsOf, parseAsOf, type AsOfDeps } from './asOf.js';
 import { DEFAULT_LIMIT, integerParameter, MAX_LIMIT } from './paging.js';
 import type { ApiRecord, RenderContext } from './recordFormat.js';
 import { listShape, renderStored } from './storedFormat.js';
+import { momentProblem, parseMoment } from '../src/schema/dates.js';
 
 /** GET /api/v1/{object} (spec 4.1): filters, updated_since, creation order, limit/offset, total. */
 
@@ -16,7 +17,6 @@ export interface ListPage {
   offset: number;
 }
 
-const ISO_DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})$/;
 
 /**
  * The page as JSON text (a ListPage, keys in its order): the records' stored renderings joined
@@ -70,7 +70,7 @@ function listParameters(object: ObjectDef, query: Record<string, string[]>, asOf
 }
 
 function dateTimeParameter(name: string, raw: string): string {
-  const time = ISO_DATE_TIME.test(raw) ? Date.parse(raw) : NaN;
-  if (Number.isNaN(time)) throw new ValidationFailed(`${name} must be an ISO 8601 date-time such as 2024-05-01T00:00:00Z, got "${raw}"`);
-  return new Date(time).toISOString();
+  const parsed = parseMoment(raw);
+  if (!parsed.ok) throw new ValidationFailed(momentProblem(name, raw, parsed.problem));
+  return parsed.at.toISOString();
 }

@@ -4,6 +4,7 @@ import { verifyAudit, type VerifyResult } from '../../queries/auditVerify.js';
 import { NotFound } from '../core/errors.js';
 import { isUuid } from '../core/ids.js';
 import { loadCatalogue } from '../setup/catalogues.js';
+import { momentProblem, parseMoment } from '../schema/dates.js';
 import { stringOption, UsageError, type CliContext, type CommandArgs, type CliResource } from './context.js';
 
 /**
@@ -20,9 +21,9 @@ async function workspaceId(context: CliContext, slug: string): Promise<string> {
 function moment(values: CommandArgs['values'], name: string): Date | undefined {
   const raw = stringOption(values, name);
   if (raw === undefined) return undefined;
-  const ms = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2}))?$/.test(raw) ? Date.parse(raw) : NaN;
-  if (Number.isNaN(ms)) throw new UsageError(`--${name} must be an ISO 8601 date or date-time such as 2024-05-01T00:00:00Z, got "${raw}"`);
-  return new Date(ms);
+  const parsed = parseMoment(raw, { dateOnly: true });
+  if (!parsed.ok) throw new UsageError(momentProblem(`--${name}`, raw, parsed.problem));
+  return parsed.at;
 }
 
 /** A progress line on stderr, at most once a second, only where a person watches (a terminal). */

@@ -3,11 +3,11 @@ import { getRecord } from '../../queries/get.js';
 import { recordHistory, type HistoryEntry } from '../../queries/history.js';
 import { MAX_LIMIT } from '../../queries/paging.js';
 import { todayUtc, type RenderContext } from '../../queries/recordFormat.js';
-import { NotFound, ValidationFailed } from '../core/errors.js';
+import { NotFound } from '../core/errors.js';
 import { isUuid } from '../core/ids.js';
 import { loadCatalogue } from '../setup/catalogues.js';
 import type { ObjectDef } from '../schema/types.js';
-import { stringOption, type CliContext, type CliResource, type OptionValues } from './context.js';
+import { stringOption, UsageError, type CliContext, type CliResource, type OptionValues } from './context.js';
 
 /**
  * `csr history` and `csr get`: a record's history and a record as of a moment, for auditors, with
@@ -105,7 +105,8 @@ export const get: CliResource = {
       try {
         at = parseAsOf(raw, now);
       } catch (error) {
-        throw new ValidationFailed(error instanceof Error ? error.message.replace('as_of', '--as-of') : String(error));
+        // Wrong usage of the tool: exit 2 with one line, as for every option (a 422 in the API).
+        throw new UsageError(error instanceof Error ? error.message.replace('as_of', '--as-of') : String(error));
       }
       const { readStore, events } = context.backends;
       return getRecordAsOf(ctx, { events, find: readStore.find.bind(readStore), linkSources: readStore.linkSources.bind(readStore) }, object, id, at);

@@ -3,7 +3,8 @@ import { registeredProjections } from '../../projections/registry.js';
 import type { Projection } from '../../projections/projection.js';
 import { Catalogues } from '../setup/catalogues.js';
 import type { CliContext } from './context.js';
-import { rebuildReadModel, type RebuildResult } from '../../projections/rebuild.js';
+import { builderAlive, builderId, rebuildReadModel, type RebuildResult } from '../../projections/rebuild.js';
+import { followRebuild, FollowedRebuildStopped, type FollowedRebuild } from '../../projections/followRebuild.js';
 import type { RebuildProgress } from '../../projections/rebuildProgress.js';
 import { projectionStatus, LAG_COUNT_LIMIT, type StatusReport } from '../../projections/status.js';
 import { UsageError, type CliResource } from './context.js';
@@ -43,9 +44,10 @@ export const projections: CliResource = {
       text: (report: StatusReport) => statusTable(report),
     },
     rebuild: {
-      usage: '<name> | --all [--restart]',
-      description: 'build a new generation beside the live one and switch reads to it once caught up (resumes an interrupted one)',
-      options: { all: { type: 'boolean' }, restart: { type: 'boolean' } },
+      usage: '<name> | --all [--restart] [--wait]',
+      description:
+        'build a new generation beside the live one and switch reads to it once caught up (resumes an interrupted one); with --wait, a rebuild another process runs is followed to its end instead',
+      options: { all: { type: 'boolean' }, restart: { type: 'boolean' }, wait: { type: 'boolean' } },
       optionalPositionals: ['name'],
       async run({ positionals, values }, context) {
         const [name] = positionals;
@@ -56,6 +58,26 @@ export const projections: CliResource = {
             throw new UsageError(`no projection "${name}" (there are: ${all.map((p) => p.name).join(', ')})`);
           }
           const show = values.json === true ? jsonLines : process.stderr.isTTY ? progressBar() : () => undefined;
+          // One rebuild at a time: another process's that still runs is named, or followed with --wait.
+          const { building } = await context.backends.readStore.generations();
+          if (building && building.owner !== builderId() && builderAlive(building.owner) && values.restart !== true) {
+            const label = name ?? chosen[0]!.name;
+            if (values.wait !== true) {
+              const done = building.position === null ? '' : `, at ${building.position.split(':')[0]!.replace(/^0+(?=\d)/, '')} of the log`;
+              throw new Error(`a rebuild is already running (${building.owner}, generation ${building.generation}${done}); csr projections rebuild ${values.all === true ? '--all' : label} --wait follows it to its end`);
+            }
+            try {
+              const followed: FollowedRebuild = await followRebuild(context.backends, building, {
+                projection: chosen[0]!.name,
+                alive: builderAlive,
+                onProgress: (progress) => show(label, progress),
+              });
+              return { projection: chosen[0]!.name, ...followed };
+            } catch (error) {
+              if (error instanceof FollowedRebuildStopped) throw new Error(`${error.message}; csr projections rebuild ${values.all === true ? '--all' : label} resumes it`);
+              throw error;
+            }
+          }
           const results: RebuildResult[] = [];
           for (const projection of chosen) {
             results.push(

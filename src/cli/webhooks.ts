@@ -1,6 +1,7 @@
 import type { Delivery, Webhook } from '../webhooks/port.js';
 import { listOption, stringOption, UsageError, type CliResource } from './context.js';
 import { formatText } from './output.js';
+import { momentProblem, parseMoment } from '../schema/dates.js';
 import { listen } from './webhookListen.js';
 
 /** What `webhooks list` and `on`/`off` show of a webhook: never its secret. */
@@ -141,6 +142,12 @@ export const webhooks: CliResource = {
       required: ['since'],
       async run({ positionals, values }, context) {
         const until = stringOption(values, 'until');
+        // A time that is none (or a day that does not exist) is wrong usage: exit 2 before anything is sent.
+        for (const name of ['since', 'until']) {
+          const raw = stringOption(values, name);
+          const parsed = raw === undefined ? null : parseMoment(raw, { dateOnly: true });
+          if (parsed && !parsed.ok) throw new UsageError(momentProblem(`--${name}`, raw!, parsed.problem));
+        }
         const progress = process.stderr.isTTY ? (s: { resent: number }) => process.stderr.write(`\rresent ${s.resent}`) : undefined;
         // Ctrl-C stops after the deliveries under way; the summary says where to go on from.
         const stopping = new AbortController();

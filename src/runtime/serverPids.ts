@@ -1,6 +1,7 @@
 import { readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { makeDirectory } from '../core/makeDirectory.js';
+import { processAlive } from '../core/processAlive.js';
 
 /**
  * Which servers run on an embedded DATA_DIR: each server process writes `servers/<pid>` at start
@@ -18,15 +19,6 @@ export function announceServer(dataDir: string): { withdraw(): void } {
   return { withdraw: () => rmSync(file, { force: true }) };
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 /** The pids of the servers running on `dataDir` (stale files of killed servers are removed). */
 export function runningServers(dataDir: string): number[] {
   const dir = join(dataDir, DIR);
@@ -39,7 +31,7 @@ export function runningServers(dataDir: string): number[] {
   const running: number[] = [];
   for (const name of names) {
     const pid = Number(name);
-    if (Number.isSafeInteger(pid) && pid > 0 && pid !== process.pid && alive(pid)) running.push(pid);
+    if (Number.isSafeInteger(pid) && pid > 0 && pid !== process.pid && processAlive(pid)) running.push(pid);
     else if (Number.isSafeInteger(pid)) rmSync(join(dir, name), { force: true });
   }
   return running;

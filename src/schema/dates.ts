@@ -84,3 +84,38 @@ export function normalizeDateTime(value: string): string | null {
   const iso = new Date(time).toISOString();
   return /^\d{4}-/.test(iso) ? iso : null;
 }
+
+/** A moment a caller gives: the date, `T`, a time of at least hours and minutes, a zone (`Z`, `±hh:mm` or `±hhmm`). */
+const MOMENT = /^(\d{4}-\d{2}-\d{2})T(\d{2}):(\d{2})(?::(\d{2})(\.\d{1,9})?)?(Z|([+-])(\d{2}):?(\d{2}))$/;
+
+export type ParsedMoment = { ok: true; at: Date } | { ok: false; problem: string };
+
+/**
+ * The one strict reading of a moment given as a parameter (`as_of`, `updated_since`, `csr ...
+ * --since/--until`), where `Date.parse` would roll a day that does not exist over into the next
+ * month. With `dateOnly`, a calendar date alone is also taken (its midnight UTC). The problem
+ * says what is wrong without naming the parameter: each caller puts its name first.
+ */
+export function parseMoment(value: string, options: { dateOnly?: boolean } = {}): ParsedMoment {
+  const form = options.dateOnly ? 'an ISO 8601 date or date-time such as 2024-05-01 or 2024-05-01T00:00:00Z' : 'an ISO 8601 date-time such as 2024-05-01T00:00:00Z';
+  if (options.dateOnly && DATE.test(value)) {
+    const days = dayNumber(value);
+    return days === null ? { ok: false, problem: `there is no ${value}` } : { ok: true, at: new Date(days * 86_400_000) };
+  }
+  const match = MOMENT.exec(value);
+  if (!match) return { ok: false, problem: `not ${form}` };
+  const [, date, hh, mm, ss = '00', fraction = '', zone, sign, zh = '00', zm = '00'] = match;
+  const days = dayNumber(date!);
+  if (days === null) return { ok: false, problem: `there is no ${date}` };
+  if (Number(hh) > 23 || Number(mm) > 59 || Number(ss) > 59) return { ok: false, problem: `there is no time ${hh}:${mm}:${ss}` };
+  if (zone !== 'Z' && (Number(zh) > 23 || Number(zm) > 59)) return { ok: false, problem: `there is no time zone ${sign}${zh}:${zm}` };
+  const offset = zone === 'Z' ? 0 : (sign === '-' ? -1 : 1) * (Number(zh) * 60 + Number(zm));
+  const ms = Math.floor(Number(`0${fraction || '.0'}`) * 1000);
+  const at = days * 86_400_000 + ((Number(hh) * 60 + Number(mm) - offset) * 60 + Number(ss)) * 1000 + ms;
+  return { ok: true, at: new Date(at) };
+}
+
+/** The one message for a parameter or option that is no moment: its name first, then why. */
+export function momentProblem(name: string, value: string, problem: string): string {
+  return problem.startsWith('not ') ? `${name} must be ${problem.slice(4)}, got "${value}"` : `${name} must be a real date and time: ${problem}, got "${value}"`;
+}

@@ -4,6 +4,7 @@ import * as v from 'valibot';
 import { NotFound, ValidationFailed } from '../core/errors.js';
 import type { Actor, EventStore } from '../eventstore/port.js';
 import { loadCatalogue } from '../setup/catalogues.js';
+import { momentProblem, parseMoment } from '../schema/dates.js';
 import { appendAuditEvent, type SetupEventType } from '../setup/audit.js';
 import { workspaceStream } from '../events/workspace.js';
 import { resendDelivery } from './resend.js';
@@ -68,9 +69,9 @@ const WebhookInput = v.object({
 });
 
 function parseTime(option: string, text: string): Date {
-  const time = /^\d{4}-\d{2}-\d{2}/.test(text) ? new Date(text) : new Date(NaN);
-  if (Number.isNaN(time.getTime())) throw new ValidationFailed(`${option} must be a time such as 2026-01-31T09:00:00Z (got "${text}")`);
-  return time;
+  const parsed = parseMoment(text, { dateOnly: true });
+  if (!parsed.ok) throw new ValidationFailed(momentProblem(option, text, parsed.problem));
+  return parsed.at;
 }
 
 function definedOnly<T extends object>(input: T): Partial<T> {

@@ -81,7 +81,11 @@ describe('GET one as of a moment', () => {
   });
 
   it('answers 404 before the record existed and after it was deleted; the client stays, with no open balance', async () => {
-    expect((await api.get(`/api/v1/billing/${invoice}?as_of=${at[0]}`)).status).toBe(404);
+    const before = await api.get(`/api/v1/billing/${invoice}?as_of=${at[0]}`);
+    expect(before.status).toBe(404);
+    // A record that exists now says so, and since when (issue 39 item 10): not a bare "not found".
+    const created = (snapshots[1]!.billing as { data: { createdAt: string } }).data.createdAt;
+    expect(before.body.error.message).toBe(`billing record ${invoice} did not exist at ${new Date(at[0]!).toISOString()}: it was created at ${created}`);
     expect((await api.get(`/api/v1/billing/${invoice}?as_of=${at[4]}`)).status).toBe(404);
     expect((await api.get(`/api/v1/invoiceLines/${line1}?as_of=${at[3]}`)).status).toBe(404);
     expect((await api.get(`/api/v1/clients/${acme}?as_of=${at[4]}`)).body).toEqual(snapshots[4]!.client);
@@ -96,7 +100,9 @@ describe('GET one as of a moment', () => {
     }
     expect((await api.get(`/api/v1/clients?as_of=soon`)).status).toBe(422);
     const stranger = await svc.workspaceClient();
-    expect((await stranger.get(`/api/v1/clients/${acme}?as_of=${at[3]}`)).status).toBe(404);
+    const hidden = await stranger.get(`/api/v1/clients/${acme}?as_of=${at[0]}`);
+    expect(hidden.status).toBe(404);
+    expect(hidden.body.error.message).toBe(`clients record ${acme} not found`);
   });
 
   it('masks links as GET does for a key without access to the linked object', async () => {

@@ -68,7 +68,9 @@ describe('csr get --as-of', () => {
     expect(then).toEqual((await api.get(`/api/v1/billing/${invoice}?as_of=${between}`)).body.data);
     expect(then).toMatchObject({ subtotal: 200, client: { id: acme, name: 'Acme' } });
     expect(await csr.json('get', 'billing', invoice, '--workspace', slug)).toMatchObject({ client: { id: acme, name: 'Acme Corp' } });
-    expect(await csr.fails(1, 'get', 'billing', invoice, '--workspace', slug, '--as-of', 'tomorrow')).toMatch(/--as-of/);
+    expect(await csr.fails(2, 'get', 'billing', invoice, '--workspace', slug, '--as-of', 'tomorrow')).toMatch(/--as-of/);
+    // A day that does not exist is not rolled over into March (issue 39 item 5): one line, exit 2.
+    expect(await csr.fails(2, 'get', 'billing', invoice, '--workspace', slug, '--as-of', '2026-02-30T10:00:00Z')).toMatch(/^csr: --as-of must be a real date and time: there is no 2026-02-30, got "2026-02-30T10:00:00Z"( \(see csr help [a-z ]+\))?\n$/);
   });
 });
 
@@ -104,6 +106,8 @@ describe('csr audit export', () => {
     expect((await lines('--since', between)).map((line) => line.type)).toEqual(['RecordUpdated']);
     expect((await lines('--until', between)).map((line) => line.type)).toEqual(['WorkspaceCreated', 'ApiKeyCreated', 'RecordCreated', 'RecordCreated', 'RecordCreated', 'RecordRollupsChanged', 'RecordRollupsChanged']);
     expect(await csr.fails(2, 'audit', 'export', '--workspace', slug, '--since', 'last week')).toMatch(/--since/);
+    expect(await csr.fails(2, 'audit', 'export', '--workspace', slug, '--since', '2026-02-30')).toMatch(/^csr: --since must be a real date and time: there is no 2026-02-30, got "2026-02-30"( \(see csr help [a-z ]+\))?\n$/);
+    expect(await csr.fails(2, 'audit', 'export', '--workspace', slug, '--until', '2025-02-29T00:00:00Z')).toMatch(/^csr: --until .*there is no 2025-02-29/);
     // A window the wrong way round exports nothing: an auditor is told, not handed an empty file.
     expect(await csr.fails(2, 'audit', 'export', '--workspace', slug, '--since', '2026-11-26', '--until', '2026-11-01')).toBe(
       'csr: the window runs the wrong way: --since must not be after --until (see csr help audit export)\n',

@@ -263,7 +263,10 @@ describe('csr webhooks recover', () => {
   it('bad input fails with exit 1: a window the wrong way round, a time that is not one, an unknown webhook', async () => {
     const created = await csr.json<Created>('webhooks', 'create', '--workspace', slug, '--name', 'Bad input', '--url', `${receiver.origin}/bad`, '--objects', 'goals');
     expect(await csr.fails(1, 'webhooks', 'recover', created.id, '--since', '2026-02-01T00:00:00Z', '--until', '2026-01-01T00:00:00Z')).toMatch(/wrong way/);
-    expect(await csr.fails(1, 'webhooks', 'recover', created.id, '--since', 'yesterday')).toMatch(/--since must be a time/);
+    expect(await csr.fails(2, 'webhooks', 'recover', created.id, '--since', 'yesterday')).toMatch(/--since must be an ISO 8601 date or date-time/);
+    // A day that does not exist is not rolled over into March (issue 39 item 5): one line, exit 2.
+    expect(await csr.fails(2, 'webhooks', 'recover', created.id, '--since', '2026-02-30T00:00:00Z')).toMatch(/^csr: --since must be a real date and time: there is no 2026-02-30, got "2026-02-30T00:00:00Z"( \(see csr help [a-z ]+\))?\n$/);
+    expect(await csr.fails(2, 'webhooks', 'recover', created.id, '--since', '2026-01-01', '--until', '2026-04-31')).toMatch(/^csr: --until .*there is no 2026-04-31/);
     expect(await csr.fails(1, 'webhooks', 'recover', '00000000-0000-4000-8000-000000000000', '--since', '2026-01-01T00:00:00Z')).toMatch(/webhook 00000000-0000-4000-8000-000000000000 not found/);
     expect(await csr.fails(2, 'webhooks', 'recover', created.id)).toMatch(/--since/);
   });

@@ -31,4 +31,9 @@ describe('loadSqliteDriver', () => {
     expect(() => loadSqliteDriver(9, load)).toThrow(/needs better-sqlite3 12.*better-sqlite3-node20.*C\+\+ compiler.*Node\.js 22\.14 or later/);
     expect(asked).toEqual(['better-sqlite3-node20']);
   });
+
+  it('says what to do when 13.x did not install (an optional dependency since npm skips it on Node 20)', () => {
+    const { load } = loader({ 'better-sqlite3-node20': 'twelve' });
+    expect(() => loadSqliteDriver(10, load)).toThrow(/needs better-sqlite3 13, an optional dependency npm skips on Node 20.*npm install/);
+  });
 });
