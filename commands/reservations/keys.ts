@@ -3,6 +3,7 @@ import type { Values } from '../../src/readstore/port.js';
 import { filterKey } from '../../src/readstore/filterKey.js';
 import { recordName, uniqueFields } from '../../src/schema/catalogue.js';
 import type { ObjectDef } from '../../src/schema/types.js';
+import { CLAIM_STREAM_PREFIXES } from '../../src/eventstore/port.js';
 
 /**
  * A reservation key: what an upsert matches on (the record name, the unique fields sent, or the
@@ -18,7 +19,8 @@ export interface ReservationKey {
   values: string[];
 }
 
-export const RESERVATION_STREAM_PREFIX = 'reservation-';
+/** A claim stream (src/eventstore/port.ts): the embedded store keeps it beside the log. */
+export const RESERVATION_STREAM_PREFIX = CLAIM_STREAM_PREFIXES[0];
 
 /** The stream of one key value; hashed, as values may be long or hold any character. */
 export function reservationStream(workspaceId: string, object: string, key: ReservationKey): string {
