@@ -26,7 +26,8 @@ import { startBenchReceiver } from './webhooks.js';
  * stages with them. The table shows the median of the runs.
  *
  * Knobs: BENCH_COST_CREATES (measured creates per run, default 6,000), BENCH_COST_WARMUP (creates
- * before, default 3,000), BENCH_COST_RUNS (default 3).
+ * before, default 3,000), BENCH_COST_RUNS (default 3), BENCH_COST_PROFILES=<dir> keeps the profiles
+ * (`node dist/bench/profileTop.js <file>` lists their top frames).
  */
 
 const CREATES = Number(process.env['BENCH_COST_CREATES'] ?? 6_000);
@@ -34,6 +35,8 @@ const WARMUP = Number(process.env['BENCH_COST_WARMUP'] ?? 3_000);
 const RUNS = Number(process.env['BENCH_COST_RUNS'] ?? 3);
 const WEBHOOK = process.env['BENCH_COST_WEBHOOK'] === 'true';
 const INTERVAL_US = 1000;
+/** Where to keep the profiles (for profileTop.js); by default they are deleted. */
+const KEEP = process.env['BENCH_COST_PROFILES'];
 
 interface ProfileNode {
   id: number;
@@ -163,7 +166,7 @@ interface RunResult {
 
 async function oneRun(receiverOrigin: string, profiled: boolean): Promise<RunResult> {
   const dataDir = mkdtempSync(join(tmpdir(), 'csr-bench-cost-'));
-  const profiles = mkdtempSync(join(tmpdir(), 'csr-bench-cost-prof-'));
+  const profiles = KEEP && profiled ? KEEP : mkdtempSync(join(tmpdir(), 'csr-bench-cost-prof-'));
   csr(dataDir, 'workspaces', 'create', 'cost');
   if (WEBHOOK) csr(dataDir, 'webhooks', 'create', '--workspace', 'cost', '--name', 'cost', '--url', `${receiverOrigin}/cost`);
   const key = csr(dataDir, 'keys', 'create', '--workspace', 'cost', '--name', 'bench').key as string;
@@ -180,7 +183,7 @@ async function oneRun(receiverOrigin: string, profiled: boolean): Promise<RunRes
       await fetch(url);
       break;
     } catch {
-      if (attempt > 200 || child.exitCode !== null) throw new Error('the server did not start');
+      if (attempt > 1200 || child.exitCode !== null) throw new Error('the server did not start');
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
   }
@@ -205,7 +208,7 @@ async function oneRun(receiverOrigin: string, profiled: boolean): Promise<RunRes
     }
   }
   rmSync(dataDir, { recursive: true, force: true });
-  rmSync(profiles, { recursive: true, force: true });
+  if (!KEEP) rmSync(profiles, { recursive: true, force: true });
   return { stages, processUs: cpuBefore === null || cpuAfter === null ? null : ((cpuAfter - cpuBefore) * 1000) / CREATES };
 }
 
