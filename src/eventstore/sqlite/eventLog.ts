@@ -29,7 +29,9 @@ const EVENTS_SCHEMA = `
 
 /**
  * Claim streams (port.ts CLAIM_STREAM_PREFIXES) beside the log: written in the same transactions,
- * but outside the log's order, its chain and its readers, and with one index instead of three.
+ * but outside the log's order, its chain and its readers, and with one index instead of three. Rows
+ * go to the end of the table (rowid) and only (stream, revision) to the index: claim streams are
+ * named by a hash, so a table keyed by them (WITHOUT ROWID) put every whole row at a random place.
  */
 const CLAIMS_TABLE = `
   CREATE TABLE claims (
@@ -40,8 +42,8 @@ const CLAIMS_TABLE = `
     created  INTEGER NOT NULL,
     data     TEXT    NOT NULL,
     metadata TEXT    NOT NULL,
-    PRIMARY KEY (stream, revision)
-  ) WITHOUT ROWID;
+    UNIQUE (stream, revision)
+  );
 `;
 
 const COLUMNS = 'seq, id, stream, revision, type, created, data, metadata';
