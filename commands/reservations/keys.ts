@@ -8,7 +8,7 @@ import { CLAIM_STREAM_PREFIXES } from '../../src/eventstore/port.js';
 /**
  * A reservation key: what an upsert matches on (the record name, the unique fields sent, or the
  * fields of ?match=) with its normalised value. Each key value has a reservation stream of its own
- * in the log, so that "who holds it" is decided by an append with an expected revision, the one
+ * (a claim stream: beside the log on the embedded store, in it on EventStoreDB), so that "who holds it" is decided by an append with an expected revision, the one
  * thing an event store guarantees across concurrent writers (also on EventStoreDB).
  */
 export interface ReservationKey {
