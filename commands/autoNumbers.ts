@@ -1,6 +1,6 @@
 import { newId } from '../src/core/ids.js';
 import { Conflict } from '../src/core/errors.js';
-import type { AppendGroup, AppendResult, EventMetadata, EventStore, StreamAppend } from '../src/eventstore/port.js';
+import { CLAIM_STREAM_PREFIXES, type AppendGroup, type AppendResult, type EventMetadata, type EventStore, type StreamAppend } from '../src/eventstore/port.js';
 import { formatAutoNumber } from '../src/schema/catalogue.js';
 import type { ObjectDef } from '../src/schema/types.js';
 import { fieldsKey, reservationStream } from './reservations/keys.js';
@@ -33,8 +33,9 @@ import { claimAppend, type ReservationScope } from './reservations/store.js';
  * others try again at once. Elsewhere the caller writes them on its own before asking for a number.
  */
 
+/** A claim stream (src/eventstore/port.ts): the embedded store keeps it beside the log. */
 export function counterStream(workspaceId: string, object: string): string {
-  return `autonumber-${workspaceId}-${object}`;
+  return `${CLAIM_STREAM_PREFIXES[1]}${workspaceId}-${object}`;
 }
 
 /** A number given to one record, with the claim of its value that goes in one group before that record. */

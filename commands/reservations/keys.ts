@@ -3,11 +3,12 @@ import type { Values } from '../../src/readstore/port.js';
 import { filterKey } from '../../src/schema/filterKey.js';
 import { recordName, uniqueFields } from '../../src/schema/catalogue.js';
 import type { ObjectDef } from '../../src/schema/types.js';
+import { CLAIM_STREAM_PREFIXES } from '../../src/eventstore/port.js';
 
 /**
  * A reservation key: what an upsert matches on (the record name, the unique fields sent, or the
  * fields of ?match=) with its normalised value. Each key value has a reservation stream of its own
- * in the log, so that "who holds it" is decided by an append with an expected revision, the one
+ * (a claim stream: beside the log on the embedded store, in it on EventStoreDB), so that "who holds it" is decided by an append with an expected revision, the one
  * thing an event store guarantees across concurrent writers (also on EventStoreDB).
  */
 export interface ReservationKey {
@@ -18,7 +19,8 @@ export interface ReservationKey {
   values: string[];
 }
 
-export const RESERVATION_STREAM_PREFIX = 'reservation-';
+/** A claim stream (src/eventstore/port.ts): the embedded store keeps it beside the log. */
+export const RESERVATION_STREAM_PREFIX = CLAIM_STREAM_PREFIXES[0];
 
 /** The stream of one key value; hashed, as values may be long or hold any character. */
 export function reservationStream(workspaceId: string, object: string, key: ReservationKey): string {

@@ -546,6 +546,38 @@ export function eventStoreContract(
       });
     });
 
+    describe('claim streams (reservations, counters: port.ts CLAIM_STREAM_PREFIXES)', () => {
+      const claimName = (kind: 'reservation-' | 'autonumber-') => `${kind}${prefix}${randomUUID()}`;
+
+      it('keep expected revisions, read backwards for their last event, and conflict as any stream', async () => {
+        const claim = claimName('reservation-');
+        await store.append(claim, [newEvent('ValueReserved')], { expectedRevision: 'no_stream' });
+        await expectConflict(store.append(claim, [newEvent('ValueReserved')], { expectedRevision: 'no_stream' }), claim);
+        await store.append(claim, [newEvent('ValueReleased'), newEvent('ValueReserved')], { expectedRevision: 0 });
+        await expectConflict(store.append(claim, [newEvent('ValueReserved')], { expectedRevision: 0 }), claim);
+        const [last] = await store.readStream(claim, { direction: 'backwards', maxCount: 1 });
+        expect([last!.type, last!.revision]).toEqual(['ValueReserved', 2]);
+        expect((await store.readStream(claim)).map((event) => event.type)).toEqual(['ValueReserved', 'ValueReleased', 'ValueReserved']);
+      });
+
+      it('commit with the records they protect: a group whose claim conflicts writes neither where atomicGroups', async () => {
+        const [counter, taken, record] = [claimName('autonumber-'), claimName('reservation-'), streamName()];
+        await store.append(taken, [newEvent('ValueReserved')], { expectedRevision: 'no_stream' });
+        const result = await store.appendThen({ stream: counter, events: [newEvent('NumbersReserved')], expectedRevision: 'no_stream' }, [
+          [
+            { stream: taken, events: [newEvent('ValueReserved')], expectedRevision: 'no_stream' },
+            { stream: record, events: [newEvent()], expectedRevision: 'no_stream' },
+          ],
+        ]);
+        expect((result.then[0] as PromiseRejectedResult).reason).toBeInstanceOf(Conflict);
+        expect(await store.readStream(record)).toEqual([]);
+        expect(await store.readStream(counter)).toHaveLength(1);
+        const written = await store.appendThen([{ stream: claimName('reservation-'), events: [newEvent('ValueReserved')], expectedRevision: 'no_stream' }, { stream: record, events: [newEvent()], expectedRevision: 'no_stream' }], []);
+        // The group's position is its record's, which a writer waits to see projected.
+        expect(written.first.position).toBe((await store.readStream(record))[0]!.position);
+      });
+    });
+
     describe('subscribeToAll', () => {
       it('replays from the start in log order, only the filtered streams', async () => {
         const written = await appendAcross(4);

@@ -1,9 +1,9 @@
 import type Database from 'better-sqlite3';
-import type { EventFilter, EventMetadata, NewEvent, RecordedEvent, StreamEvent } from '../port.js';
+import { CLAIM_STREAM_PREFIXES, type EventFilter, type EventMetadata, type NewEvent, type RecordedEvent, type StreamEvent } from '../port.js';
 import { canonicalJson, chainHashOfJson, GENESIS, storedMetadataJson } from '../chain.js';
 import type { StoredText } from '../chainCheck.js';
 import { formatPosition, type Position } from '../position.js';
-import { applySchema, BOUND_COUNT, BOUND_VALUE, openSqliteFile } from '../../sqlite/file.js';
+import { applySchema, BOUND_COUNT, BOUND_VALUE, changeSchema, openSqliteFile } from '../../sqlite/file.js';
 
 /**
  * The events table: one row per event, `seq` (INTEGER autoincrement) is the global position and
@@ -27,7 +27,28 @@ const EVENTS_SCHEMA = `
   );
 `;
 
+/**
+ * Claim streams (port.ts CLAIM_STREAM_PREFIXES) beside the log: written in the same transactions,
+ * but outside the log's order, its chain and its readers, and with one index instead of three. Rows
+ * go to the end of the table (rowid) and only (stream, revision) to the index: claim streams are
+ * named by a hash, so a table keyed by them (WITHOUT ROWID) put every whole row at a random place.
+ */
+const CLAIMS_TABLE = `
+  CREATE TABLE claims (
+    stream   TEXT    NOT NULL,
+    revision INTEGER NOT NULL,
+    id       TEXT    NOT NULL,
+    type     TEXT    NOT NULL,
+    created  INTEGER NOT NULL,
+    data     TEXT    NOT NULL,
+    metadata TEXT    NOT NULL,
+    UNIQUE (stream, revision)
+  );
+`;
+
 const COLUMNS = 'seq, id, stream, revision, type, created, data, metadata';
+/** A claim's row as an EventRow: it has no place in the log (seq 0). */
+const CLAIM_COLUMNS = '0 AS seq, id, stream, revision, type, created, data, metadata';
 const STREAM_COLUMNS = 'seq, id, stream, revision, type, created, data';
 
 export type Db = Database.Database;
@@ -63,7 +84,21 @@ export function openLogFile(path: string): Db {
   // only until COMMIT (never for durability), so it stays in memory.
   db.pragma('temp_store = MEMORY');
   applySchema(db, EVENTS_SCHEMA);
+  // A log written before the claims table kept its claim streams in the events table: they are
+  // copied over once, with the table's creation, and read from there on (the log keeps its rows).
+  changeSchema(db, () => {
+    if (db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'claims'").get()) return;
+    db.exec(CLAIMS_TABLE);
+    const copy = db.prepare('INSERT INTO claims SELECT stream, revision, id, type, created, data, metadata FROM events WHERE stream >= ? AND stream < ?');
+    for (const prefix of CLAIM_STREAM_PREFIXES) copy.run(prefix, prefixEnd(prefix));
+  });
   return db;
+}
+
+/** The least string above every string that starts with `prefix` (for a range on a stream index). */
+export function prefixEnd(prefix: string): string {
+  if (prefix === '') return '\u{10FFFF}';
+  return prefix.slice(0, -1) + String.fromCharCode(prefix.charCodeAt(prefix.length - 1) + 1);
 }
 
 export function storedRowEvent(row: StoredRow): RecordedEvent {
@@ -130,6 +165,7 @@ export class EventLog {
   private readonly lastPages = new Map<string | null, { cursor: number; head: number; limit: number; page: Page }>();
   private readonly storedStmt;
   private readonly streamsStmts;
+  private readonly claims;
 
   constructor(private readonly db: Db) {
     this.streamRevisionStmt = db.prepare<[string], { revision: number }>(
@@ -154,10 +190,28 @@ export class EventLog {
     this.backwardsStmt = db.prepare<[string, number, number], EventRow>(
       `SELECT ${COLUMNS} FROM events WHERE stream = ${BOUND_VALUE} AND revision <= ${BOUND_VALUE} ORDER BY revision DESC LIMIT ${BOUND_COUNT}`,
     );
+    this.claims = {
+      revision: db.prepare<[string], { revision: number }>(`SELECT revision FROM claims WHERE stream = ${BOUND_VALUE} ORDER BY revision DESC LIMIT 1`),
+      insert: db.prepare<[string, number, string, string, number, string, string]>('INSERT INTO claims (stream, revision, id, type, created, data, metadata) VALUES (?, ?, ?, ?, ?, ?, ?)'),
+      forwards: db.prepare<[string, number, number], EventRow>(
+        `SELECT ${CLAIM_COLUMNS} FROM claims WHERE stream = ${BOUND_VALUE} AND revision >= ${BOUND_VALUE} ORDER BY revision ASC LIMIT ${BOUND_COUNT}`,
+      ),
+      backwards: db.prepare<[string, number, number], EventRow>(
+        `SELECT ${CLAIM_COLUMNS} FROM claims WHERE stream = ${BOUND_VALUE} AND revision <= ${BOUND_VALUE} ORDER BY revision DESC LIMIT ${BOUND_COUNT}`,
+      ),
+    };
   }
 
-  streamRevision(stream: string): number | undefined {
-    return this.streamRevisionStmt.get(stream)?.revision;
+  streamRevision(stream: string, claim = false): number | undefined {
+    return (claim ? this.claims.revision : this.streamRevisionStmt).get(stream)?.revision;
+  }
+
+  /** Inserts one event of a claim stream: beside the log, unchained (its readers judge only its last event). */
+  insertClaim(stream: string, revision: number, event: NewEvent, created: number): { bytes: number } {
+    const data = JSON.stringify(event.data);
+    const metadata = this.canonicalMetadata(event.metadata);
+    this.claims.insert.run(stream, revision, event.id, event.type, created, data, metadata);
+    return { bytes: data.length + metadata.length };
   }
 
   /**
@@ -205,9 +259,9 @@ export class EventLog {
   }
 
   /** `fromRevision` included; undefined: from the first (forwards) or the last (backwards). */
-  readStream(stream: string, backwards: boolean, maxCount: number, fromRevision?: number): RecordedEvent[] {
-    if (backwards) return this.backwardsStmt.all(stream, fromRevision ?? Number.MAX_SAFE_INTEGER, maxCount).map(toRecordedEvent);
-    return this.forwardsStmt.all(stream, fromRevision ?? 0, maxCount).map(toRecordedEvent);
+  readStream(stream: string, backwards: boolean, maxCount: number, fromRevision?: number, claim = false): RecordedEvent[] {
+    if (backwards) return (claim ? this.claims.backwards : this.backwardsStmt).all(stream, fromRevision ?? Number.MAX_SAFE_INTEGER, maxCount).map(toRecordedEvent);
+    return (claim ? this.claims.forwards : this.forwardsStmt).all(stream, fromRevision ?? 0, maxCount).map(toRecordedEvent);
   }
 
   /** Rows after seq `cursor` up to seq `until`, as stored, in log order. */

@@ -1,5 +1,5 @@
 import { Conflict, Unavailable } from '../../core/errors.js';
-import type { AppendResult, ChainResult, ExpectedRevision, StreamAppend } from '../port.js';
+import { isClaimStream, type AppendResult, type ChainResult, type ExpectedRevision, type StreamAppend } from '../port.js';
 import { formatPosition } from '../position.js';
 import { asStorageError, isDiskFull } from '../../sqlite/errors.js';
 import { BUSY_TIMEOUT_MS, isBusy } from '../../sqlite/file.js';
@@ -226,35 +226,42 @@ export class GroupCommitter {
    * leaves it as it was.
    */
   private write(append: QueuedAppend, created: number, chain: Chain): Committed {
-    let committed!: Committed;
     let head = chain.head;
     let bytes = 0;
+    let lastSeq = 0;
+    let nextRevision = -1;
     for (const part of append.parts) {
+      const claim = isClaimStream(part.stream);
       // A new stream is not looked up: its first row, revision 0, cannot be inserted where the
-      // stream exists (UNIQUE (stream, revision)), and only then is its revision read, for the Conflict.
+      // stream exists (its unique (stream, revision)), and only then is its revision read, for the Conflict.
       const fresh = part.expectedRevision === 'no_stream';
-      const current = fresh ? undefined : this.log.streamRevision(part.stream);
+      const current = fresh ? undefined : this.log.streamRevision(part.stream, claim);
       if (!fresh) checkExpected(part.stream, part.expectedRevision, current);
       let revision = current ?? -1;
-      let lastSeq = 0;
       for (const event of part.events) {
         revision += 1;
-        const inserted = fresh && revision === 0 ? this.insertFirst(part.stream, event, created, head) : this.log.insert(part.stream, revision, event, created, head);
+        if (claim) {
+          bytes += fresh && revision === 0 ? this.insertFirst(part.stream, true, () => this.log.insertClaim(part.stream, 0, event, created)).bytes : this.log.insertClaim(part.stream, revision, event, created).bytes;
+          continue;
+        }
+        const inserted = fresh && revision === 0 ? this.insertFirst(part.stream, false, () => this.log.insert(part.stream, 0, event, created, head)) : this.log.insert(part.stream, revision, event, created, head);
         lastSeq = inserted.seq;
         head = inserted.hash;
         bytes += inserted.bytes;
       }
-      committed = { result: { position: formatPosition(BigInt(lastSeq)), nextRevision: revision }, lastSeq, bytes };
+      nextRevision = revision;
     }
     chain.head = head;
-    return committed;
+    // A claim has no place in the log: an append of claims alone reports the log's head.
+    const position = lastSeq > 0 ? lastSeq : this.log.headSeq();
+    return { result: { position: formatPosition(BigInt(position)), nextRevision }, lastSeq, bytes };
   }
 
-  private insertFirst(stream: string, event: StreamAppend['events'][number], created: number, head: string): ReturnType<EventLog['insert']> {
+  private insertFirst<T>(stream: string, claim: boolean, insert: () => T): T {
     try {
-      return this.log.insert(stream, 0, event, created, head);
+      return insert();
     } catch (error) {
-      const actual = isUniqueViolation(error) ? this.log.streamRevision(stream) : undefined;
+      const actual = isUniqueViolation(error) ? this.log.streamRevision(stream, claim) : undefined;
       if (actual !== undefined) throw new Conflict(stream, 'no_stream', String(actual));
       throw error;
     }
@@ -262,5 +269,6 @@ export class GroupCommitter {
 }
 
 function isUniqueViolation(error: unknown): boolean {
-  return (error as { code?: unknown } | null)?.code === 'SQLITE_CONSTRAINT_UNIQUE';
+  const code = (error as { code?: unknown } | null)?.code;
+  return code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
 }

@@ -1,5 +1,5 @@
 import type { Worker } from 'node:worker_threads';
-import { asGroup } from '../port.js';
+import { asGroup, isClaimStream } from '../port.js';
 import type {
   AppendGroup,
   AppendResult,
@@ -27,7 +27,7 @@ import { hashOf } from '../chain.js';
 import { formatPosition, parsePosition, type Position } from '../position.js';
 import { CatchUpSubscription } from './catchUpSubscription.js';
 import { chainThreadFits, checkChainOnThread } from './chainOnThread.js';
-import { EventLog, openLogFile, type Db } from './eventLog.js';
+import { EventLog, openLogFile, prefixEnd, type Db } from './eventLog.js';
 import { GroupCommitter } from './groupCommitter.js';
 import { GroupTables } from './groupTables.js';
 import { LogWatcher } from './logWatcher.js';
@@ -62,11 +62,6 @@ export function openSqliteEventStore(options: { path: string }): EventStore {
 const DEFAULT_MAX_RETRY_COUNT = 10;
 const DEFAULT_BUFFER_SIZE = 100;
 
-/** The least string above every string that starts with `prefix` (for a range on the stream index). */
-function prefixEnd(prefix: string): string {
-  if (prefix === '') return '\u{10FFFF}';
-  return prefix.slice(0, -1) + String.fromCharCode(prefix.charCodeAt(prefix.length - 1) + 1);
-}
 
 function validateGroupName(group: string): void {
   if (typeof group !== 'string' || group.length === 0) throw new RangeError('group name must be a non-empty string');
@@ -147,7 +142,7 @@ class SqliteEventStore implements EventStore {
     const maxCount = options.maxCount ?? -1;
     if (options.maxCount !== undefined) validateCount('maxCount', maxCount, 0);
     if (options.fromRevision !== undefined) validateCount('fromRevision', options.fromRevision, 0);
-    return this.log.readStream(stream, options.direction === 'backwards', maxCount, options.fromRevision);
+    return this.log.readStream(stream, options.direction === 'backwards', maxCount, options.fromRevision, isClaimStream(stream));
   }
 
   async readAll(options: ReadAllOptions): Promise<RecordedEvent[]> {
