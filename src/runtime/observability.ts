@@ -15,6 +15,7 @@ import type { AppEnv } from '../http/types.js';
 import { webhookGauges } from '../webhooks/metrics.js';
 import { listen } from './httpServer.js';
 import { diskCheck, storesCheck } from './readiness.js';
+import { walCheckpointCheck } from '../sqlite/checkpointer.js';
 
 /**
  * What the api role gives operators: the metrics registry (appends timed, projection lag gauges),
@@ -40,7 +41,7 @@ export async function observeApi(config: Config, backends: Backends, catalogues:
   const readiness = [
     storesCheck(backends),
     projectionLagCheck(backends, projections, config.readyMaxLagMs),
-    ...(embedded ? [diskCheck(config.dataDir)] : []),
+    ...(embedded ? [diskCheck(config.dataDir), walCheckpointCheck()] : []),
     ...extraChecks,
   ];
   let server: ServerType | null = null;
