@@ -2,12 +2,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { csr } from './http.js';
-import { largeBodyBench } from './largeBodies.js';
+import { EMPTY_OBJECTS, largeBodyBench, NUMBERS, UPSERTS } from './largeBodies.js';
 import { longStreamBench } from './longStreams.js';
 import type { TextRow } from './measure.js';
 import { spawnServer, stop } from './servers.js';
 
-/** Issue 22's faults: long streams and large bodies, each on a store of its own (`BENCH_FAULTS=long|large` for one). */
+/** Issue 22's faults: long streams and large bodies, each on a store of its own (`BENCH_FAULTS=long|large` for one); large bodies of three kinds: upserts, huge arrays of numbers and of `{}`. */
 export async function faultsBench(): Promise<TextRow[]> {
   const rows: TextRow[] = [];
   const dataDir = mkdtempSync(join(tmpdir(), 'csr-bench-faults-'));
@@ -18,7 +18,9 @@ export async function faultsBench(): Promise<TextRow[]> {
     return { url: server.url, pid: server.child.pid!, stop: () => stop(server.child) };
   };
   if (process.env['BENCH_FAULTS'] !== 'large') rows.push(await longStreamBench({ dataDir, workspaceId, key, startServer }));
-  if (process.env['BENCH_FAULTS'] !== 'long') rows.push(await largeBodyBench({ key, startServer }));
+  if (process.env['BENCH_FAULTS'] !== 'long') {
+    for (const load of [UPSERTS, NUMBERS, EMPTY_OBJECTS]) rows.push(await largeBodyBench({ key, startServer }, load));
+  }
   rmSync(dataDir, { recursive: true, force: true });
   return rows;
 }

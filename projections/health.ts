@@ -54,14 +54,27 @@ async function probedLag(deps: Deps, projection: Projection, memo: Map<string, P
   return { events: lag.events, seconds: age(lag.oldest) };
 }
 
-/** Ready while every projection's oldest unapplied event is younger than `maxLagMs`. */
+/** A runner's status older than this says nothing about now (its process is gone). */
+const FRESH_STATUS_MS = 60_000;
+
+/**
+ * Ready while every projection's oldest unapplied event is younger than `maxLagMs`, and no runner
+ * says that its last batch failed: a projector that cannot write (a full disk) is said at once,
+ * with its error, not only once its lag has grown past the bound.
+ */
 export function projectionLagCheck(deps: Deps, projections: readonly Projection[], maxLagMs: number): ReadinessCheck {
   const memo = new Map<string, Probed>();
   return {
     name: 'projections',
     async check() {
       const behind: string[] = [];
+      const statuses = new Map((await deps.readStore.runnerStatuses()).map((status) => [status.name, status]));
       for (const projection of projections) {
+        const status = statuses.get(projection.name);
+        if (status?.failing && Date.now() - Date.parse(status.updatedAt) < FRESH_STATUS_MS) {
+          behind.push(`${projection.name} fails to apply events: ${status.lastError} (retrying every second)`);
+          continue;
+        }
         const lag = await probedLag(deps, projection, memo);
         if (lag.seconds * 1000 > maxLagMs) behind.push(`${projection.name} is ${lag.events} events (${Math.round(lag.seconds)} s) behind the log`);
       }

@@ -6,6 +6,7 @@ import { embeddedFiles, ensureDataDir, productionUrls } from './backends.js';
 import { loadConfig } from './config.js';
 import { createLogger } from './core/logger.js';
 import { startApiProcesses } from './runtime/apiProcesses.js';
+import { boundTheStop, stopSignals } from './runtime/stopSignals.js';
 import { limitHeapGrowth } from './runtime/heapGrowth.js';
 import { announceServer } from './runtime/serverPids.js';
 import { startBesideTheApi, startService } from './service.js';
@@ -21,12 +22,7 @@ async function main(): Promise<void> {
   const logger = createLogger(config.logLevel, config.logFormat);
   // Listened for before anything starts: a signal that comes while the roles are starting stops
   // them once they have started, where it used to kill the process halfway through starting.
-  const stopSignal = new Promise<string>((resolve) => {
-    process.once('SIGTERM', () => resolve('SIGTERM'));
-    process.once('SIGINT', () => resolve('SIGINT'));
-    // An API process of API_PROCESSES: its primary is gone (even by SIGKILL), so it goes too.
-    if (cluster.isWorker) process.once('disconnect', () => resolve('disconnect'));
-  });
+  const stopSignal = stopSignals(logger);
   // Before the announcement below writes into DATA_DIR: a DATA_DIR that cannot hold a store is said in its own line.
   if (cluster.isPrimary && !productionUrls(config)) ensureDataDir(config.dataDir);
   // So that `csr restore` knows a server uses the embedded store (the primary speaks for its API processes).
@@ -53,6 +49,7 @@ async function main(): Promise<void> {
   }
   const signal = await stopSignal;
   logger.info({ signal }, 'shutting down');
+  boundTheStop(logger);
   try {
     await service.stop();
     await checkpointer?.stop();
@@ -61,6 +58,7 @@ async function main(): Promise<void> {
     logger.error({ err: error }, 'shutdown failed');
     process.exit(1);
   }
+  logger.info('stopped');
   process.exit(0);
 }
 

@@ -14,9 +14,10 @@ const YOUNG_GENERATION_MB = 8;
 /**
  * A worker thread of this process running `script`, supervised (`supervisor`): one that cannot
  * start fails the start, one that dies later is replaced. The script posts a first message once
- * it has started, and stops gracefully, then exits, when it receives one.
+ * it has started, and stops gracefully, then exits, when it receives one. Its later messages, if
+ * any, go to `onMessage`.
  */
-export function superviseThread(name: string, script: URL, workerData: unknown, logger: Logger): Promise<Stoppable> {
+export function superviseThread<M>(name: string, script: URL, workerData: unknown, logger: Logger, onMessage?: (message: M) => void): Promise<Stoppable> {
   const spawn = (): Promise<Child> =>
     new Promise((resolve, reject) => {
       const worker = new Worker(script, { workerData, resourceLimits: { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB } });
@@ -24,6 +25,7 @@ export function superviseThread(name: string, script: URL, workerData: unknown, 
       const exited = new Promise<string>((settle) => worker.once('exit', (code) => settle(`exit code ${code}`)));
       worker.once('message', () => {
         started = true;
+        if (onMessage) worker.on('message', onMessage);
         resolve({
           exited,
           async stop() {

@@ -2,14 +2,15 @@ import type { IncomingMessage } from 'node:http';
 import type { HttpBindings } from '@hono/node-server';
 import type { Context, MiddlewareHandler } from 'hono';
 import { PayloadTooLarge, ValidationFailed } from '../core/errors.js';
+import { parseJsonBody } from './jsonParser.js';
 
 /**
- * Request bodies: JSON within MAX_BODY_BYTES and at most MAX_DEPTH levels deep. Both limits are
- * documented in the README.
+ * Request bodies: JSON within MAX_BODY_BYTES, at most MAX_DEPTH levels deep and MAX_BODY_VALUES
+ * values (`jsonCost.ts`). The limits are documented in the README.
  */
 
 export const MAX_BODY_BYTES = 5 * 1024 * 1024;
-export const MAX_DEPTH = 32;
+export { MAX_BODY_VALUES, MAX_DEPTH } from './jsonCost.js';
 
 const tooLarge = () => new PayloadTooLarge(`the request body is larger than ${MAX_BODY_BYTES} bytes`);
 
@@ -22,19 +23,9 @@ export function bodySizeLimit(): MiddlewareHandler {
   };
 }
 
+/** The body as JSON: invalid, too deep or too many values is 422/413 (`jsonCost.ts`); a large one is parsed off the event loop (`jsonParser.ts`). */
 export async function readJsonBody(c: Context): Promise<unknown> {
-  const text = await readBodyText(c);
-  if (text.trim() === '') throw new ValidationFailed('the request body is empty; send a JSON document');
-  let body: unknown;
-  try {
-    body = JSON.parse(text);
-  } catch (error) {
-    // V8 reports runaway nesting as a RangeError: still the client's malformed input.
-    const reason = error instanceof RangeError ? 'it is nested too deeply' : (error as Error).message;
-    throw new ValidationFailed(`the request body is not valid JSON: ${reason}`);
-  }
-  if (depthOf(body) > MAX_DEPTH) throw new ValidationFailed(`the request body is nested more than ${MAX_DEPTH} levels deep`);
-  return body;
+  return parseJsonBody(await readBodyText(c));
 }
 
 /**
@@ -87,18 +78,4 @@ function readLimited(incoming: IncomingMessage): Promise<string> {
       if (!incoming.readableEnded) reject(new ValidationFailed('the request body ended before its announced length'));
     });
   });
-}
-
-/** Iterative, so that hostile nesting cannot exhaust the stack. */
-function depthOf(value: unknown): number {
-  let deepest = 0;
-  const stack: [unknown, number][] = [[value, 1]];
-  while (stack.length > 0) {
-    const [current, depth] = stack.pop()!;
-    if (typeof current !== 'object' || current === null) continue;
-    deepest = Math.max(deepest, depth);
-    if (deepest > MAX_DEPTH) return deepest;
-    for (const child of Object.values(current)) stack.push([child, depth + 1]);
-  }
-  return deepest;
 }

@@ -1,5 +1,5 @@
 import { maxHeaderSize, type Server } from 'node:http';
-import type { Socket } from 'node:net';
+import { Server as NetServer, type Socket } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
 import type { Config } from '../config.js';
 import { errorBody } from '../http/errors.js';
@@ -52,22 +52,36 @@ function answerClientError(error: NodeJS.ErrnoException, socket: Socket & { _htt
 }
 
 /**
- * Stops accepting at once, lets the requests being answered finish (each answer then closes its
- * connection, so a keep-alive client cannot slip in another request), and cuts what is still open
- * at the deadline. Resolves when the last connection is gone.
+ * How long a stop keeps answering on connections that are already open before it closes the idle
+ * ones. A kept-alive client sends its next request as soon as it has read an answer: a connection
+ * closed while idle at that moment meets the request on its way, and the client sees a reset. Every
+ * answer of the stop says `Connection: close`, so busy clients leave by themselves within this.
  */
-export async function closeGracefully(server: ServerType, deadlineMs: number): Promise<void> {
+export const DRAIN_GRACE_MS = 1_000;
+
+/**
+ * Stops accepting at once, answers for DRAIN_GRACE_MS what arrives on connections already open
+ * (each answer then closes its connection), then closes the idle ones as they become idle, and cuts
+ * what is still open at the deadline. Resolves when the last connection is gone.
+ */
+export async function closeGracefully(server: ServerType, deadlineMs: number, graceMs = Math.min(DRAIN_GRACE_MS, deadlineMs)): Promise<void> {
   const http = server as Server;
   http.on('request', (_request, response) => {
     if (!response.headersSent) response.setHeader('Connection', 'close');
   });
-  const closed = new Promise<void>((resolve) => http.close(() => resolve()));
-  http.closeIdleConnections();
-  const idleSweep = setInterval(() => http.closeIdleConnections(), 20);
+  // net.Server's own close stops accepting only: http.Server's (Node 19 and later) also closes
+  // every idle kept-alive connection at once, the race this drain avoids.
+  const closed = new Promise<void>((resolve) => NetServer.prototype.close.call(http, () => resolve()));
+  let idleSweep: NodeJS.Timeout | undefined;
+  const grace = setTimeout(() => {
+    http.closeIdleConnections();
+    idleSweep = setInterval(() => http.closeIdleConnections(), 20);
+  }, graceMs);
   const deadline = setTimeout(() => http.closeAllConnections(), deadlineMs);
   try {
     await closed;
   } finally {
+    clearTimeout(grace);
     clearInterval(idleSweep);
     clearTimeout(deadline);
   }

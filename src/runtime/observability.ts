@@ -15,6 +15,7 @@ import { webhookGauges } from '../webhooks/metrics.js';
 import { listen } from './httpServer.js';
 import { diskCheck, storesCheck, type ReadinessStores } from './readiness.js';
 import type { WebhookStore } from '../webhooks/port.js';
+import { walCheckpointCheck } from '../sqlite/checkpointer.js';
 
 /**
  * What the api role gives operators: the metrics registry (appends timed, projection lag gauges),
@@ -45,7 +46,7 @@ export async function observeApi(config: Config, backends: ObservedStores, catal
   const readiness = [
     storesCheck(backends),
     projectionLagCheck(backends, projections, config.readyMaxLagMs),
-    ...(embedded ? [diskCheck(config.dataDir)] : []),
+    ...(embedded ? [diskCheck(config.dataDir), walCheckpointCheck()] : []),
     ...extraChecks,
   ];
   let server: ServerType | null = null;

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import type { ReadinessCheck } from '../core/readiness.js';
 import { superviseThread } from '../core/supervisedThread.js';
 import type { Stoppable } from '../core/supervisor.js';
 
@@ -24,8 +25,36 @@ export interface CheckpointerData {
   intervalMs: number;
 }
 
-/** A thread that fails (a file it cannot open or checkpoint) is replaced, after a growing delay. */
+/** What the thread says when its checkpoints start failing (the first error) or work again (null). */
+export interface CheckpointerReport {
+  problem: string | null;
+}
+
+/** Why this process's checkpoints fail at the moment (for /health/ready), or null. */
+let currentProblem: string | null = null;
+
+/**
+ * For /health/ready: not ready while this process's checkpoints fail. The checkpointer runs in a
+ * server's primary process; with API_PROCESSES the API processes do not see it (their disk and
+ * projection checks still do).
+ */
+export function walCheckpointCheck(): ReadinessCheck {
+  return {
+    name: 'checkpoints',
+    check: async () => (currentProblem ? `the write-ahead logs cannot be copied back into the store files: ${currentProblem} (retried every ${CHECKPOINT_INTERVAL_MS} ms)` : null),
+  };
+}
+
+/**
+ * A thread that fails to start or dies (a file it cannot open) is replaced, after a growing delay;
+ * a checkpoint that fails is retried by the thread itself at the next interval, and said once.
+ */
 export function startWalCheckpointer(paths: string[], logger: Logger): Promise<Stoppable> {
   const data: CheckpointerData = { paths, intervalMs: CHECKPOINT_INTERVAL_MS };
-  return superviseThread('the WAL checkpointer thread', new URL('./checkpointerThread.js', import.meta.url), data, logger);
+  const onReport = (report: CheckpointerReport) => {
+    currentProblem = report.problem;
+    if (report.problem) logger.error({ problem: report.problem }, `WAL checkpoints fail: ${report.problem}; retrying every ${CHECKPOINT_INTERVAL_MS} ms`);
+    else logger.info('WAL checkpoints work again');
+  };
+  return superviseThread('the WAL checkpointer thread', new URL('./checkpointerThread.js', import.meta.url), data, logger, onReport);
 }

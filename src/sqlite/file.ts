@@ -27,6 +27,15 @@ export const BUSY_TIMEOUT_MS = 5_000;
 const WAL_CHECKPOINT_PAGES = 10_000;
 
 /**
+ * The size a WAL file is cut back to when it starts over after a complete checkpoint. SQLite
+ * keeps a WAL file at the largest size it ever reached; when checkpoints could not run (a full
+ * disk), each file's WAL grew by every commit, and kept that space after the checkpoints caught up,
+ * space the read models then lacked until a restart deleted the files. Above the few pages between
+ * two checkpoints of a server's checkpointer, so that ordinary commits never pay for the cut.
+ */
+const WAL_KEPT_BYTES = 4 * 1024 * 1024;
+
+/**
  * Opens an embedded store file the way every embedded adapter needs it: WAL (readers never block
  * the writer, and the `csr` tool can work while the server runs) and a busy timeout for the
  * moments two processes write at once.
@@ -46,6 +55,7 @@ export function openSqliteFile(path: string, options: SqliteFileOptions): Databa
     switchToWal(db);
     db.pragma(`synchronous = ${options.synchronous}`);
     db.pragma(`wal_autocheckpoint = ${WAL_CHECKPOINT_PAGES}`);
+    db.pragma(`journal_size_limit = ${WAL_KEPT_BYTES}`);
     // Deleted and overwritten content is zeroed, not left in free space: an erasure must leave
     // no byte of a personal value in the files (docs/privacy.md).
     db.pragma('secure_delete = ON');

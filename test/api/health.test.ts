@@ -27,7 +27,7 @@ describe('health', () => {
     const api = await spawnServer({ DATA_DIR: dataDir, ROLES: 'api', READY_MAX_LAG: '1s' });
     servers.push(api);
     expect(await get(`${api.url}/health/live`)).toEqual({ status: 200, body: { status: 'live' } });
-    expect(await get(`${api.url}/health/ready`)).toEqual({ status: 200, body: { status: 'ready', checks: { stores: 'ok', projections: 'ok', disk: 'ok' } } });
+    expect(await get(`${api.url}/health/ready`)).toEqual({ status: 200, body: { status: 'ready', checks: { stores: 'ok', projections: 'ok', disk: 'ok', checkpoints: 'ok' } } });
 
     // Records reach the log while no projector runs (this api process has none).
     const events = openSqliteEventStore({ path: join(dataDir, 'events.db') });
@@ -63,6 +63,6 @@ describe('health', () => {
 
     servers.push(await spawnServer({ DATA_DIR: dataDir }));
     const ready = await eventually(() => get(`${api.url}/health/ready`), (answer) => answer.status === 200, 30_000, 'ready again');
-    expect(ready).toEqual({ status: 200, body: { status: 'ready', checks: { stores: 'ok', projections: 'ok', disk: 'ok' } } });
+    expect(ready).toEqual({ status: 200, body: { status: 'ready', checks: { stores: 'ok', projections: 'ok', disk: 'ok', checkpoints: 'ok' } } });
   }, 60_000);
 });

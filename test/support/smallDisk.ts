@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { closeSync, mkdirSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, mkdirSync, mkdtempSync, openSync, rmSync, statSync, truncateSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -13,6 +13,8 @@ export interface SmallDisk {
   fill(): void;
   /** Deletes the filler. */
   free(): void;
+  /** Frees this many bytes of the filler, as an operator who deletes an old file or two. */
+  freeSome(bytes: number): void;
   unmount(): void;
 }
 
@@ -46,6 +48,9 @@ export function mountSmallDisk(sizeMiB: number): SmallDisk | null {
     },
     free() {
       rmSync(filler, { force: true });
+    },
+    freeSome(bytes) {
+      truncateSync(filler, Math.max(0, statSync(filler).size - bytes));
     },
     unmount() {
       try {
