@@ -9,21 +9,18 @@ import { startProjection, type RunningProjection } from '../projections/runner.j
 import { writeHealthScores } from '../commands/healthScore.js';
 import { firePlaybook } from '../commands/playbook/fire.js';
 import { startReactors } from '../projections/reactors.js';
-import { createWebhookSender, openBackends, type Backends } from './backends.js';
+import { waitVisible } from '../projections/readYourWrites.js';
+import { createWebhookSender, measuredEventStore, openBackends, type Backends } from './backends.js';
 import type { Config } from './config.js';
-import { Unavailable } from './core/errors.js';
 import { setRollups } from '../commands/rollups.js';
-import { appendedCheckpoint } from '../projections/projection.js';
-import { rollupReactor, ROLLUPS_REACTOR } from '../projections/rollupReactor.js';
-import { rollupDepthFrom } from './schema/calculated.js';
+import { rollupReactor } from '../projections/rollupReactor.js';
 import { createLogger } from './core/logger.js';
-import { comparePositions, type Position } from './eventstore/position.js';
+import type { Position } from './eventstore/position.js';
 import type { Hono } from 'hono';
 import { createApp } from './http/app.js';
 import { composeSetupPage } from './http/setup/compose.js';
 import { Catalogues } from './setup/catalogues.js';
 import type { AppEnv } from './http/types.js';
-import { RECORDS_PROJECTION } from './readstore/port.js';
 import { startBackgroundRole } from './runtime/backgroundRole.js';
 import { observeApi, type ApiObservability } from './runtime/observability.js';
 import { closeGracefully, listen, SHUTDOWN_DEADLINE_MS } from './runtime/httpServer.js';
@@ -37,9 +34,6 @@ import type { WebhookSender } from './webhooks/httpsSender.js';
  * The composition of the roles (api, projector, dispatcher) over the backends of src/backends.ts:
  * what each role needs, started in this thread, or the API here and each other role in a thread.
  */
-
-/** How long a write waits for the read models to show it before answering 503. */
-const VISIBILITY_TIMEOUT_MS = 10_000;
 
 export interface RunningService {
   /** Base URL of the API when this process runs the api role. */
@@ -127,12 +121,14 @@ export async function startService(
     observability = await observeApi(config, backends, catalogues);
     // The Setup page's own: its test event and resends are sent from the API process.
     pageSender = createWebhookSender(config);
+    // The event store's chain, step 3 (src/backends.ts): the commands' appends are measured.
+    const events = measuredEventStore(backends.events, observability.metrics);
     const commands: CommandDeps = {
-      events: observability.events,
+      events,
       readStore: backends.readStore,
-      autoNumbers: new AutoNumbers(observability.events),
+      autoNumbers: new AutoNumbers(events),
       listUsers: (workspaceId) => backends.setup.listUsers(workspaceId),
-      waitVisible: (position: Position, object?: string) => waitVisible(backends, position, object),
+      waitVisible: (position: Position, object?: string) => waitVisible(backends.readStore, position, object),
       reportInternal: (err) => logger.error({ err }, 'a record of an upsert failed unexpectedly'),
     };
     app = createApp({
@@ -179,32 +175,6 @@ export async function startService(
       await backends.close();
     },
   };
-}
-
-/**
- * Read your writes, roll-ups included: the records projection has passed the write; and when the
- * written object feeds roll-ups, the roll-up reactor has reacted to it and the records projection
- * shows what it appended, level by level (invoice line -> invoice -> client), up to the deepest
- * cascade. Once the reactor has passed the write, what it appended for it is at or before the
- * last position it appended (its `.appended` checkpoint): the projection is waited for up to there.
- */
-async function waitVisible(backends: Backends, position: Position, object?: string): Promise<void> {
-  const deadline = Date.now() + VISIBILITY_TIMEOUT_MS;
-  const waitFor = async (name: string, at: Position) => {
-    if (!(await backends.readStore.waitForCheckpoint(name, at, Math.max(1, deadline - Date.now())))) {
-      throw new Unavailable('the change is recorded but the read models have not caught up yet (is a projector running?); read it again shortly');
-    }
-  };
-  await waitFor(RECORDS_PROJECTION, position);
-  if (object === undefined) return;
-  let at = position;
-  for (let level = 0; level < rollupDepthFrom(object); level++) {
-    await waitFor(ROLLUPS_REACTOR, at);
-    const appended = await backends.readStore.checkpoint(appendedCheckpoint(ROLLUPS_REACTOR));
-    if (appended === null || comparePositions(appended, at) <= 0) return;
-    at = appended;
-    await waitFor(RECORDS_PROJECTION, at);
-  }
 }
 
 /** The API on this thread and each other role this process has in a thread of its own. */

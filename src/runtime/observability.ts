@@ -6,9 +6,7 @@ import { registeredProjections } from '../../projections/registry.js';
 import type { Config } from '../config.js';
 import { createMetrics, type Metrics } from '../core/metrics.js';
 import type { ReadinessCheck } from '../core/readiness.js';
-import type { EventStore } from '../eventstore/port.js';
 import type { Catalogues } from '../setup/catalogues.js';
-import { instrumentAppends } from '../eventstore/instrumented.js';
 import { metricsRoute } from '../http/metrics.js';
 import type { AppEnv } from '../http/types.js';
 import { webhookGauges } from '../webhooks/metrics.js';
@@ -23,8 +21,6 @@ import type { WebhookStore } from '../webhooks/port.js';
  */
 export interface ApiObservability {
   metrics: Metrics;
-  /** The event store with its appends measured: what the commands get. */
-  events: EventStore;
   readiness: ReadinessCheck[];
   /** Where METRICS_PORT serves /metrics (its real port when METRICS_PORT=0), or null. */
   metricsUrl: string | null;
@@ -58,7 +54,6 @@ export async function observeApi(config: Config, backends: ObservedStores, catal
   }
   return {
     metrics,
-    events: instrumentAppends(backends.events, metrics),
     readiness,
     metricsUrl,
     async stop() {
