@@ -3,17 +3,14 @@ import type { ServerType } from '@hono/node-server';
 import type { Logger } from 'pino';
 import { AutoNumbers } from '../commands/autoNumbers.js';
 import type { CommandDeps } from '../commands/deps.js';
-import { backfillLinkEdges } from '../projections/linkBackfill.js';
 import { startProjector } from '../projections/projector.js';
-import { startProjection, type RunningProjection } from '../projections/runner.js';
+import type { RunningProjection } from '../projections/runner.js';
 import { writeHealthScores } from '../commands/healthScore.js';
 import { firePlaybook } from '../commands/playbook/fire.js';
-import { startReactors } from '../projections/reactors.js';
 import { waitVisible } from '../projections/readYourWrites.js';
 import { createWebhookSender, measuredEventStore, openBackends, type Backends } from './backends.js';
 import type { Config } from './config.js';
 import { setRollups } from '../commands/rollups.js';
-import { rollupReactor } from '../projections/rollupReactor.js';
 import { createLogger } from './core/logger.js';
 import type { Position } from './eventstore/position.js';
 import type { Hono } from 'hono';
@@ -71,24 +68,20 @@ export async function startService(
       backends.whileSoleProjector(
         () => {
           logger.info('this process runs the projections');
-          const deps = { events: backends.events, readStore: backends.readStore, logger };
-          const rollups = rollupReactor({ readStore: backends.readStore, setRollups: (target, values, initial, metadata) => setRollups(backends.events, target, values, initial, metadata) });
-          running = [startProjector({ ...deps, catalogues }), startProjection(deps, rollups)];
-          // Alongside, not before: the projection writes the edges after the checkpoint it starts from.
-          backfillLinkEdges(deps).catch((error: unknown) =>
-            logger.error({ err: error }, 'adding the link edges of older records failed; reads as of a past moment may miss children until the next start'),
-          );
-          running.push(startReactors({
-            events: backends.events,
-            readStore: backends.readStore,
-            fire: (firing) => firePlaybook(backends, firing),
-            writeHealthScores: (workspaceId, scores) => writeHealthScores(backends.events, workspaceId, scores),
-            logger,
-            clock,
-            dailyCheckMs: config.reactorDailyCheckMs,
-            listWorkspaceIds: async () => (await backends.setup.listWorkspaces()).map((workspace) => workspace.id),
+          running = [
+            startProjector({
+              events: backends.events,
+              readStore: backends.readStore,
+              logger,
+              catalogues,
+              setRollups: (target, values, initial, metadata) => setRollups(backends.events, target, values, initial, metadata),
+              fire: (firing) => firePlaybook(backends, firing),
+              writeHealthScores: (workspaceId, scores) => writeHealthScores(backends.events, workspaceId, scores),
+              clock,
+              dailyCheckMs: config.reactorDailyCheckMs,
+              listWorkspaceIds: async () => (await backends.setup.listWorkspaces()).map((workspace) => workspace.id),
             }),
-          );
+          ];
         },
         async () => {
           await Promise.all(running.map((role) => role.stop()));
@@ -118,7 +111,7 @@ export async function startService(
     });
   }
   if (config.roles.includes('api')) {
-    observability = await observeApi(config, backends, catalogues);
+    observability = await observeApi(config, backends);
     // The Setup page's own: its test event and resends are sent from the API process.
     pageSender = createWebhookSender(config);
     // The event store's chain, step 3 (src/backends.ts): the commands' appends are measured.
