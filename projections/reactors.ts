@@ -1,4 +1,4 @@
-import { todayUtc } from '../queries/recordFormat.js';
+import { todayUtc } from '../src/schema/dates.js';
 import { automationReactor } from './automation/reactor.js';
 import { lastDailyPass, recordDailyPass } from './dailyPass.js';
 import { healthScoreReactor } from './health/reactor.js';

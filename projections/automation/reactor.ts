@@ -1,5 +1,5 @@
 import { upcast } from '../../src/events/records.js';
-import { todayUtc } from '../../queries/recordFormat.js';
+import { todayUtc } from '../../src/schema/dates.js';
 import { comparePositions, type Position } from '../../src/eventstore/position.js';
 import type { ReadStore } from '../../src/readstore/port.js';
 import { awaitRecords, Serial } from '../awaitRecords.js';

@@ -1,6 +1,6 @@
 import { upcast } from '../../src/events/records.js';
 import type { RecordedEvent } from '../../src/eventstore/port.js';
-import { todayUtc } from '../../queries/recordFormat.js';
+import { todayUtc } from '../../src/schema/dates.js';
 import { awaitRecords, Serial } from '../awaitRecords.js';
 import { backgroundReactor } from '../backgroundReactor.js';
 import { followerOf, type Follower, type Projection } from '../projection.js';
