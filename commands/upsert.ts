@@ -9,6 +9,7 @@ import { recordName, uniqueFields } from '../src/schema/catalogue.js';
 import type { ObjectDef } from '../src/schema/types.js';
 import { checkRecordRules, validateRecord } from '../src/schema/validate.js';
 import { metadataFor, type Action } from './action.js';
+import { recordsInBody } from './bodyForms.js';
 import type { CommandDeps } from './deps.js';
 import type { NumberedField } from './autoNumbers.js';
 import { newClientHealthScore } from '../src/schema/healthScore.js';
@@ -272,13 +273,10 @@ function parseMatch(object: ObjectDef, match: string): string[] {
   return fields;
 }
 
-/** The three body forms of spec 4.2: one record, an array, or { records: [...] }. */
+/** The records of a body in one of its three forms (bodyForms.ts), within the request's limits. */
 function recordsOf(body: unknown): unknown[] {
-  let records: unknown[];
-  if (Array.isArray(body)) records = body;
-  else if (isPlainObject(body) && Object.keys(body).length === 1 && Array.isArray(body['records'])) records = body['records'];
-  else if (isPlainObject(body)) records = [body];
-  else throw new ValidationFailed('the body must be a record object, an array of records or { "records": [...] }');
+  const records = recordsInBody(body);
+  if (records === null) throw new ValidationFailed('the body must be a record object, an array of records or { "records": [...] }');
   if (records.length === 0) throw new ValidationFailed('the request contains no records');
   if (records.length > MAX_RECORDS_PER_REQUEST) {
     throw new ValidationFailed(`too many records: ${records.length} (at most ${MAX_RECORDS_PER_REQUEST} per request)`);

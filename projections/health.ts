@@ -3,8 +3,7 @@ import type { ReadinessCheck } from '../src/core/readiness.js';
 import type { EventStore } from '../src/eventstore/port.js';
 import type { Position } from '../src/eventstore/position.js';
 import type { ReadStore } from '../src/readstore/port.js';
-import type { Projection } from './projection.js';
-import { WEBHOOKS_FILTER, WEBHOOKS_GROUP } from '../src/webhooks/port.js';
+import type { Follower } from './projection.js';
 import { lagAfter } from './status.js';
 
 /** Projection lag for /health/ready and /metrics, read from the stores (any process, any role). */
@@ -14,7 +13,7 @@ const PROBE_LIMIT = 10_000;
 
 type Deps = { events: EventStore; readStore: ReadStore };
 
-async function lagOf(deps: Deps, projection: Projection): Promise<{ events: number; seconds: number }> {
+async function lagOf(deps: Deps, projection: Pick<Follower, 'name' | 'filter'>): Promise<{ events: number; seconds: number }> {
   const checkpoint = await deps.readStore.checkpoint(projection.name);
   const lag = await lagAfter(deps.events, checkpoint, projection.filter, PROBE_LIMIT);
   return { events: lag.events, seconds: lag.oldest ? Math.max(0, Date.now() - lag.oldest.getTime()) / 1000 : 0 };
@@ -41,7 +40,7 @@ interface Probed {
  * probe reads only what came after it. The count is then a lower bound, which a probe's message
  * needs no better.
  */
-async function probedLag(deps: Deps, projection: Projection, memo: Map<string, Probed>): Promise<{ events: number; seconds: number }> {
+async function probedLag(deps: Deps, projection: Pick<Follower, 'name' | 'filter'>, memo: Map<string, Probed>): Promise<{ events: number; seconds: number }> {
   const checkpoint = await deps.readStore.checkpoint(projection.name);
   const before = memo.get(projection.name);
   const known = before !== undefined && before.checkpoint === checkpoint ? before : null;
@@ -62,7 +61,7 @@ const FRESH_STATUS_MS = 60_000;
  * says that its last batch failed: a projector that cannot write (a full disk) is said at once,
  * with its error, not only once its lag has grown past the bound.
  */
-export function projectionLagCheck(deps: Deps, projections: readonly Projection[], maxLagMs: number): ReadinessCheck {
+export function projectionLagCheck(deps: Deps, projections: readonly Pick<Follower, 'name' | 'filter'>[], maxLagMs: number): ReadinessCheck {
   const memo = new Map<string, Probed>();
   return {
     name: 'projections',
@@ -83,18 +82,21 @@ export function projectionLagCheck(deps: Deps, projections: readonly Projection[
   };
 }
 
-/** The webhook fan-out's consumer group, as `csr projections status` lists it (none before a dispatcher first joined it). */
-async function fanOutLag(deps: Deps): Promise<(readonly [string, { events: number; seconds: number }])[]> {
-  const group = await deps.events.groupCheckpoint(WEBHOOKS_GROUP);
+/** A fan-out's lag, from its consumer group's checkpoint; none before a dispatcher first joined it (as `csr projections status` lists it). */
+async function fanOutLag(deps: Deps, fanOut: Follower): Promise<(readonly [string, { events: number; seconds: number }])[]> {
+  const group = await deps.events.groupCheckpoint(fanOut.name);
   if (!group) return [];
-  const lag = await lagAfter(deps.events, group.position, WEBHOOKS_FILTER, PROBE_LIMIT);
-  return [[WEBHOOKS_GROUP, { events: lag.events, seconds: lag.oldest ? Math.max(0, Date.now() - lag.oldest.getTime()) / 1000 : 0 }]];
+  const lag = await lagAfter(deps.events, group.position, fanOut.filter, PROBE_LIMIT);
+  return [[fanOut.name, { events: lag.events, seconds: lag.oldest ? Math.max(0, Date.now() - lag.oldest.getTime()) / 1000 : 0 }]];
 }
 
-export function projectionLagGauges(metrics: Metrics, deps: Deps, projections: readonly Projection[]): void {
+/** The lag gauges of /metrics, one series per follower given (the registry's, registry.ts). */
+export function projectionLagGauges(metrics: Metrics, deps: Deps, followers: readonly Follower[]): void {
+  const projections = followers.filter((follower) => follower.kind !== 'fan-out');
+  const fanOuts = followers.filter((follower) => follower.kind === 'fan-out');
   const lags = async () => [
     ...(await Promise.all(projections.map(async (projection) => [projection.name, await lagOf(deps, projection)] as const))),
-    ...(await fanOutLag(deps)),
+    ...(await Promise.all(fanOuts.map((fanOut) => fanOutLag(deps, fanOut)))).flat(),
   ];
   // One read of the stores serves both gauges of a scrape.
   let pending: ReturnType<typeof lags> | null = null;

@@ -2,6 +2,23 @@ import type { EventFilter, RecordedEvent } from '../src/eventstore/port.js';
 import type { Position } from '../src/eventstore/position.js';
 import type { ReadTransaction } from '../src/readstore/port.js';
 
+/**
+ * A follower of the log as every listing knows it (the registry, registry.ts): no handler, since
+ * nothing that lists one runs it. 'fan-out' is the webhook dispatchers' consumer group.
+ */
+export interface Follower {
+  name: string;
+  kind: Projection['kind'] | 'fan-out';
+  /** Null for the webhook fan-out, which has no read model to version. */
+  version: number | null;
+  filter: EventFilter;
+}
+
+/** The part of a projection the registry declares: what it is, not how it runs. */
+export function followerOf(projection: Pick<Projection, 'name' | 'kind' | 'version' | 'filter'>): Follower {
+  return { name: projection.name, kind: projection.kind, version: projection.version, filter: projection.filter };
+}
+
 /** A projection folds log events into read models; the runner commits each batch with its checkpoint. */
 export interface Projection {
   name: string;

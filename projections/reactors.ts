@@ -1,11 +1,9 @@
-import { todayUtc } from '../queries/recordFormat.js';
-import { RECORD_STREAM_PREFIX } from '../src/events/records.js';
-import { AUTOMATION_REACTOR, automationReactor } from './automation/reactor.js';
+import { todayUtc } from '../src/schema/dates.js';
+import { automationReactor } from './automation/reactor.js';
 import { lastDailyPass, recordDailyPass } from './dailyPass.js';
-import { HEALTH_SCORE_REACTOR, healthScoreReactor } from './health/reactor.js';
+import { healthScoreReactor } from './health/reactor.js';
 import type { Projection } from './projection.js';
 import type { ReactorDeps } from './reactorDeps.js';
-import { ROLLUPS_REACTOR } from './rollupReactor.js';
 import { startProjection, type RunningProjection } from './runner.js';
 
 /**
@@ -22,17 +20,11 @@ export interface ReactorRole extends ReactorDeps {
   dailyCheckMs: number;
 }
 
-/** The reactors as a status listing needs them, without starting them (their runners keep the rest). */
-export const REACTORS: readonly Pick<Projection, 'name' | 'filter' | 'kind' | 'version'>[] = [ROLLUPS_REACTOR, AUTOMATION_REACTOR, HEALTH_SCORE_REACTOR].map(
-  (name) => ({ name, kind: 'reactor', version: 1, filter: { streamPrefixes: [RECORD_STREAM_PREFIX] } }),
-);
-
 export function reactorProjections(deps: ReactorDeps) {
   return [automationReactor(deps), healthScoreReactor(deps)];
 }
 
-export function startReactors(deps: ReactorRole): RunningProjection {
-  const reactors = reactorProjections(deps);
+export function startReactors(deps: ReactorRole, reactors = reactorProjections(deps)): RunningProjection {
   const running = reactors.map((reactor) => startProjection(deps, reactor as Projection));
   let lastPass: Promise<string | null> = lastDailyPass(deps.events).catch(() => null);
   let passing: Promise<void> = Promise.resolve();

@@ -6,7 +6,7 @@ import { RECORD_STREAM_PREFIX, upcast, type RecordEvent } from '../src/events/re
 import { ownCalculations, rollups } from '../src/schema/calculated.js';
 import { renderTemplate } from '../src/readstore/rendering.js';
 import type { ObjectDef } from '../src/schema/types.js';
-import type { Projection } from './projection.js';
+import type { Follower, Projection } from './projection.js';
 
 /**
  * The records read model: one document per live record, with its calculated values. Roll-ups
@@ -22,10 +22,7 @@ import type { Projection } from './projection.js';
  */
 export function recordProjection(catalogues: Catalogues): Projection {
   return {
-    name: RECORDS_PROJECTION,
-    version: RECORDS_VERSION.current,
-    kind: 'read-model',
-    filter: { streamPrefixes: [RECORD_STREAM_PREFIX] },
+    ...recordsFollower(),
     async apply(tx, events) {
       const edges: LinkEdge[] = [];
       for (const event of events) {
@@ -43,6 +40,11 @@ export function recordProjection(catalogues: Catalogues): Projection {
  * An object so that a test can play a release that raised it.
  */
 export const RECORDS_VERSION = { current: 2 };
+
+/** The records projection's entry in the registry of followers (registry.ts), at its current version. */
+export function recordsFollower(): Follower & Pick<Projection, 'kind' | 'version'> {
+  return { name: RECORDS_PROJECTION, version: RECORDS_VERSION.current, kind: 'read-model', filter: { streamPrefixes: [RECORD_STREAM_PREFIX] } };
+}
 
 async function applyEvent(
   tx: ReadTransaction,

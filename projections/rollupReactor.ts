@@ -4,7 +4,7 @@ import { RECORD_STREAM_PREFIX, upcast, type RecordEvent } from '../src/events/re
 import { filterKey } from '../src/schema/filterKey.js';
 import { RECORDS_PROJECTION, type ReadStore, type Values } from '../src/readstore/port.js';
 import { initialRollups, lookups, rollups } from '../src/schema/calculated.js';
-import type { Projection } from './projection.js';
+import { followerOf, type Follower, type Projection } from './projection.js';
 
 /**
  * Roll-ups as changes of their record (PRODUCT.md "Roll-ups"): for every parent whose children
@@ -35,12 +35,13 @@ interface Ref {
 /** How long to wait for the records projection before looking again (children come from it). */
 const PROJECTION_WAIT_MS = 5_000;
 
+/** The roll-up reactor's entry in the registry of followers (registry.ts). */
+const ROLLUPS: Pick<Projection, 'name' | 'kind' | 'version' | 'filter'> = { name: ROLLUPS_REACTOR, version: 1, kind: 'reactor', filter: { streamPrefixes: [RECORD_STREAM_PREFIX] } };
+export const ROLLUPS_FOLLOWER: Follower = followerOf(ROLLUPS);
+
 export function rollupReactor(deps: RollupReactorDeps): Projection {
   return {
-    name: ROLLUPS_REACTOR,
-    version: 1,
-    kind: 'reactor',
-    filter: { streamPrefixes: [RECORD_STREAM_PREFIX] },
+    ...ROLLUPS,
     awaited: (events) => events.some(mayBeAwaited),
     async apply() {
       // Nothing to project: the roll-up events are appended by `react`, before the checkpoint.

@@ -1,13 +1,13 @@
 import type { EventFilter, EventStore } from '../src/eventstore/port.js';
 import type { Position } from '../src/eventstore/position.js';
 import type { ReadStore, RunnerStatus } from '../src/readstore/port.js';
-import { WEBHOOKS_FILTER, WEBHOOKS_GROUP } from '../src/webhooks/port.js';
 import { eventsUpTo } from './logRange.js';
-import type { Projection } from './projection.js';
+import type { Follower } from './projection.js';
 
 /**
- * `csr projections status`: every registered projection (and the generation a rebuild is
- * filling), and the webhook fan-out's persistent subscription group, read from the stores alone,
+ * `csr projections status` (and the Setup page): every follower of the registry (registry.ts):
+ * the projections (and the generation a rebuild is filling), the reactors, and the webhook
+ * fan-out's persistent subscription group, read from the stores alone,
  * so it answers the same whether the server runs or not.
  */
 
@@ -15,9 +15,9 @@ export type ProjectionState = 'live' | 'catching-up' | 'rebuilding' | 'failed';
 
 export interface ProjectionStatus {
   name: string;
-  kind: Projection['kind'] | 'fan-out';
+  kind: Follower['kind'];
   /** Null for the webhook fan-out, which has no read model to version. */
-  version: number | null;
+  version: Follower['version'];
   /** The read model generation this row is about (null for reactors, which have none). */
   generation: number | null;
   state: ProjectionState;
@@ -68,15 +68,9 @@ function rateOf(status: RunnerStatus | undefined, now: number): number {
   return status.eventsPerSecond;
 }
 
-/** What status needs to know of a projection or reactor (no handler: status runs none). */
-type Listed = Pick<Projection, 'name' | 'filter'> & { kind: ProjectionStatus['kind']; version: number | null };
-
-/** The webhook fan-out (its consumer group's checkpoint), listed after the projections. */
-const FAN_OUT: Listed = { name: WEBHOOKS_GROUP, filter: WEBHOOKS_FILTER, kind: 'fan-out', version: null };
-
 async function row(
   deps: { events: EventStore },
-  projection: Listed,
+  projection: Follower,
   generation: number | null,
   checkpoint: Position | null,
   runner: RunnerStatus | undefined,
@@ -111,13 +105,19 @@ async function row(
 
 export async function projectionStatus(
   deps: { events: EventStore; readStore: ReadStore },
-  projections: readonly Pick<Projection, 'name' | 'filter' | 'kind' | 'version'>[],
+  followers: readonly Follower[],
 ): Promise<StatusReport> {
   const now = Date.now();
   const [head, generations, runners] = await Promise.all([deps.events.headPosition(), deps.readStore.generations(), deps.readStore.runnerStatuses()]);
   const runner = (name: string) => runners.find((status) => status.name === name);
   const rows: ProjectionStatus[] = [];
-  for (const projection of projections) {
+  for (const projection of followers) {
+    if (projection.kind === 'fan-out') {
+      // A group that does not exist yet (no dispatcher ever ran) starts at the end of the log when made: no row.
+      const group = await deps.events.groupCheckpoint(projection.name);
+      if (group) rows.push(await row(deps, projection, null, group.position, runner(projection.name), false, head, now));
+      continue;
+    }
     const readModel = projection.kind === 'read-model';
     const checkpoint = await deps.readStore.checkpoint(projection.name);
     rows.push(await row(deps, projection, readModel ? generations.live : null, checkpoint, runner(projection.name), false, head, now));
@@ -127,8 +127,5 @@ export async function projectionStatus(
       rows.push(await row(deps, building, generations.building.generation, generations.building.position, rebuild, true, head, now));
     }
   }
-  // A group that does not exist yet (no dispatcher ever ran) starts at the end of the log when made: no row.
-  const fanOut = await deps.events.groupCheckpoint(WEBHOOKS_GROUP);
-  if (fanOut) rows.push(await row(deps, FAN_OUT, null, fanOut.position, runner(WEBHOOKS_GROUP), false, head, now));
   return { head, at: new Date(now).toISOString(), projections: rows };
 }

@@ -140,17 +140,3 @@ async function loadLinked(plan: RenderPlan, documents: RecordDocument[], ctx: Re
   );
   return linked;
 }
-
-const DAY_MS = 86_400_000;
-/** The last day asked for and where it starts: every request asks, and nearly all on the same day. */
-let lastDay = { start: 0, end: 0, day: '' };
-
-/** YYYY-MM-DD (UTC) of `now`; formatting a date per request was a visible share of a GET. */
-export function todayUtc(now: Date): string {
-  const ms = now.getTime();
-  if (ms < lastDay.start || ms >= lastDay.end) {
-    const start = ms - (((ms % DAY_MS) + DAY_MS) % DAY_MS);
-    lastDay = { start, end: start + DAY_MS, day: now.toISOString().slice(0, 10) };
-  }
-  return lastDay.day;
-}

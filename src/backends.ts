@@ -18,6 +18,9 @@ import { createHttpsSender, type WebhookSender } from './webhooks/httpsSender.js
 import type { WebhookStore } from './webhooks/port.js';
 import { openSqliteWebhookStore } from './webhooks/sqlite/index.js';
 import { withPrivacy } from './privacy/index.js';
+import type { KeyStore } from './privacy/port.js';
+import { instrumentAppends } from './eventstore/instrumented.js';
+import type { Metrics } from './core/metrics.js';
 import { openSqliteKeyStore } from './privacy/sqlite/index.js';
 import { truncateWal } from './sqlite/file.js';
 import { makeDirectory } from './core/makeDirectory.js';
@@ -80,13 +83,33 @@ export function ensureDataDir(dataDir: string): void {
   }
 }
 
+/**
+ * The event store's chain: its wrappers are composed here and nowhere else, innermost first
+ * (docs/design.md draws it):
+ *   1. the adapter (`src/eventstore/<backend>/`): the log itself;
+ *   2. personal-data sealing (`src/privacy`): personal fields sealed under their record's data key
+ *      before they are appended, opened as events are read, so no layer above ever handles a
+ *      sealed value. Every user of `Backends.events` (the roles, `csr`) gets the log from here;
+ *   3. append metrics (`src/eventstore/instrumented.ts`): appends timed and counted for /metrics,
+ *      outside the sealing so that its cost counts as part of an append. Only the api role's
+ *      commands get this one (src/service.ts): what the reactors append is not an API write.
+ */
+async function sealedEventStore(adapter: EventStore, keys: KeyStore, config: Config): Promise<EventStore> {
+  return withPrivacy(adapter, keys, config);
+}
+
+/** Step 3 of the chain above, for the api role's commands. */
+export function measuredEventStore(sealed: EventStore, metrics: Metrics): EventStore {
+  return instrumentAppends(sealed, metrics);
+}
+
 export async function openBackends(config: Config, logger?: Logger): Promise<Backends> {
   const urls = productionUrls(config);
   if (urls) return openProductionBackends(config, urls.eventStore, urls.mongoDb, logger);
   const files = embeddedFiles(config.dataDir);
   ensureDataDir(config.dataDir);
   const stored = openSqliteEventStore({ path: files.events });
-  const events = await withPrivacy(stored, openSqliteKeyStore({ path: files.keys }), config).catch(async (error: unknown) => {
+  const events = await sealedEventStore(stored, openSqliteKeyStore({ path: files.keys }), config).catch(async (error: unknown) => {
     await stored.close();
     throw error;
   });
@@ -139,7 +162,7 @@ async function openProductionBackends(config: Config, eventStoreUrl: string, mon
       import('./privacy/mongodb/index.js'),
     ]);
   const { client, db } = await mongoDatabase({ url: mongoDbUrl });
-  const events = await withPrivacy(openEventStoreDb({ connectionString: eventStoreUrl, ...(logger ? { logger } : {}) }), await openMongoKeyStore({ client }), config);
+  const events = await sealedEventStore(openEventStoreDb({ connectionString: eventStoreUrl, ...(logger ? { logger } : {}) }), await openMongoKeyStore({ client }), config);
   const stores: Stores = {
     events,
     readStore: await openMongoReadStore({ client }),

@@ -3,27 +3,21 @@ import type { ServerType } from '@hono/node-server';
 import type { Logger } from 'pino';
 import { AutoNumbers } from '../commands/autoNumbers.js';
 import type { CommandDeps } from '../commands/deps.js';
-import { backfillLinkEdges } from '../projections/linkBackfill.js';
 import { startProjector } from '../projections/projector.js';
-import { startProjection, type RunningProjection } from '../projections/runner.js';
+import type { RunningProjection } from '../projections/runner.js';
 import { writeHealthScores } from '../commands/healthScore.js';
 import { firePlaybook } from '../commands/playbook/fire.js';
-import { startReactors } from '../projections/reactors.js';
-import { createWebhookSender, openBackends, type Backends } from './backends.js';
+import { waitVisible } from '../projections/readYourWrites.js';
+import { createWebhookSender, measuredEventStore, openBackends, type Backends } from './backends.js';
 import type { Config } from './config.js';
-import { Unavailable } from './core/errors.js';
 import { setRollups } from '../commands/rollups.js';
-import { appendedCheckpoint } from '../projections/projection.js';
-import { rollupReactor, ROLLUPS_REACTOR } from '../projections/rollupReactor.js';
-import { rollupDepthFrom } from './schema/calculated.js';
 import { createLogger } from './core/logger.js';
-import { comparePositions, type Position } from './eventstore/position.js';
+import type { Position } from './eventstore/position.js';
 import type { Hono } from 'hono';
 import { createApp } from './http/app.js';
 import { composeSetupPage } from './http/setup/compose.js';
 import { Catalogues } from './setup/catalogues.js';
 import type { AppEnv } from './http/types.js';
-import { RECORDS_PROJECTION } from './readstore/port.js';
 import { startBackgroundRole } from './runtime/backgroundRole.js';
 import { observeApi, type ApiObservability } from './runtime/observability.js';
 import { closeGracefully, listen, SHUTDOWN_DEADLINE_MS } from './runtime/httpServer.js';
@@ -37,9 +31,6 @@ import type { WebhookSender } from './webhooks/httpsSender.js';
  * The composition of the roles (api, projector, dispatcher) over the backends of src/backends.ts:
  * what each role needs, started in this thread, or the API here and each other role in a thread.
  */
-
-/** How long a write waits for the read models to show it before answering 503. */
-const VISIBILITY_TIMEOUT_MS = 10_000;
 
 export interface RunningService {
   /** Base URL of the API when this process runs the api role. */
@@ -77,24 +68,20 @@ export async function startService(
       backends.whileSoleProjector(
         () => {
           logger.info('this process runs the projections');
-          const deps = { events: backends.events, readStore: backends.readStore, logger };
-          const rollups = rollupReactor({ readStore: backends.readStore, setRollups: (target, values, initial, metadata) => setRollups(backends.events, target, values, initial, metadata) });
-          running = [startProjector({ ...deps, catalogues }), startProjection(deps, rollups)];
-          // Alongside, not before: the projection writes the edges after the checkpoint it starts from.
-          backfillLinkEdges(deps).catch((error: unknown) =>
-            logger.error({ err: error }, 'adding the link edges of older records failed; reads as of a past moment may miss children until the next start'),
-          );
-          running.push(startReactors({
-            events: backends.events,
-            readStore: backends.readStore,
-            fire: (firing) => firePlaybook(backends, firing),
-            writeHealthScores: (workspaceId, scores) => writeHealthScores(backends.events, workspaceId, scores),
-            logger,
-            clock,
-            dailyCheckMs: config.reactorDailyCheckMs,
-            listWorkspaceIds: async () => (await backends.setup.listWorkspaces()).map((workspace) => workspace.id),
+          running = [
+            startProjector({
+              events: backends.events,
+              readStore: backends.readStore,
+              logger,
+              catalogues,
+              setRollups: (target, values, initial, metadata) => setRollups(backends.events, target, values, initial, metadata),
+              fire: (firing) => firePlaybook(backends, firing),
+              writeHealthScores: (workspaceId, scores) => writeHealthScores(backends.events, workspaceId, scores),
+              clock,
+              dailyCheckMs: config.reactorDailyCheckMs,
+              listWorkspaceIds: async () => (await backends.setup.listWorkspaces()).map((workspace) => workspace.id),
             }),
-          );
+          ];
         },
         async () => {
           await Promise.all(running.map((role) => role.stop()));
@@ -124,15 +111,17 @@ export async function startService(
     });
   }
   if (config.roles.includes('api')) {
-    observability = await observeApi(config, backends, catalogues);
+    observability = await observeApi(config, backends);
     // The Setup page's own: its test event and resends are sent from the API process.
     pageSender = createWebhookSender(config);
+    // The event store's chain, step 3 (src/backends.ts): the commands' appends are measured.
+    const events = measuredEventStore(backends.events, observability.metrics);
     const commands: CommandDeps = {
-      events: observability.events,
+      events,
       readStore: backends.readStore,
-      autoNumbers: new AutoNumbers(observability.events),
+      autoNumbers: new AutoNumbers(events),
       listUsers: (workspaceId) => backends.setup.listUsers(workspaceId),
-      waitVisible: (position: Position, object?: string) => waitVisible(backends, position, object),
+      waitVisible: (position: Position, object?: string) => waitVisible(backends.readStore, position, object),
       reportInternal: (err) => logger.error({ err }, 'a record of an upsert failed unexpectedly'),
     };
     app = createApp({
@@ -179,32 +168,6 @@ export async function startService(
       await backends.close();
     },
   };
-}
-
-/**
- * Read your writes, roll-ups included: the records projection has passed the write; and when the
- * written object feeds roll-ups, the roll-up reactor has reacted to it and the records projection
- * shows what it appended, level by level (invoice line -> invoice -> client), up to the deepest
- * cascade. Once the reactor has passed the write, what it appended for it is at or before the
- * last position it appended (its `.appended` checkpoint): the projection is waited for up to there.
- */
-async function waitVisible(backends: Backends, position: Position, object?: string): Promise<void> {
-  const deadline = Date.now() + VISIBILITY_TIMEOUT_MS;
-  const waitFor = async (name: string, at: Position) => {
-    if (!(await backends.readStore.waitForCheckpoint(name, at, Math.max(1, deadline - Date.now())))) {
-      throw new Unavailable('the change is recorded but the read models have not caught up yet (is a projector running?); read it again shortly');
-    }
-  };
-  await waitFor(RECORDS_PROJECTION, position);
-  if (object === undefined) return;
-  let at = position;
-  for (let level = 0; level < rollupDepthFrom(object); level++) {
-    await waitFor(ROLLUPS_REACTOR, at);
-    const appended = await backends.readStore.checkpoint(appendedCheckpoint(ROLLUPS_REACTOR));
-    if (appended === null || comparePositions(appended, at) <= 0) return;
-    at = appended;
-    await waitFor(RECORDS_PROJECTION, at);
-  }
 }
 
 /** The API on this thread and each other role this process has in a thread of its own. */

@@ -1,12 +1,12 @@
 import { upcast } from '../../src/events/records.js';
-import { todayUtc } from '../../queries/recordFormat.js';
+import { todayUtc } from '../../src/schema/dates.js';
 import { comparePositions, type Position } from '../../src/eventstore/position.js';
 import type { ReadStore } from '../../src/readstore/port.js';
 import { awaitRecords, Serial } from '../awaitRecords.js';
 import { backgroundReactor } from '../backgroundReactor.js';
 import { findAllDocuments } from '../health/inputs.js';
 import type { ReactorDeps } from '../reactorDeps.js';
-import type { Projection } from '../projection.js';
+import { followerOf, type Follower, type Projection } from '../projection.js';
 import { dateTrigger, templateOf, triggersFor, TRIGGERS, type Template, type Trigger } from './triggers.js';
 
 /**
@@ -17,6 +17,8 @@ import { dateTrigger, templateOf, triggersFor, TRIGGERS, type Template, type Tri
  */
 
 export const AUTOMATION_REACTOR = 'automation';
+/** Its entry in the registry of followers (projections/registry.ts): name, kind, version. */
+export const AUTOMATION_FOLLOWER: Follower = followerOf(backgroundReactor(AUTOMATION_REACTOR, 1));
 
 export interface AutomationReactor extends Projection {
   /** The daily pass: every date trigger due today for every client of the workspace. */
@@ -40,7 +42,7 @@ export function automationReactor(deps: ReactorDeps): AutomationReactor {
   };
 
   return {
-    ...backgroundReactor(AUTOMATION_REACTOR, 1),
+    ...backgroundReactor(AUTOMATION_REACTOR, AUTOMATION_FOLLOWER.version!),
     react(events, stopped) {
       return serial.run(async () => {
         const clientEvents = events.filter((event) => event.data['object'] === 'clients');

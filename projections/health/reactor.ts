@@ -1,9 +1,9 @@
 import { upcast } from '../../src/events/records.js';
 import type { RecordedEvent } from '../../src/eventstore/port.js';
-import { todayUtc } from '../../queries/recordFormat.js';
+import { todayUtc } from '../../src/schema/dates.js';
 import { awaitRecords, Serial } from '../awaitRecords.js';
 import { backgroundReactor } from '../backgroundReactor.js';
-import type { Projection } from '../projection.js';
+import { followerOf, type Follower, type Projection } from '../projection.js';
 import type { ReactorDeps } from '../reactorDeps.js';
 import { affectedBy, readsCurrent } from './affected.js';
 import { healthScore } from '../../src/schema/healthScore.js';
@@ -18,6 +18,8 @@ import { findAllDocuments, loadHealthInputs } from './inputs.js';
  */
 
 export const HEALTH_SCORE_REACTOR = 'health score';
+/** Its entry in the registry of followers (projections/registry.ts): name, kind, version. */
+export const HEALTH_SCORE_FOLLOWER: Follower = followerOf(backgroundReactor(HEALTH_SCORE_REACTOR, 1));
 
 /** Clients scored between two turns of the event loop. */
 const SCORE_SLICE = 20;
@@ -69,7 +71,7 @@ export function healthScoreReactor(deps: ReactorDeps): HealthScoreReactor {
   }
 
   return {
-    ...backgroundReactor(HEALTH_SCORE_REACTOR, 1),
+    ...backgroundReactor(HEALTH_SCORE_REACTOR, HEALTH_SCORE_FOLLOWER.version!),
     react(events, stopped) {
       return serial.run(async () => {
         await awaitRecords(deps.readStore, events.at(-1)!.position, stopped);

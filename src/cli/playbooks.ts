@@ -1,6 +1,6 @@
 import { startPlaybookManually } from '../../commands/playbook/manual.js';
 import { listRuns } from '../../commands/playbook/runs.js';
-import { todayUtc } from '../../queries/recordFormat.js';
+import { todayUtc } from '../schema/dates.js';
 import { stringOption, type CliResource } from './context.js';
 
 /** `csr playbooks start` (the "Manually" trigger) and `csr automation runs` (issue 26). */

@@ -1,5 +1,5 @@
 import { contactsWithEmail, exportPerson, findPerson, type PeopleContext } from '../../queries/people.js';
-import { todayUtc } from '../../queries/recordFormat.js';
+import { todayUtc } from '../schema/dates.js';
 import { productionUrls } from '../backends.js';
 import { NotFound } from '../core/errors.js';
 import { isUuid } from '../core/ids.js';

@@ -1,5 +1,4 @@
-import { REACTORS } from '../../projections/reactors.js';
-import { registeredProjections } from '../../projections/registry.js';
+import { followers, registeredProjections } from '../../projections/registry.js';
 import type { Projection } from '../../projections/projection.js';
 import { Catalogues } from '../setup/catalogues.js';
 import type { CliContext } from './context.js';
@@ -39,7 +38,7 @@ export const projections: CliResource = {
       usage: '',
       description: 'each projection: version, generation, state, checkpoint, lag, events/s, last error',
       async run(_args, context) {
-        return withProjections(context, (projections) => projectionStatus(context.backends, [...projections, ...REACTORS]));
+        return projectionStatus(context.backends, followers());
       },
       text: (report: StatusReport) => statusTable(report),
     },

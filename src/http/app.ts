@@ -29,6 +29,8 @@ export function createApp(deps: ApiDeps): Hono<AppEnv> {
   // Only where a body is read.
   app.on(['POST', 'PUT', 'PATCH'], '/api/*', bodySizeLimit());
   app.use('/api/*', bearerAuth(authenticate));
+  const apiMiddleware = deps.apiMiddleware ?? [];
+  for (const middleware of apiMiddleware) app.use('/api/*', middleware);
   app.on(['POST', 'PUT', 'PATCH'], '/api/*', bodyBudget());
   app.on(['POST', 'PATCH', 'DELETE'], '/api/*', idempotency(deps.idempotency, deps.clock));
   openApiRoute(app, deps);
@@ -40,5 +42,5 @@ export function createApp(deps: ApiDeps): Hono<AppEnv> {
   app.onError((error, c) => handleError(error, c, deps.logger));
   // The RegExpRouter compiles on its first match: done here, a route it cannot take stops the start.
   app.router.match('GET', '/');
-  return withOneRecordRoute(app, scope, authenticate, oneRecord, (error, c) => handleError(error, c, deps.logger));
+  return withOneRecordRoute(app, scope, authenticate, apiMiddleware, oneRecord, (error, c) => handleError(error, c, deps.logger));
 }

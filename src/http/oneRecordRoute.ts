@@ -1,4 +1,4 @@
-import { Hono, type Context } from 'hono';
+import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import type { Params, Result, Router } from 'hono/router';
 import { getPath } from 'hono/utils/url';
 import type { Authenticate } from './auth.js';
@@ -37,21 +37,25 @@ class OneRecordRouter<T> implements Router<T> {
  * route. Hono calls a route's only handler directly, where the main app composes its chain of
  * three (request scope, authentication, handler) per request, with an async step, a promise and a
  * microtask turn each. Here the same three are composed by hand, synchronous when the stores answer
- * at once, with the same error mapping, request id, log line and metrics. The main app still has
- * the route (HEAD is routed there as a GET), and takes every other request.
+ * at once, with the same error mapping, request id, log line and metrics. Any other middleware of
+ * the /api routes (`apiMiddleware`, the one list app.ts adds them from) runs here too, after
+ * authentication as there, so the two paths cannot drift apart. The main app still has the route
+ * (HEAD is routed there as a GET), and takes every other request.
  */
 export function withOneRecordRoute(
   app: Hono<AppEnv>,
   scope: RequestScope,
   authenticate: Authenticate,
+  apiMiddleware: readonly MiddlewareHandler<AppEnv>[],
   oneRecord: OneRecordHandler,
   onError: (error: unknown, c: Context<AppEnv>) => Response,
 ): Hono<AppEnv> {
   const fetch = app.fetch;
   const one = new Hono<AppEnv>({ router: new OneRecordRouter() });
+  const handle = apiMiddleware.length === 0 ? oneRecord : throughMiddleware(apiMiddleware, oneRecord);
   const authenticated: OneRecordHandler = (c) => {
     const waiting = authenticate(c);
-    return waiting ? waiting.then(() => oneRecord(c)) : oneRecord(c);
+    return waiting ? waiting.then(() => handle(c)) : handle(c);
   };
   one.get(ROUTE, aroundRequest(scope, ROUTE, authenticated, onError));
   // Unreachable while ONE_RECORD and the route agree; should they not, the main app answers.
@@ -60,4 +64,20 @@ export function withOneRecordRoute(
   app.fetch = (request, env, executionCtx) =>
     request.method === 'GET' && ONE_RECORD.test(getPath(request)) ? one.fetch(request, env, executionCtx) : fetch(request, env, executionCtx);
   return app;
+}
+
+/** The handler behind `middleware`, each called as Hono's chain calls it (`next` runs the rest; a returned Response answers). */
+function throughMiddleware(middleware: readonly MiddlewareHandler<AppEnv>[], handler: OneRecordHandler): OneRecordHandler {
+  return async (c) => {
+    const step = async (index: number): Promise<void> => {
+      if (index === middleware.length) {
+        c.res = await handler(c);
+        return;
+      }
+      const answer = await middleware[index]!(c, () => step(index + 1));
+      if (answer instanceof Response) c.res = answer;
+    };
+    await step(0);
+    return c.res;
+  };
 }

@@ -2,11 +2,13 @@ import type { Context, Hono } from 'hono';
 import { getRecordAsOf, parseAsOf } from '../../queries/asOf.js';
 import { getRecord, getRecordJson } from '../../queries/get.js';
 import { listRecordsJson } from '../../queries/list.js';
-import { todayUtc, type RenderContext } from '../../queries/recordFormat.js';
+import { type RenderContext } from '../../queries/recordFormat.js';
+import { todayUtc } from '../schema/dates.js';
 import { newAction } from '../../commands/action.js';
 import { deleteRecord } from '../../commands/delete.js';
 import { patchRecord } from '../../commands/patch.js';
 import { upsertRecords, type SaveResult } from '../../commands/upsert.js';
+import { recordsInBody } from '../../commands/bodyForms.js';
 import { upsertPlaybooks } from '../../commands/playbook/fromTemplate.js';
 import { NotFound, ValidationFailed } from '../core/errors.js';
 import { isUuid } from '../core/ids.js';
@@ -72,7 +74,7 @@ export function recordRoutes(app: Hono<AppEnv>, deps: ApiDeps): OneRecordHandler
     const match = c.req.queries('match');
     const unknown = Object.keys(c.req.queries()).filter((name) => name !== 'match');
     if (unknown.length > 0 || (match && match.length > 1)) {
-      return c.json(errorBody(422, `unknown or repeated query parameter: ${unknown[0] ?? 'match'} (only ?match= is accepted)`), 422);
+      throw new ValidationFailed(`unknown or repeated query parameter: ${unknown[0] ?? 'match'} (only ?match= is accepted)`);
     }
     const body = await readJsonBody(c);
     const save = object.key === 'playbooks' ? upsertPlaybooks : upsertRecords;
@@ -194,10 +196,9 @@ function knownNames(object: ObjectDef): ReadonlySet<string> {
   return known;
 }
 
-/** The field keys the records of a body name (its three forms of spec 4.2). */
+/** The field keys the records of a body name (its three forms, commands/bodyForms.ts). */
 function* namesIn(body: unknown): Generator<string> {
-  const records = Array.isArray(body) ? body : isObject(body) && Array.isArray(body['records']) ? body['records'] : [body];
-  for (const record of records) if (isObject(record)) yield* Object.keys(record);
+  for (const record of recordsInBody(body) ?? []) if (isObject(record)) yield* Object.keys(record);
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {

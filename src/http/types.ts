@@ -1,3 +1,4 @@
+import type { MiddlewareHandler } from 'hono';
 import type { HttpBindings } from '@hono/node-server';
 import type { Logger } from 'pino';
 import type { Metrics } from '../core/metrics.js';
@@ -29,6 +30,12 @@ export interface ApiDeps {
   readiness?: ReadinessCheck[];
   /** The Setup web page at /setup (docs/setup.md); absent: not served. */
   setupPage?: SetupPageDeps;
+  /**
+   * Middleware every /api route runs after authentication, the one-record GET's own path
+   * included (src/http/oneRecordRoute.ts composes the same list): the one list a middleware is
+   * added to, so that no route can miss it.
+   */
+  apiMiddleware?: readonly MiddlewareHandler<AppEnv>[];
 }
 
 export type AppEnv = { Bindings: HttpBindings; Variables: { requestId: string; log: RequestLog; caller: Caller } };

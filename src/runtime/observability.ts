@@ -2,13 +2,10 @@ import type { AddressInfo } from 'node:net';
 import type { ServerType } from '@hono/node-server';
 import { Hono } from 'hono';
 import { projectionLagCheck, projectionLagGauges } from '../../projections/health.js';
-import { registeredProjections } from '../../projections/registry.js';
+import { followers } from '../../projections/registry.js';
 import type { Config } from '../config.js';
 import { createMetrics, type Metrics } from '../core/metrics.js';
 import type { ReadinessCheck } from '../core/readiness.js';
-import type { EventStore } from '../eventstore/port.js';
-import type { Catalogues } from '../setup/catalogues.js';
-import { instrumentAppends } from '../eventstore/instrumented.js';
 import { metricsRoute } from '../http/metrics.js';
 import type { AppEnv } from '../http/types.js';
 import { webhookGauges } from '../webhooks/metrics.js';
@@ -24,8 +21,6 @@ import { walCheckpointCheck } from '../sqlite/checkpointer.js';
  */
 export interface ApiObservability {
   metrics: Metrics;
-  /** The event store with its appends measured: what the commands get. */
-  events: EventStore;
   readiness: ReadinessCheck[];
   /** Where METRICS_PORT serves /metrics (its real port when METRICS_PORT=0), or null. */
   metricsUrl: string | null;
@@ -37,10 +32,13 @@ export interface ObservedStores extends ReadinessStores {
   webhooks: WebhookStore;
 }
 
-export async function observeApi(config: Config, backends: ObservedStores, catalogues: Catalogues, extraChecks: ReadinessCheck[] = []): Promise<ApiObservability> {
+export async function observeApi(config: Config, backends: ObservedStores, extraChecks: ReadinessCheck[] = []): Promise<ApiObservability> {
   const metrics = createMetrics();
-  const projections = registeredProjections({ catalogues });
-  projectionLagGauges(metrics, backends, projections);
+  // From the registry of followers: lag gauges for the read models and the webhook fan-out (the
+  // reactors' lag shows in `csr projections status`), readiness on the read models alone.
+  const listed = followers().filter((follower) => follower.kind !== 'reactor');
+  const projections = listed.filter((follower) => follower.kind === 'read-model');
+  projectionLagGauges(metrics, backends, listed);
   webhookGauges(metrics, backends.webhooks);
   const embedded = config.eventStoreUrl === null;
   const readiness = [
@@ -59,7 +57,6 @@ export async function observeApi(config: Config, backends: ObservedStores, catal
   }
   return {
     metrics,
-    events: instrumentAppends(backends.events, metrics),
     readiness,
     metricsUrl,
     async stop() {

@@ -119,3 +119,17 @@ export function parseMoment(value: string, options: { dateOnly?: boolean } = {})
 export function momentProblem(name: string, value: string, problem: string): string {
   return problem.startsWith('not ') ? `${name} must be ${problem.slice(4)}, got "${value}"` : `${name} must be a real date and time: ${problem}, got "${value}"`;
 }
+
+const DAY_MS = 86_400_000;
+/** The last day asked for and where it starts: every request asks, and nearly all on the same day. */
+let lastDay = { start: 0, end: 0, day: '' };
+
+/** YYYY-MM-DD (UTC) of `now`; formatting a date per request was a visible share of a GET. */
+export function todayUtc(now: Date): string {
+  const ms = now.getTime();
+  if (ms < lastDay.start || ms >= lastDay.end) {
+    const start = ms - (((ms % DAY_MS) + DAY_MS) % DAY_MS);
+    lastDay = { start, end: start + DAY_MS, day: now.toISOString().slice(0, 10) };
+  }
+  return lastDay.day;
+}

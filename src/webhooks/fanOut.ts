@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import { recordStream, upcast, type RecordDeletedData } from '../events/records.js';
-import { renderRecords, todayUtc } from '../../queries/recordFormat.js';
+import { renderRecords } from '../../queries/recordFormat.js';
+import { todayUtc } from '../schema/dates.js';
 import type { EventStore, PersistentEvent, RecordedEvent } from '../eventstore/port.js';
 import { comparePositions } from '../eventstore/position.js';
 import { RECORDS_PROJECTION, type ReadStore, type RecordDocument } from '../readstore/port.js';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { REACTORS } from '../../projections/reactors.js';
+import { followers } from '../../projections/registry.js';
 import { lagAfter } from '../../projections/status.js';
 import { verifyAudit } from '../../queries/auditVerify.js';
 import { RECORD_STREAM_PREFIX } from '../../src/events/records.js';
@@ -29,7 +29,7 @@ async function quiet(): Promise<void> {
   const records = { streamPrefixes: [RECORD_STREAM_PREFIX] };
   const state = async () => `${await events.headPosition()} ${await readStore.checkpoint(RECORDS_PROJECTION)}`;
   const behind = async () => {
-    for (const name of [RECORDS_PROJECTION, ...REACTORS.map((reactor) => reactor.name)]) {
+    for (const name of followers().filter((follower) => follower.kind !== 'fan-out').map((follower) => follower.name)) {
       if ((await lagAfter(events, await readStore.checkpoint(name), records)).events > 0) return name;
     }
     return null;

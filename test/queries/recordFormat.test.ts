@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { todayUtc } from '../../queries/recordFormat.js';
+import { todayUtc } from '../../src/schema/dates.js';
 
 describe('todayUtc', () => {
   it('is the UTC date of the moment given, also when the moments go back and forth across midnight', () => {

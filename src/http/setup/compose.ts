@@ -1,6 +1,5 @@
 import type { Logger } from 'pino';
-import { REACTORS } from '../../../projections/reactors.js';
-import { registeredProjections } from '../../../projections/registry.js';
+import { followers } from '../../../projections/registry.js';
 import { projectionStatus } from '../../../projections/status.js';
 import type { EventStore } from '../../eventstore/port.js';
 import type { ReadStore } from '../../readstore/port.js';
@@ -30,7 +29,7 @@ export function composeSetupPage(
 ): SetupPageDeps {
   const { events, setup, webhooks } = stores;
   const { clock } = options;
-  const listed = [...registeredProjections({ catalogues: options.catalogues }), ...REACTORS];
+  const listed = followers();
   return {
     signIn: new SignIn({ setup, sessions: stores.sessions, clock }),
     setup,
