@@ -9,6 +9,7 @@ import { healthRoutes } from './health.js';
 import { metricsRoute } from './metrics.js';
 import { openApiRoute } from './openapiRoute.js';
 import { withOneRecordRoute } from './oneRecordRoute.js';
+import { eventRoutes } from './events.js';
 import { historyRoutes } from './history.js';
 import { recordRoutes } from './records.js';
 import { requestContext, requestScope } from './requestContext.js';
@@ -33,6 +34,8 @@ export function createApp(deps: ApiDeps): Hono<AppEnv> {
   app.on(['POST', 'PATCH', 'DELETE'], '/api/*', idempotency(deps.idempotency, deps.clock));
   openApiRoute(app, deps);
   historyRoutes(app, deps);
+  // Before the records routes, whose GET /api/v1/:object would take it.
+  eventRoutes(app, deps);
   const oneRecord = recordRoutes(app, deps);
   if (deps.setupPage) app.route('/setup', setupPage(deps.setupPage));
 

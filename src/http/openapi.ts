@@ -32,6 +32,7 @@ const ERRORS = {
   get: ['401', '403', '404', '422', '503'],
   patch: ['401', '403', '404', '409', '413', '422', '503', '507'],
   delete: ['401', '403', '404', '409', '422', '503', '507'],
+  events: ['401', '403', '410', '422', '503'],
 } as const;
 
 const ERROR_MEANINGS: Record<string, string> = {
@@ -39,6 +40,7 @@ const ERROR_MEANINGS: Record<string, string> = {
   '403': 'the key has no access to this object, or it is read only and the request writes',
   '404': 'unknown object or record',
   '409': 'the record changed while saving; retry',
+  '410': 'the cursor cannot be served (ahead of the log): start again without it',
   '413': 'the request body is too large',
   '422': 'validation failed',
   '503': 'busy or not caught up yet; retry after the Retry-After seconds when given',
@@ -60,6 +62,7 @@ export function openApiDocument(catalogue: Catalogue, access: Access = FULL_ACCE
       },
     },
   };
+  const feedItems: JsonSchema[] = [];
   const webhooks: Record<string, unknown> = { 'webhook.test': webhook('webhook.test', ref('TestEventData'), null) };
 
   for (const object of visible) {
@@ -71,6 +74,7 @@ export function openApiDocument(catalogue: Catalogue, access: Access = FULL_ACCE
     paths[`/api/v1/${object.key}`] = collectionPath(object, name, access);
     paths[`/api/v1/${object.key}/{id}`] = recordPath(object, name, access);
     paths[`/api/v1/${object.key}/{id}/history`] = historyPath(object);
+    feedItems.push(feedItem(object.key, ref(name)));
     const payloadRecord = masked ? `${name}Event` : name;
     if (payloadRecord !== name) schemas[payloadRecord] = recordSchema(object, FULL_ACCESS);
     for (const kind of ['created', 'updated', 'deleted']) {
@@ -78,6 +82,14 @@ export function openApiDocument(catalogue: Catalogue, access: Access = FULL_ACCE
       webhooks[`${object.key}.${kind}.bulk`] = webhook(`${object.key}.${kind}.bulk`, ref('BulkData'), object.key);
     }
   }
+
+  schemas['ChangeEvent'] = feedItems.length > 0 ? { anyOf: feedItems } : { not: {} };
+  schemas['ChangeFeed'] = envelope({
+    data: { type: 'array', items: ref('ChangeEvent') },
+    next: { type: 'string', description: 'the cursor to pass as "after" next time (store it once the page is applied)' },
+    hasMore: { type: 'boolean', description: 'more events may be there already: fetch again at once' },
+  });
+  paths['/api/v1/events'] = feedPath();
 
   return {
     openapi: '3.1.0',
@@ -217,6 +229,39 @@ function historyPath(object: ObjectDef) {
       summary: "the record's changes, oldest first",
       parameters: [{ $ref: '#/components/parameters/limit' }, { $ref: '#/components/parameters/offset' }],
       responses: { '200': { description: 'history entries', content: json(ref('HistoryList')) }, ...errors(ERRORS.get) },
+    },
+  };
+}
+
+/** One change of the feed: the body its webhook receives (spec 6.3) without sentAt; links masked as GET masks them. */
+function feedItem(objectKey: string, data: JsonSchema): JsonSchema {
+  return envelope({
+    id: UUID,
+    event: { enum: ['created', 'updated', 'deleted'].map((kind) => `${objectKey}.${kind}`) },
+    object: { const: objectKey },
+    source: { enum: ['app', 'import', 'api', 'automation', 'health score'] },
+    occurredAt: DATE_TIME,
+    data,
+  });
+}
+
+function feedPath() {
+  const parameter = (name: string, description: string, schema: JsonSchema) => queryParameter(name, description, schema);
+  return {
+    get: {
+      operationId: 'events',
+      summary: 'the change feed: record events of the objects this key may read, in log order (docs/sync-clients.md)',
+      description:
+        'Each item is the body a webhook receives for that change (without sentAt): created, updated (erasures too, the erased fields null) and deleted (the record as last saved); an action on many records is listed record by record. ' +
+        'Pages never skip or repeat an event, also while writes land. The cursor is a log position: it stays valid across read-model rebuilds. A cursor ahead of the log is 410: start again without "after".',
+      parameters: [
+        parameter('after', 'the "next" of the previous page; absent: from the first event', { type: 'string' }),
+        parameter('limit', 'events per page, 1 to 1000', { type: 'integer', minimum: 1, maximum: 1000, default: 100 }),
+        parameter('objects', 'comma-separated object keys (default: every object the key may read)', { type: 'string' }),
+        parameter('types', 'comma-separated kinds: created, updated, deleted (default: all)', { type: 'string' }),
+        parameter('wait', 'long poll: when no event is there yet, wait up to this many seconds for one', { type: 'integer', minimum: 0, maximum: 30, default: 0 }),
+      ],
+      responses: { '200': { description: 'a page of events', content: json(ref('ChangeFeed')) }, ...errors(ERRORS.events) },
     },
   };
 }

@@ -70,6 +70,8 @@ describe('README', () => {
     const [code] = await once(client, 'close');
     expect(client.output()).toMatch(/"created":1/);
     expect(client.output()).toMatch(/"name":"Globex"/);
+    // The sync loop's first page: the change feed lists the create.
+    expect(client.output()).toMatch(/clients\.created [0-9a-f-]{36}\n/);
     expect(code).toBe(0);
   }, 60_000);
 });
