@@ -31,12 +31,12 @@ export class Gone extends AppError {
   readonly status = 410;
 }
 
-/** An If-Match that names a revision the record has moved on from; `etag` is the current one. */
+/** An If-Match that names a revision the record has moved on from; `etag` is its current ETag. */
 export class PreconditionFailed extends AppError {
   readonly status = 412;
   constructor(
     message: string,
-    readonly etag: string | null,
+    readonly etag: string,
   ) {
     super(message);
   }

@@ -30,8 +30,8 @@ const ERRORS = {
   list: ['401', '403', '404', '422', '503'],
   upsert: ['401', '403', '404', '409', '413', '503', '507'],
   get: ['401', '403', '404', '422', '503'],
-  patch: ['401', '403', '404', '409', '413', '422', '503', '507'],
-  delete: ['401', '403', '404', '409', '422', '503', '507'],
+  patch: ['401', '403', '404', '409', '412', '413', '422', '503', '507'],
+  delete: ['401', '403', '404', '409', '412', '422', '503', '507'],
   events: ['401', '403', '410', '422', '503'],
 } as const;
 
@@ -41,6 +41,7 @@ const ERROR_MEANINGS: Record<string, string> = {
   '404': 'unknown object or record',
   '409': 'the record changed while saving; retry',
   '410': 'the cursor cannot be served (ahead of the log): start again without it',
+  '412': 'If-Match names a version the record has moved on from; the ETag header (and the message) give its current ETag',
   '413': 'the request body is too large',
   '422': 'validation failed',
   '503': 'busy or not caught up yet; retry after the Retry-After seconds when given',
@@ -108,7 +109,10 @@ export function openApiDocument(catalogue: Catalogue, access: Access = FULL_ACCE
       schemas,
       parameters: PARAMETERS,
       responses: Object.fromEntries(Object.entries(ERROR_MEANINGS).map(([status, description]) => [status, errorResponse(status, description)])),
-      headers: { 'Retry-After': { description: 'seconds to wait before retrying', schema: { type: 'integer', minimum: 0 } } },
+      headers: {
+        'Retry-After': { description: 'seconds to wait before retrying', schema: { type: 'integer', minimum: 0 } },
+        ETag: { description: 'the record\'s revision, a strong validator: send it back in If-Match (writes) or If-None-Match (GET)', schema: { type: 'string', pattern: '^"[0-9]+"$' } },
+      },
     },
   };
 }
@@ -129,7 +133,8 @@ function errorRef(status: string) {
 
 function errorResponse(status: string, description: string) {
   const retry = status === '503' ? { headers: { 'Retry-After': { $ref: '#/components/headers/Retry-After' } } } : {};
-  return { description, ...retry, content: json(ref('Error')) };
+  const etag = status === '412' ? { headers: { ETag: { $ref: '#/components/headers/ETag' } } } : {};
+  return { description, ...retry, ...etag, content: json(ref('Error')) };
 }
 
 function describeField(field: FieldDef, object: ObjectDef): Record<string, unknown> {
@@ -178,7 +183,7 @@ function collectionPath(object: ObjectDef, name: string, access: Access) {
     operationId: `upsert_${object.key}`,
     tags: [object.key],
     summary: `create or update ${object.label} records (upsert)`,
-    parameters: [{ $ref: '#/components/parameters/match' }, { $ref: '#/components/parameters/Idempotency-Key' }],
+    parameters: [{ $ref: '#/components/parameters/match' }, { $ref: '#/components/parameters/Idempotency-Key' }, { $ref: '#/components/parameters/If-Match' }],
     requestBody: {
       required: true,
       content: json({
@@ -197,13 +202,19 @@ function collectionPath(object: ObjectDef, name: string, access: Access) {
 }
 
 function recordPath(object: ObjectDef, name: string, access: Access) {
-  const one = { description: 'the record', content: json(ref(`${name}One`)) };
+  const withEtag = { headers: { ETag: { $ref: '#/components/headers/ETag' } } };
+  const one = { description: 'the record', ...withEtag, content: json(ref(`${name}One`)) };
   const path: Record<string, unknown> = {
     parameters: [{ $ref: '#/components/parameters/id' }],
-    get: { operationId: `get_${object.key}`, tags: [object.key], parameters: [{ $ref: '#/components/parameters/as_of' }], responses: { '200': one, ...errors(ERRORS.get) } },
+    get: {
+      operationId: `get_${object.key}`,
+      tags: [object.key],
+      parameters: [{ $ref: '#/components/parameters/as_of' }, { $ref: '#/components/parameters/If-None-Match' }],
+      responses: { '200': one, '304': { description: 'not modified: If-None-Match names the current ETag', ...withEtag }, ...errors(ERRORS.get) },
+    },
   };
   if (access.readOnly) return path;
-  const idempotency = [{ $ref: '#/components/parameters/Idempotency-Key' }];
+  const idempotency = [{ $ref: '#/components/parameters/Idempotency-Key' }, { $ref: '#/components/parameters/If-Match' }];
   path['patch'] = {
     operationId: `patch_${object.key}`,
     tags: [object.key],
@@ -360,6 +371,21 @@ const PARAMETERS = {
   updated_since: queryParameter('updated_since', 'only records changed strictly after this moment', DATE_TIME),
   as_of: queryParameter('as_of', 'the records as they were at this moment', DATE_TIME),
   match: queryParameter('match', 'comma-separated field keys that find the record to update (default: the unique fields sent, else the record name)', { type: 'string' }),
+  'If-Match': {
+    name: 'If-Match',
+    in: 'header',
+    required: false,
+    description:
+      'write only if the record is still at this ETag (as GET answered it; * for any existing record); otherwise 412 naming the current one. On an upsert it applies to each record sent with an id: one that moved on fails alone (in errors)',
+    schema: { type: 'string' },
+  },
+  'If-None-Match': {
+    name: 'If-None-Match',
+    in: 'header',
+    required: false,
+    description: '304 without a body when the record is still at this ETag',
+    schema: { type: 'string' },
+  },
   'Idempotency-Key': {
     name: 'Idempotency-Key',
     in: 'header',

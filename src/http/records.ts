@@ -1,10 +1,11 @@
 import type { Context, Hono } from 'hono';
 import { getRecordAsOf, parseAsOf } from '../../queries/asOf.js';
-import { getRecord, getRecordJson } from '../../queries/get.js';
+import { getRecordAt, getRecordJson, type RecordJson } from '../../queries/get.js';
 import { listRecordsJson } from '../../queries/list.js';
 import { todayUtc, type RenderContext } from '../../queries/recordFormat.js';
 import { newAction } from '../../commands/action.js';
 import { deleteRecord } from '../../commands/delete.js';
+import { etagOf } from '../../commands/record/ifMatch.js';
 import { patchRecord } from '../../commands/patch.js';
 import { upsertRecords, type SaveResult } from '../../commands/upsert.js';
 import { upsertPlaybooks } from '../../commands/playbook/fromTemplate.js';
@@ -13,6 +14,7 @@ import { isUuid } from '../core/ids.js';
 import type { ObjectDef } from '../schema/types.js';
 import type { Caller } from './auth.js';
 import { readJsonBody } from './body.js';
+import { ifMatchOf, noneMatch } from './conditional.js';
 import type { ApiDeps, AppEnv } from './types.js';
 import { errorBody, notAllowed } from './errors.js';
 
@@ -76,7 +78,9 @@ export function recordRoutes(app: Hono<AppEnv>, deps: ApiDeps): OneRecordHandler
     }
     const body = await readJsonBody(c);
     const save = object.key === 'playbooks' ? upsertPlaybooks : upsertRecords;
-    const result = await save(deps.commands, action(c), await current(c, object, namesIn(body)), body, match?.[0]);
+    const ifMatch = ifMatchOf(c);
+    const options = ifMatch === undefined ? undefined : { ifMatch };
+    const result = await save(deps.commands, action(c), await current(c, object, namesIn(body)), body, match?.[0], options);
     return c.json(saveResultBody(result), saveStatus(result));
   });
 
@@ -95,8 +99,17 @@ export function recordRoutes(app: Hono<AppEnv>, deps: ApiDeps): OneRecordHandler
     refuseQuery(c, 'as_of');
     const asOf = c.req.queries('as_of');
     if (asOf !== undefined) return getAsOf(c, object, asOf);
-    const json = getRecordJson(renderContext(c), object, recordId(c));
-    return typeof json === 'string' ? jsonText(c, `{"data":${json}}`) : json.then((text) => jsonText(c, `{"data":${text}}`));
+    const found = getRecordJson(renderContext(c), object, recordId(c));
+    return 'json' in found ? answerOne(c, found) : found.then((json) => answerOne(c, json));
+  };
+
+  /** The record with its ETag; 304 when If-None-Match names it (docs/sync-clients.md). */
+  const answerOne = (c: Context<AppEnv>, { json, revision }: RecordJson): Response => {
+    if (revision === undefined) return jsonText(c, `{"data":${json}}`);
+    const etag = etagOf(revision);
+    c.header('ETag', etag);
+    if (noneMatch(c.req.header('If-None-Match'), etag)) return c.body(null, 304);
+    return jsonText(c, `{"data":${json}}`);
   };
 
   const getAsOf = async (c: Context<AppEnv>, object: ObjectDef, asOf: string[]): Promise<Response> => {
@@ -112,15 +125,17 @@ export function recordRoutes(app: Hono<AppEnv>, deps: ApiDeps): OneRecordHandler
     const id = recordId(c);
     const body = await readJsonBody(c);
     const fresh = await current(c, object, namesIn(body));
-    await patchRecord(deps.commands, action(c), fresh, id, body);
-    return c.json({ data: await getRecord(renderContext(c), fresh, id) });
+    await patchRecord(deps.commands, action(c), fresh, id, body, ifMatchOf(c));
+    const { record, revision } = await getRecordAt(renderContext(c), fresh, id);
+    c.header('ETag', etagOf(revision));
+    return c.json({ data: record });
   });
 
   app.delete('/api/v1/:object/:id', async (c) => {
     const object = await writable(c);
     refuseQuery(c, null);
     const id = recordId(c);
-    await deleteRecord(deps.commands, action(c), object, id);
+    await deleteRecord(deps.commands, action(c), object, id, ifMatchOf(c));
     return c.json({ deleted: id });
   });
 
