@@ -27,12 +27,12 @@ const DATE_TIME = { type: 'string', format: 'date-time' };
 
 /** Errors each operation can answer (spec 7, PRODUCT.md section 3: conflicts, overload, full disk). */
 const ERRORS = {
-  list: ['401', '403', '404', '422', '503'],
-  upsert: ['401', '403', '404', '409', '413', '503', '507'],
-  get: ['401', '403', '404', '422', '503'],
-  patch: ['401', '403', '404', '409', '412', '413', '422', '503', '507'],
-  delete: ['401', '403', '404', '409', '412', '422', '503', '507'],
-  events: ['401', '403', '410', '422', '503'],
+  list: ['401', '403', '404', '422', '429', '503'],
+  upsert: ['401', '403', '404', '409', '413', '429', '503', '507'],
+  get: ['401', '403', '404', '422', '429', '503'],
+  patch: ['401', '403', '404', '409', '412', '413', '422', '429', '503', '507'],
+  delete: ['401', '403', '404', '409', '412', '422', '429', '503', '507'],
+  events: ['401', '403', '410', '422', '429', '503'],
 } as const;
 
 const ERROR_MEANINGS: Record<string, string> = {
@@ -44,6 +44,7 @@ const ERROR_MEANINGS: Record<string, string> = {
   '412': 'If-Match names a version the record has moved on from; the ETag header (and the message) give its current ETag',
   '413': 'the request body is too large',
   '422': 'validation failed',
+  '429': "the API key's rate limit is used up; retry after the Retry-After seconds (RateLimit-Policy and RateLimit describe the limit)",
   '503': 'busy or not caught up yet; retry after the Retry-After seconds when given',
   '507': 'the server has no room left to record the change; reads go on',
 };
@@ -111,6 +112,8 @@ export function openApiDocument(catalogue: Catalogue, access: Access = FULL_ACCE
       responses: Object.fromEntries(Object.entries(ERROR_MEANINGS).map(([status, description]) => [status, errorResponse(status, description)])),
       headers: {
         'Retry-After': { description: 'seconds to wait before retrying', schema: { type: 'integer', minimum: 0 } },
+        'RateLimit-Policy': { description: 'under a rate limit (IETF httpapi draft): the key\'s bucket, "key";q=<burst>;w=<seconds to refill it>', schema: { type: 'string' } },
+        RateLimit: { description: 'under a rate limit: "key";r=<requests left>;t=<seconds until the bucket is full again>', schema: { type: 'string' } },
         ETag: { description: 'the record\'s revision, a strong validator: send it back in If-Match (writes) or If-None-Match (GET)', schema: { type: 'string', pattern: '^"[0-9]+"$' } },
       },
     },
@@ -132,7 +135,7 @@ function errorRef(status: string) {
 }
 
 function errorResponse(status: string, description: string) {
-  const retry = status === '503' ? { headers: { 'Retry-After': { $ref: '#/components/headers/Retry-After' } } } : {};
+  const retry = status === '503' || status === '429' ? { headers: { 'Retry-After': { $ref: '#/components/headers/Retry-After' } } } : {};
   const etag = status === '412' ? { headers: { ETag: { $ref: '#/components/headers/ETag' } } } : {};
   return { description, ...retry, ...etag, content: json(ref('Error')) };
 }

@@ -15,13 +15,14 @@ import type { ObjectDef } from '../schema/types.js';
 import type { Caller } from './auth.js';
 import { readJsonBody } from './body.js';
 import { ifMatchOf, noneMatch } from './conditional.js';
+import type { RateLimitCheck } from './rateLimit.js';
 import type { ApiDeps, AppEnv } from './types.js';
 import { errorBody, notAllowed } from './errors.js';
 
 export type OneRecordHandler = (c: Context<AppEnv>) => Response | Promise<Response>;
 
 /** The records endpoints of spec section 4; returns GET one record's handler (app.ts serves it on its own too). */
-export function recordRoutes(app: Hono<AppEnv>, deps: ApiDeps): OneRecordHandler {
+export function recordRoutes(app: Hono<AppEnv>, deps: ApiDeps, limits: RateLimitCheck | null = null): OneRecordHandler {
   const renderContext = (c: Context<AppEnv>): RenderContext => {
     const caller = c.get('caller');
     return {
@@ -77,6 +78,9 @@ export function recordRoutes(app: Hono<AppEnv>, deps: ApiDeps): OneRecordHandler
       return c.json(errorBody(422, `unknown or repeated query parameter: ${unknown[0] ?? 'match'} (only ?match= is accepted)`), 422);
     }
     const body = await readJsonBody(c);
+    // A write of many records counts one token per record past the first (the request's own was taken with authentication).
+    const records = recordCount(body);
+    if (limits && records > 1) await limits.charge(c, records - 1);
     const save = object.key === 'playbooks' ? upsertPlaybooks : upsertRecords;
     const ifMatch = ifMatchOf(c);
     const options = ifMatch === undefined ? undefined : { ifMatch };
@@ -207,6 +211,12 @@ function knownNames(object: ObjectDef): ReadonlySet<string> {
   let known = knownNamesOf.get(object);
   if (!known) knownNamesOf.set(object, (known = new Set([...QUERY_NAMES, ...object.fields.map((field) => field.key)])));
   return known;
+}
+
+/** How many records a body holds (its three forms of spec 4.2; what is not a list is one). */
+function recordCount(body: unknown): number {
+  if (Array.isArray(body)) return body.length;
+  return isObject(body) && Array.isArray(body['records']) ? body['records'].length : 1;
 }
 
 /** The field keys the records of a body name (its three forms of spec 4.2). */

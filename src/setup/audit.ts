@@ -14,6 +14,7 @@ export type SetupEventType =
   | 'ApiKeyCreated'
   | 'ApiKeyRevoked'
   | 'ApiKeyRenamed'
+  | 'ApiKeyRateLimitSet'
   | 'UserAdded'
   | 'WebhookCreated'
   | 'WebhookChanged'

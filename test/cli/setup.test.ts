@@ -82,8 +82,8 @@ describe('csr keys', () => {
     const ws = slug();
     await json('workspaces', 'create', ws);
     const created = await json('keys', 'create', '--workspace', ws, '--name', 'Zapier');
-    expect(Object.keys(created).sort()).toEqual(['access', 'id', 'key', 'name', 'objects']);
-    expect(created).toEqual({ id: expect.stringMatching(UUID), name: 'Zapier', key: expect.stringMatching(KEY), access: 'read-write', objects: 'all' });
+    expect(Object.keys(created).sort()).toEqual(['access', 'id', 'key', 'name', 'objects', 'rateLimit']);
+    expect(created).toEqual({ id: expect.stringMatching(UUID), name: 'Zapier', key: expect.stringMatching(KEY), access: 'read-write', objects: 'all', rateLimit: 'default' });
   });
 
   it('--read-only and --objects limit the key; the stored fingerprint is the SHA-256 of the printed key', async () => {
@@ -111,8 +111,8 @@ describe('csr keys', () => {
     expect(run.code).toBe(0);
     const listed = JSON.parse(run.stdout) as Record<string, unknown>[];
     expect(listed).toEqual([
-      { id: first.id, name: 'First', access: 'read-write', objects: 'all', createdAt: expect.stringMatching(ISO), lastUsedAt: null, revokedAt: null },
-      { id: second.id, name: 'Second', access: 'read-write', objects: ['tasks'], createdAt: expect.stringMatching(ISO), lastUsedAt: null, revokedAt: null },
+      { id: first.id, name: 'First', access: 'read-write', objects: 'all', rateLimit: 'default', refused: 0, refusedAt: null, createdAt: expect.stringMatching(ISO), lastUsedAt: null, revokedAt: null },
+      { id: second.id, name: 'Second', access: 'read-write', objects: ['tasks'], rateLimit: 'default', refused: 0, refusedAt: null, createdAt: expect.stringMatching(ISO), lastUsedAt: null, revokedAt: null },
     ]);
     for (const secret of [first.key, second.key, fingerprint(first.key), fingerprint(second.key)]) {
       expect(run.stdout).not.toContain(secret);
