@@ -215,15 +215,15 @@ describe('csr usage errors (exit 2, one line on stderr saying what to do, nothin
   it.each([
     ['unknown command', ['spaceships', 'launch'], `csr: unknown command "spaceships". Commands: ${COMMANDS} (see csr --help)`],
     ['a mistyped command', ['webhoks', 'list'], `csr: unknown command "webhoks". Did you mean "webhooks"? Commands: ${COMMANDS} (see csr --help)`],
-    ['a mistyped subcommand', ['keys', 'lst'], 'csr: unknown command "keys lst". Did you mean "keys list"? keys commands: create, list, revoke, rename (see csr help keys)'],
-    ['unknown subcommand', ['keys', 'rotate'], 'csr: unknown command "keys rotate". keys commands: create, list, revoke, rename (see csr help keys)'],
+    ['a mistyped subcommand', ['keys', 'lst'], 'csr: unknown command "keys lst". Did you mean "keys list"? keys commands: create, list, revoke, update, rename (see csr help keys)'],
+    ['unknown subcommand', ['keys', 'rotate'], 'csr: unknown command "keys rotate". keys commands: create, list, revoke, update, rename (see csr help keys)'],
     ['missing command', ['keys', '--json'], 'csr: missing keys command before --json (see csr help keys)'],
     ['missing slug', ['workspaces', 'create', '--json'], 'csr: missing <slug>: csr workspaces create <slug> [--name "Acme Inc"] (see csr help workspaces create)'],
     ['extra argument', ['workspaces', 'create', 'a', 'b'], 'csr: unexpected argument "b": csr workspaces create <slug> [--name "Acme Inc"] (see csr help workspaces create)'],
     [
       'missing --name',
       ['keys', 'create', '--workspace', 'acme', '--json'],
-      'csr: missing option --name: csr keys create --workspace <slug> --name <text> [--read-only] [--objects a,b] (see csr help keys create)',
+      'csr: missing option --name: csr keys create --workspace <slug> --name <text> [--read-only] [--objects a,b] [--rate 20/s[,burst=40]] (see csr help keys create)',
     ],
     ['missing option value', ['keys', 'create', '--workspace', 'acme', '--name'], 'csr: option --name needs a value (see csr help keys create)'],
     ['missing key id', ['keys', 'revoke'], 'csr: missing <keyId>: csr keys revoke <keyId> (see csr help keys revoke)'],
