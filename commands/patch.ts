@@ -5,11 +5,12 @@ import type { ObjectDef } from '../src/schema/types.js';
 import { validateRecord } from '../src/schema/validate.js';
 import { metadataFor, type Action } from './action.js';
 import type { CommandDeps } from './deps.js';
+import { assertIfMatch, type IfMatch } from './record/ifMatch.js';
 import { executeRecordCommand } from './record/repository.js';
 import { ReferenceResolver } from './references.js';
 
 /** PATCH /api/v1/{object}/{id}: only the fields sent change (spec 4.4). */
-export async function patchRecord(deps: CommandDeps, action: Action, object: ObjectDef, recordId: string, body: unknown): Promise<void> {
+export async function patchRecord(deps: CommandDeps, action: Action, object: ObjectDef, recordId: string, body: unknown, ifMatch?: IfMatch): Promise<void> {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
     throw new ValidationFailed('the body must be an object of field keys to values');
   }
@@ -25,7 +26,9 @@ export async function patchRecord(deps: CommandDeps, action: Action, object: Obj
     object,
     recordId,
     // decide checks the record's rules on the merged record, on every retry.
-    ({ state }) => {
+    (loaded) => {
+      const { state } = loaded;
+      assertIfMatch(ifMatch, loaded);
       before = state.status === 'live' ? state.fields : undefined;
       return { type: 'UpdateRecord', workspaceId: action.workspaceId, object: object.key, recordId, fields: resolved.values };
     },

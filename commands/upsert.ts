@@ -15,6 +15,7 @@ import type { NumberedField } from './autoNumbers.js';
 import { newClientHealthScore } from '../src/schema/healthScore.js';
 import { createRecord } from './create.js';
 import type { RecordCommand } from './record/decider.js';
+import { assertIfMatch, ifMatchProblem, type IfMatch } from './record/ifMatch.js';
 import { executeRecordCommand, loadRecord, type LoadedRecord } from './record/repository.js';
 import { fieldsKey, nameKey, type ReservationKey } from './reservations/keys.js';
 import { ReferenceResolver } from './references.js';
@@ -33,6 +34,8 @@ export interface UpsertOptions {
    * (all or none on the embedded store): the steps and tasks of a playbook made from a template.
    */
   withCreate?: (recordId: string, values: Values) => Promise<StreamAppend[]>;
+  /** If-Match (docs/sync-clients.md): each record must carry an id and be at a revision it names; one that is not fails alone. */
+  ifMatch?: IfMatch;
 }
 
 export interface SaveResult {
@@ -74,7 +77,7 @@ export async function upsertRecords(
     // Planning resolves through promises that are often settled already: without a turn of the
     // event loop now and then, a 1,000-record body would hold every other request up meanwhile.
     if (index % PLAN_SLICE === PLAN_SLICE - 1) await new Promise((resolve) => setImmediate(resolve));
-    const planned = await planRecord(deps, action, object, matchFields, resolver, createdInRequest, index, input);
+    const planned = await planRecord(deps, action, object, matchFields, resolver, createdInRequest, index, input, options.ifMatch);
     if ('message' in planned) {
       errors.push({ index, message: planned.message });
       continue;
@@ -88,7 +91,7 @@ export async function upsertRecords(
 
   const metadata = metadataFor(action, { [object.key]: new Set(plans.map((plan) => plan.recordId)).size });
   const numbersMetadata = metadataFor(action, {});
-  const outcomes = await Promise.allSettled(plans.map((plan) => savePlan(deps, action, object, plan, metadata, numbersMetadata, options.withCreate)));
+  const outcomes = await Promise.allSettled(plans.map((plan) => savePlan(deps, action, object, plan, metadata, numbersMetadata, options)));
 
   const positions: Position[] = [];
   const failedPlans = new Map<Plan, string>();
@@ -136,7 +139,7 @@ async function savePlan(
   plan: Plan,
   metadata: EventMetadata,
   numbersMetadata: EventMetadata,
-  withCreate: UpsertOptions['withCreate'],
+  { withCreate, ifMatch }: UpsertOptions,
 ): Promise<Position | null> {
   if (plan.kind === 'create') {
     const numbered = numberedField(object, plan.values);
@@ -149,7 +152,11 @@ async function savePlan(
     plan.recordId = outcome.holder;
     plan.loaded = undefined;
   }
-  const position = await executeRecordCommand(deps.events, object, plan.recordId, () => commandFor(action, object, plan), metadata, plan.loaded);
+  const command = (loaded: LoadedRecord) => {
+    assertIfMatch(ifMatch, loaded);
+    return commandFor(action, object, plan);
+  };
+  const position = await executeRecordCommand(deps.events, object, plan.recordId, command, metadata, plan.loaded);
   // Nothing changed, but the record found through its reservation may not be visible yet.
   return position ?? (plan.loaded ? null : await deps.events.headPosition());
 }
@@ -165,6 +172,7 @@ async function planRecord(
   createdInRequest: Map<string, Plan>,
   index: number,
   input: unknown,
+  ifMatch: IfMatch | undefined,
 ): Promise<Planned> {
   const validated = validateRecord(object, input, 'update');
   if (!validated.ok) {
@@ -182,7 +190,11 @@ async function planRecord(
   if (validated.id !== undefined) {
     const loaded = await loadRecord(deps.events, validated.id);
     if (!isLiveRecord(loaded, action.workspaceId, object.key)) return { message: `no ${object.key} record with id ${validated.id}` };
+    const moved = ifMatchProblem(ifMatch, loaded);
+    if (moved) return { message: moved.message };
     target = { recordId: validated.id, loaded };
+  } else if (ifMatch !== undefined) {
+    return { message: 'If-Match applies to records sent with an id: send the id of the record whose ETag you give' };
   } else {
     const criteria = matchCriteria(object, matchFields, values);
     if ('message' in criteria) return criteria;

@@ -6,10 +6,21 @@ import { listShape, renderStored } from './storedFormat.js';
 
 /** GET /api/v1/{object}/{id} (spec 4.3). */
 export async function getRecord(ctx: RenderContext, object: ObjectDef, recordId: string): Promise<ApiRecord> {
+  return (await getRecordAt(ctx, object, recordId)).record;
+}
+
+/** The record and its revision (its ETag, docs/sync-clients.md), read together. */
+export async function getRecordAt(ctx: RenderContext, object: ObjectDef, recordId: string): Promise<{ record: ApiRecord; revision: number }> {
   const document = await ctx.readStore.get(ctx.workspaceId, object.key, recordId);
   if (!document) throw new NotFound(`${object.key} record ${recordId} not found`);
   const [record] = await renderRecords(object, [document], ctx);
-  return record!;
+  return { record: record!, revision: document.revision };
+}
+
+/** A record's JSON text and the revision it was rendered at (undefined from a store that does not say). */
+export interface RecordJson {
+  json: string;
+  revision: number | undefined;
 }
 
 /**
@@ -17,14 +28,15 @@ export async function getRecord(ctx: RenderContext, object: ObjectDef, recordId:
  * A string when neither the store nor the rendering had to wait for anything (the usual GET on
  * the embedded store: no promise made), else its promise.
  */
-export function getRecordJson(ctx: RenderContext, object: ObjectDef, recordId: string): string | Promise<string> {
+export function getRecordJson(ctx: RenderContext, object: ObjectDef, recordId: string): RecordJson | Promise<RecordJson> {
   const now = ctx.readStore.getStoredNow(ctx.workspaceId, object.key, recordId, listShape(object));
   if (now === undefined) return ctx.readStore.getStored(ctx.workspaceId, object.key, recordId).then((stored) => rendered(ctx, object, recordId, stored));
   return rendered(ctx, object, recordId, now);
 }
 
-function rendered(ctx: RenderContext, object: ObjectDef, recordId: string, stored: StoredRecord | null): string | Promise<string> {
+function rendered(ctx: RenderContext, object: ObjectDef, recordId: string, stored: StoredRecord | null): RecordJson | Promise<RecordJson> {
   if (!stored) throw new NotFound(`${object.key} record ${recordId} not found`);
   const json = renderStored(object, [stored], ctx);
-  return Array.isArray(json) ? json[0]! : json.then(([first]) => first!);
+  const { revision } = stored;
+  return Array.isArray(json) ? { json: json[0]!, revision } : json.then(([first]) => ({ json: first!, revision }));
 }

@@ -8,6 +8,8 @@ import type { EventStore } from './eventstore/port.js';
 import type { IdempotencyStore } from './idempotency/port.js';
 import { openSqliteIdempotencyStore } from './idempotency/sqlite/index.js';
 import { openSqliteEventStore } from './eventstore/sqlite/index.js';
+import type { RateLimitStore } from './ratelimit/port.js';
+import { openSqliteRateLimitStore } from './ratelimit/sqlite/index.js';
 import type { ReadStore } from './readstore/port.js';
 import { openSqliteReadStore } from './readstore/sqlite/index.js';
 import type { SetupStore } from './setup/port.js';
@@ -39,6 +41,11 @@ export interface Backends {
   /** Sign-ins to the Setup page (links and sessions). */
   sessions: SessionStore;
   /**
+   * API keys' rate-limit buckets: on every backend a file in DATA_DIR, shared by the API
+   * processes of one machine (docs/sync-clients.md: several machines each hold their own).
+   */
+  rateLimits: RateLimitStore;
+  /**
    * Runs `start` only while this process may be the one active projector, and `stop` when it
    * may no longer be (production: a lease in MongoDB). The embedded store runs it at once: its
    * projector commits batches and checkpoint together, so a second one only replays no-ops.
@@ -50,7 +57,7 @@ export interface Backends {
 }
 
 /** The stores of one backend: every port's adapter, closed together. */
-type Stores = Pick<Backends, 'events' | 'readStore' | 'setup' | 'webhooks' | 'idempotency' | 'sessions'>;
+type Stores = Pick<Backends, 'events' | 'readStore' | 'setup' | 'webhooks' | 'idempotency' | 'sessions' | 'rateLimits'>;
 
 async function closeAll(stores: Stores): Promise<void> {
   await Promise.all(Object.values(stores).map((store) => store.close()));
@@ -72,6 +79,11 @@ export function embeddedFiles(dataDir: string): Record<'events' | 'readStore' | 
     sessions: join(dataDir, 'sessions.db'),
     keys: join(dataDir, 'keys.db'),
   };
+}
+
+/** The rate-limit buckets' file: in DATA_DIR whatever the backend, one per machine. */
+export function rateLimitFile(dataDir: string): string {
+  return join(dataDir, 'ratelimits.db');
 }
 
 /** Makes DATA_DIR if need be, or says in one line why it cannot hold the store. */
@@ -120,6 +132,7 @@ export async function openBackends(config: Config, logger?: Logger): Promise<Bac
     webhooks: openSqliteWebhookStore({ path: files.webhooks }),
     idempotency: openSqliteIdempotencyStore({ path: files.idempotency }),
     sessions: openSqliteSessionStore({ path: files.sessions }),
+    rateLimits: openSqliteRateLimitStore({ path: rateLimitFile(config.dataDir) }),
   };
   return {
     ...stores,
@@ -170,6 +183,7 @@ async function openProductionBackends(config: Config, eventStoreUrl: string, mon
     webhooks: await openMongoWebhookStore({ client }),
     idempotency: await openMongoIdempotencyStore({ client }),
     sessions: await openMongoSessionStore({ client }),
+    rateLimits: openSqliteRateLimitStore({ path: rateLimitFile(config.dataDir) }),
   };
   return {
     ...stores,

@@ -1,4 +1,5 @@
 import * as v from 'valibot';
+import { parseRateLimit, type RateLimit } from './core/rateLimit.js';
 
 /**
  * The operator contract (PRODUCT.md section 2): environment -> typed, validated Config.
@@ -39,6 +40,8 @@ export interface Config {
    * on first start, which only the embedded store allows (masterKeyRequired).
    */
   masterKeyFile: string | null;
+  /** RATE_LIMIT_DEFAULT: the limit of every API key without its own; null: none (docs/sync-clients.md). */
+  rateLimitDefault: RateLimit | null;
 }
 
 /**
@@ -100,6 +103,7 @@ const Env = v.object({
   READY_MAX_LAG: v.optional(v.string(), '30s'),
   REACTOR_DAILY_CHECK: v.optional(v.string(), '1m'),
   MASTER_KEY_FILE: v.optional(v.string()),
+  RATE_LIMIT_DEFAULT: v.optional(v.string()),
 });
 
 /** A duration variable's value, or an error naming the variable and the accepted forms. */
@@ -108,6 +112,14 @@ function durationOf(variable: string, text: string): number {
     return parseDuration(text);
   } catch {
     throw new Error(`invalid configuration: ${variable} must be a duration such as 500ms, 10s, 1m or 2h (units ms, s, m, h, d), not "${text}"`);
+  }
+}
+
+function rateLimitOf(variable: string, text: string): RateLimit {
+  try {
+    return parseRateLimit(text);
+  } catch (error) {
+    throw new Error(`invalid configuration: ${variable}: ${(error as Error).message}`);
   }
 }
 
@@ -150,6 +162,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     readyMaxLagMs: durationOf('READY_MAX_LAG', e.READY_MAX_LAG),
     reactorDailyCheckMs: durationOf('REACTOR_DAILY_CHECK', e.REACTOR_DAILY_CHECK),
     masterKeyFile: e.MASTER_KEY_FILE ?? null,
+    rateLimitDefault: e.RATE_LIMIT_DEFAULT === undefined ? null : rateLimitOf('RATE_LIMIT_DEFAULT', e.RATE_LIMIT_DEFAULT),
   };
   assertMasterKeyGiven(config);
   return config;

@@ -2,6 +2,7 @@ import type { AddressInfo } from 'node:net';
 import type { ServerType } from '@hono/node-server';
 import type { Logger } from 'pino';
 import { AutoNumbers } from '../commands/autoNumbers.js';
+import { RateLimiter } from './ratelimit/limiter.js';
 import type { CommandDeps } from '../commands/deps.js';
 import { startProjector } from '../projections/projector.js';
 import type { RunningProjection } from '../projections/runner.js';
@@ -61,6 +62,7 @@ export async function startService(
   let url: string | null = null;
   let app: Hono<AppEnv> | null = null;
   let observability: ApiObservability | null = null;
+  let rateLimiter: RateLimiter | null = null;
 
   if (config.roles.includes('projector')) {
     let running: RunningProjection[] = [];
@@ -124,6 +126,7 @@ export async function startService(
       waitVisible: (position: Position, object?: string) => waitVisible(backends.readStore, position, object),
       reportInternal: (err) => logger.error({ err }, 'a record of an upsert failed unexpectedly'),
     };
+    rateLimiter = new RateLimiter(backends.rateLimits, () => clock().getTime(), (err) => logger.warn({ err }, 'could not record rate-limit refusals'));
     app = createApp({
       commands,
       readStore: backends.readStore,
@@ -135,6 +138,7 @@ export async function startService(
       metrics: observability.metrics,
       serveMetrics: config.metricsOnApi,
       readiness: observability.readiness,
+      rateLimits: { limiter: rateLimiter, defaultLimit: config.rateLimitDefault, metrics: observability.metrics },
       setupPage: composeSetupPage(backends, {
         sender: pageSender,
         retryDelaysMs: config.webhookRetryDelaysMs,
@@ -159,6 +163,7 @@ export async function startService(
     async stop() {
       if (server) await closeGracefully(server, SHUTDOWN_DEADLINE_MS);
       await observability?.stop();
+      rateLimiter?.close();
       await dispatcher?.stop();
       await fanOutStatus?.stop();
       sender?.close();

@@ -5,7 +5,7 @@ import type { ReadStore, Values } from '../../src/readstore/port.js';
 import type { ObjectDef } from '../../src/schema/types.js';
 import type { Action } from '../action.js';
 import type { CommandDeps } from '../deps.js';
-import { upsertRecords, type SaveResult } from '../upsert.js';
+import { upsertRecords, type SaveResult, type UpsertOptions } from '../upsert.js';
 import { buildSteps } from './build.js';
 import { loadTemplate, stepAppends } from './start.js';
 
@@ -19,14 +19,14 @@ import { loadTemplate, stepAppends } from './start.js';
  * on the embedded store), so a failure midway leaves no playbook without them. A playbook that
  * exists already (an update naming a template) without steps gets them as one group.
  */
-export async function upsertPlaybooks(deps: CommandDeps, action: Action, object: ObjectDef, body: unknown, match: string | undefined): Promise<SaveResult> {
+export async function upsertPlaybooks(deps: CommandDeps, action: Action, object: ObjectDef, body: unknown, match: string | undefined, options: Pick<UpsertOptions, 'ifMatch'> = {}): Promise<SaveResult> {
   const withSteps = new Set<string>();
   const withCreate = async (recordId: string, values: Values): Promise<StreamAppend[]> => {
     const appends = await templateAppends(deps.readStore, action, recordId, values, new Date().toISOString().slice(0, 10));
     if (appends.length > 0) withSteps.add(recordId);
     return appends;
   };
-  const result = await upsertRecords(deps, action, object, body, match, { withCreate });
+  const result = await upsertRecords(deps, action, object, body, match, { ...options, withCreate });
   for (const id of new Set(result.ids)) {
     if (!withSteps.has(id)) await completeExisting(deps, action, id);
   }

@@ -26,6 +26,33 @@ export class PayloadTooLarge extends AppError {
   readonly status = 413;
 }
 
+/** A change-feed cursor the service cannot serve (docs/sync-clients.md): the client starts over. */
+export class Gone extends AppError {
+  readonly status = 410;
+}
+
+/** An If-Match that names a revision the record has moved on from; `etag` is its current ETag. */
+export class PreconditionFailed extends AppError {
+  readonly status = 412;
+  constructor(
+    message: string,
+    readonly etag: string,
+  ) {
+    super(message);
+  }
+}
+
+/** The API key's rate limit is spent; it may try again after `retryAfterSeconds`. */
+export class TooManyRequests extends AppError {
+  readonly status = 429;
+  constructor(
+    message: string,
+    readonly retryAfterSeconds: number,
+  ) {
+    super(message);
+  }
+}
+
 export class ValidationFailed extends AppError {
   readonly status = 422;
 }

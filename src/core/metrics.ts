@@ -11,6 +11,8 @@ export interface Metrics {
   httpRequest(route: string, method: string, status: number, seconds: number): void;
   /** One append to the log: its outcome and how long it took. */
   append(outcome: 'ok' | 'conflict' | 'error', seconds: number): void;
+  /** A request refused for its API key's rate limit (429), by workspace. */
+  rateLimited(workspaceId: string): void;
   /** A gauge computed when scraped, e.g. a projection's lag read from the stores. */
   gauge(name: string, help: string, labelNames: string[], collect: (set: (labels: Record<string, string>, value: number) => void) => Promise<void>): void;
 }
@@ -45,8 +47,17 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
     help: 'Appends refused for a wrong expected revision (each one makes its command retry)',
     registers: [registry],
   });
+  const rateLimited = new Counter({
+    name: `${METRIC_PREFIX}rate_limited_total`,
+    help: 'Requests refused (429) for their API key\'s rate limit, by workspace',
+    labelNames: ['workspace'],
+    registers: [registry],
+  });
   return {
     registry,
+    rateLimited(workspaceId) {
+      rateLimited.inc({ workspace: workspaceId });
+    },
     httpRequest(route, method, status, seconds) {
       http.observe({ route, method, status: String(status) }, seconds);
     },

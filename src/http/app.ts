@@ -9,7 +9,9 @@ import { healthRoutes } from './health.js';
 import { metricsRoute } from './metrics.js';
 import { openApiRoute } from './openapiRoute.js';
 import { withOneRecordRoute } from './oneRecordRoute.js';
+import { eventRoutes } from './events.js';
 import { historyRoutes } from './history.js';
+import { rateLimitCheck, rateLimited } from './rateLimit.js';
 import { recordRoutes } from './records.js';
 import { requestContext, requestScope } from './requestContext.js';
 import { setupPage } from './setup/index.js';
@@ -22,7 +24,8 @@ export function createApp(deps: ApiDeps): Hono<AppEnv> {
   // the end) instead of slowing every request down.
   const app = new Hono<AppEnv>({ router: new RegExpRouter() });
   const scope = requestScope(deps.logger, deps.metrics);
-  const authenticate = bearerAuthentication(deps.setup, deps.clock);
+  const limits = deps.rateLimits ? rateLimitCheck(deps.rateLimits) : null;
+  const authenticate = limits ? rateLimited(bearerAuthentication(deps.setup, deps.clock), limits) : bearerAuthentication(deps.setup, deps.clock);
   app.use('*', requestContext(scope));
   healthRoutes(app, deps.readiness ?? []);
   if (deps.metrics && deps.serveMetrics) metricsRoute(app, deps.metrics);
@@ -35,7 +38,9 @@ export function createApp(deps: ApiDeps): Hono<AppEnv> {
   app.on(['POST', 'PATCH', 'DELETE'], '/api/*', idempotency(deps.idempotency, deps.clock));
   openApiRoute(app, deps);
   historyRoutes(app, deps);
-  const oneRecord = recordRoutes(app, deps);
+  // Before the records routes, whose GET /api/v1/:object would take it.
+  eventRoutes(app, deps);
+  const oneRecord = recordRoutes(app, deps, limits);
   if (deps.setupPage) app.route('/setup', setupPage(deps.setupPage));
 
   app.notFound((c) => errorResponse(c, 404, `no such path: ${c.req.path}`));

@@ -1,7 +1,7 @@
 import type { Context } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { Logger } from 'pino';
-import { AppError, MethodNotAllowed, Overloaded } from '../core/errors.js';
+import { AppError, MethodNotAllowed, Overloaded, PreconditionFailed, TooManyRequests } from '../core/errors.js';
 import type { RequestLog } from './requestLog.js';
 
 /** The one place where errors become the spec's Error body: { error: { status, message } }. */
@@ -27,6 +27,8 @@ export function handleError(error: unknown, c: Context, logger: Logger): Respons
     if (error.status === 401) c.header('WWW-Authenticate', 'Bearer');
     if (error instanceof Overloaded) c.header('Retry-After', String(error.retryAfterSeconds));
     if (error instanceof Overloaded && error.bodyUnread) c.header('Connection', 'close');
+    if (error instanceof PreconditionFailed) c.header('ETag', error.etag);
+    if (error instanceof TooManyRequests) c.header('Retry-After', String(error.retryAfterSeconds));
   }
   const { status, message } = describeError(error, c, logger);
   return errorResponse(c, status, message);

@@ -27,11 +27,12 @@ const DATE_TIME = { type: 'string', format: 'date-time' };
 
 /** Errors each operation can answer (spec 7, PRODUCT.md section 3: conflicts, overload, full disk). */
 const ERRORS = {
-  list: ['401', '403', '404', '422', '503'],
-  upsert: ['401', '403', '404', '409', '413', '503', '507'],
-  get: ['401', '403', '404', '422', '503'],
-  patch: ['401', '403', '404', '409', '413', '422', '503', '507'],
-  delete: ['401', '403', '404', '409', '422', '503', '507'],
+  list: ['401', '403', '404', '422', '429', '503'],
+  upsert: ['401', '403', '404', '409', '413', '429', '503', '507'],
+  get: ['401', '403', '404', '422', '429', '503'],
+  patch: ['401', '403', '404', '409', '412', '413', '422', '429', '503', '507'],
+  delete: ['401', '403', '404', '409', '412', '422', '429', '503', '507'],
+  events: ['401', '403', '410', '422', '429', '503'],
 } as const;
 
 const ERROR_MEANINGS: Record<string, string> = {
@@ -39,8 +40,11 @@ const ERROR_MEANINGS: Record<string, string> = {
   '403': 'the key has no access to this object, or it is read only and the request writes',
   '404': 'unknown object or record',
   '409': 'the record changed while saving; retry',
+  '410': 'the cursor cannot be served (ahead of the log): start again without it',
+  '412': 'If-Match names a version the record has moved on from; the ETag header (and the message) give its current ETag',
   '413': 'the request body is too large',
   '422': 'validation failed',
+  '429': "the API key's rate limit is used up; retry after the Retry-After seconds (RateLimit-Policy and RateLimit describe the limit)",
   '503': 'busy or not caught up yet; retry after the Retry-After seconds when given',
   '507': 'the server has no room left to record the change; reads go on',
 };
@@ -60,6 +64,7 @@ export function openApiDocument(catalogue: Catalogue, access: Access = FULL_ACCE
       },
     },
   };
+  const feedItems: JsonSchema[] = [];
   const webhooks: Record<string, unknown> = { 'webhook.test': webhook('webhook.test', ref('TestEventData'), null) };
 
   for (const object of visible) {
@@ -71,6 +76,7 @@ export function openApiDocument(catalogue: Catalogue, access: Access = FULL_ACCE
     paths[`/api/v1/${object.key}`] = collectionPath(object, name, access);
     paths[`/api/v1/${object.key}/{id}`] = recordPath(object, name, access);
     paths[`/api/v1/${object.key}/{id}/history`] = historyPath(object);
+    feedItems.push(feedItem(object.key, ref(name)));
     const payloadRecord = masked ? `${name}Event` : name;
     if (payloadRecord !== name) schemas[payloadRecord] = recordSchema(object, FULL_ACCESS);
     for (const kind of ['created', 'updated', 'deleted']) {
@@ -78,6 +84,14 @@ export function openApiDocument(catalogue: Catalogue, access: Access = FULL_ACCE
       webhooks[`${object.key}.${kind}.bulk`] = webhook(`${object.key}.${kind}.bulk`, ref('BulkData'), object.key);
     }
   }
+
+  schemas['ChangeEvent'] = feedItems.length > 0 ? { anyOf: feedItems } : { not: {} };
+  schemas['ChangeFeed'] = envelope({
+    data: { type: 'array', items: ref('ChangeEvent') },
+    next: { type: 'string', description: 'the cursor to pass as "after" next time (store it once the page is applied)' },
+    hasMore: { type: 'boolean', description: 'more events may be there already: fetch again at once' },
+  });
+  paths['/api/v1/events'] = feedPath();
 
   return {
     openapi: '3.1.0',
@@ -96,7 +110,12 @@ export function openApiDocument(catalogue: Catalogue, access: Access = FULL_ACCE
       schemas,
       parameters: PARAMETERS,
       responses: Object.fromEntries(Object.entries(ERROR_MEANINGS).map(([status, description]) => [status, errorResponse(status, description)])),
-      headers: { 'Retry-After': { description: 'seconds to wait before retrying', schema: { type: 'integer', minimum: 0 } } },
+      headers: {
+        'Retry-After': { description: 'seconds to wait before retrying', schema: { type: 'integer', minimum: 0 } },
+        'RateLimit-Policy': { description: 'under a rate limit (IETF httpapi draft): the key\'s bucket, "key";q=<burst>;w=<seconds to refill it>', schema: { type: 'string' } },
+        RateLimit: { description: 'under a rate limit: "key";r=<requests left>;t=<seconds until the bucket is full again>', schema: { type: 'string' } },
+        ETag: { description: 'the record\'s revision, a strong validator: send it back in If-Match (writes) or If-None-Match (GET)', schema: { type: 'string', pattern: '^"[0-9]+"$' } },
+      },
     },
   };
 }
@@ -116,8 +135,9 @@ function errorRef(status: string) {
 }
 
 function errorResponse(status: string, description: string) {
-  const retry = status === '503' ? { headers: { 'Retry-After': { $ref: '#/components/headers/Retry-After' } } } : {};
-  return { description, ...retry, content: json(ref('Error')) };
+  const retry = status === '503' || status === '429' ? { headers: { 'Retry-After': { $ref: '#/components/headers/Retry-After' } } } : {};
+  const etag = status === '412' ? { headers: { ETag: { $ref: '#/components/headers/ETag' } } } : {};
+  return { description, ...retry, ...etag, content: json(ref('Error')) };
 }
 
 function describeField(field: FieldDef, object: ObjectDef): Record<string, unknown> {
@@ -166,7 +186,7 @@ function collectionPath(object: ObjectDef, name: string, access: Access) {
     operationId: `upsert_${object.key}`,
     tags: [object.key],
     summary: `create or update ${object.label} records (upsert)`,
-    parameters: [{ $ref: '#/components/parameters/match' }, { $ref: '#/components/parameters/Idempotency-Key' }],
+    parameters: [{ $ref: '#/components/parameters/match' }, { $ref: '#/components/parameters/Idempotency-Key' }, { $ref: '#/components/parameters/If-Match' }],
     requestBody: {
       required: true,
       content: json({
@@ -185,13 +205,19 @@ function collectionPath(object: ObjectDef, name: string, access: Access) {
 }
 
 function recordPath(object: ObjectDef, name: string, access: Access) {
-  const one = { description: 'the record', content: json(ref(`${name}One`)) };
+  const withEtag = { headers: { ETag: { $ref: '#/components/headers/ETag' } } };
+  const one = { description: 'the record', ...withEtag, content: json(ref(`${name}One`)) };
   const path: Record<string, unknown> = {
     parameters: [{ $ref: '#/components/parameters/id' }],
-    get: { operationId: `get_${object.key}`, tags: [object.key], parameters: [{ $ref: '#/components/parameters/as_of' }], responses: { '200': one, ...errors(ERRORS.get) } },
+    get: {
+      operationId: `get_${object.key}`,
+      tags: [object.key],
+      parameters: [{ $ref: '#/components/parameters/as_of' }, { $ref: '#/components/parameters/If-None-Match' }],
+      responses: { '200': one, '304': { description: 'not modified: If-None-Match names the current ETag', ...withEtag }, ...errors(ERRORS.get) },
+    },
   };
   if (access.readOnly) return path;
-  const idempotency = [{ $ref: '#/components/parameters/Idempotency-Key' }];
+  const idempotency = [{ $ref: '#/components/parameters/Idempotency-Key' }, { $ref: '#/components/parameters/If-Match' }];
   path['patch'] = {
     operationId: `patch_${object.key}`,
     tags: [object.key],
@@ -217,6 +243,39 @@ function historyPath(object: ObjectDef) {
       summary: "the record's changes, oldest first",
       parameters: [{ $ref: '#/components/parameters/limit' }, { $ref: '#/components/parameters/offset' }],
       responses: { '200': { description: 'history entries', content: json(ref('HistoryList')) }, ...errors(ERRORS.get) },
+    },
+  };
+}
+
+/** One change of the feed: the body its webhook receives (spec 6.3) without sentAt; links masked as GET masks them. */
+function feedItem(objectKey: string, data: JsonSchema): JsonSchema {
+  return envelope({
+    id: UUID,
+    event: { enum: ['created', 'updated', 'deleted'].map((kind) => `${objectKey}.${kind}`) },
+    object: { const: objectKey },
+    source: { enum: ['app', 'import', 'api', 'automation', 'health score'] },
+    occurredAt: DATE_TIME,
+    data,
+  });
+}
+
+function feedPath() {
+  const parameter = (name: string, description: string, schema: JsonSchema) => queryParameter(name, description, schema);
+  return {
+    get: {
+      operationId: 'events',
+      summary: 'the change feed: record events of the objects this key may read, in log order (docs/sync-clients.md)',
+      description:
+        'Each item is the body a webhook receives for that change (without sentAt): created, updated (erasures too, the erased fields null) and deleted (the record as last saved); an action on many records is listed record by record. ' +
+        'Pages never skip or repeat an event, also while writes land. The cursor is a log position: it stays valid across read-model rebuilds. A cursor ahead of the log is 410: start again without "after".',
+      parameters: [
+        parameter('after', 'the "next" of the previous page; absent: from the first event', { type: 'string' }),
+        parameter('limit', 'events per page, 1 to 1000', { type: 'integer', minimum: 1, maximum: 1000, default: 100 }),
+        parameter('objects', 'comma-separated object keys (default: every object the key may read)', { type: 'string' }),
+        parameter('types', 'comma-separated kinds: created, updated, deleted (default: all)', { type: 'string' }),
+        parameter('wait', 'long poll: when no event is there yet, wait up to this many seconds for one', { type: 'integer', minimum: 0, maximum: 30, default: 0 }),
+      ],
+      responses: { '200': { description: 'a page of events', content: json(ref('ChangeFeed')) }, ...errors(ERRORS.events) },
     },
   };
 }
@@ -326,6 +385,21 @@ const PARAMETERS = {
   updated_since: queryParameter('updated_since', 'only records changed strictly after this moment', DATE_TIME),
   as_of: queryParameter('as_of', 'the records as they were at this moment', DATE_TIME),
   match: queryParameter('match', 'comma-separated field keys that find the record to update (default: the unique fields sent, else the record name)', { type: 'string' }),
+  'If-Match': {
+    name: 'If-Match',
+    in: 'header',
+    required: false,
+    description:
+      'write only if the record is still at this ETag (as GET answered it; * for any existing record); otherwise 412 naming the current one. On an upsert it applies to each record sent with an id: one that moved on fails alone (in errors)',
+    schema: { type: 'string' },
+  },
+  'If-None-Match': {
+    name: 'If-None-Match',
+    in: 'header',
+    required: false,
+    description: '304 without a body when the record is still at this ETag',
+    schema: { type: 'string' },
+  },
   'Idempotency-Key': {
     name: 'Idempotency-Key',
     in: 'header',

@@ -1,11 +1,12 @@
 import type { Context, Hono } from 'hono';
 import { getRecordAsOf, parseAsOf } from '../../queries/asOf.js';
-import { getRecord, getRecordJson } from '../../queries/get.js';
+import { getRecordAt, getRecordJson, type RecordJson } from '../../queries/get.js';
 import { listRecordsJson } from '../../queries/list.js';
 import { type RenderContext } from '../../queries/recordFormat.js';
 import { todayUtc } from '../schema/dates.js';
 import { newAction } from '../../commands/action.js';
 import { deleteRecord } from '../../commands/delete.js';
+import { etagOf } from '../../commands/record/ifMatch.js';
 import { patchRecord } from '../../commands/patch.js';
 import { upsertRecords, type SaveResult } from '../../commands/upsert.js';
 import { recordsInBody } from '../../commands/bodyForms.js';
@@ -15,13 +16,15 @@ import { isUuid } from '../core/ids.js';
 import type { ObjectDef } from '../schema/types.js';
 import type { Caller } from './auth.js';
 import { readJsonBody } from './body.js';
+import { ifMatchOf, noneMatch } from './conditional.js';
+import type { RateLimitCheck } from './rateLimit.js';
 import type { ApiDeps, AppEnv } from './types.js';
 import { errorBody, notAllowed } from './errors.js';
 
 export type OneRecordHandler = (c: Context<AppEnv>) => Response | Promise<Response>;
 
 /** The records endpoints of spec section 4; returns GET one record's handler (app.ts serves it on its own too). */
-export function recordRoutes(app: Hono<AppEnv>, deps: ApiDeps): OneRecordHandler {
+export function recordRoutes(app: Hono<AppEnv>, deps: ApiDeps, limits: RateLimitCheck | null = null): OneRecordHandler {
   const renderContext = (c: Context<AppEnv>): RenderContext => {
     const caller = c.get('caller');
     return {
@@ -77,8 +80,13 @@ export function recordRoutes(app: Hono<AppEnv>, deps: ApiDeps): OneRecordHandler
       throw new ValidationFailed(`unknown or repeated query parameter: ${unknown[0] ?? 'match'} (only ?match= is accepted)`);
     }
     const body = await readJsonBody(c);
+    // A write of many records counts one token per record past the first (the request's own was taken with authentication).
+    const records = recordCount(body);
+    if (limits && records > 1) await limits.charge(c, records - 1);
     const save = object.key === 'playbooks' ? upsertPlaybooks : upsertRecords;
-    const result = await save(deps.commands, action(c), await current(c, object, namesIn(body)), body, match?.[0]);
+    const ifMatch = ifMatchOf(c);
+    const options = ifMatch === undefined ? undefined : { ifMatch };
+    const result = await save(deps.commands, action(c), await current(c, object, namesIn(body)), body, match?.[0], options);
     return c.json(saveResultBody(result), saveStatus(result));
   });
 
@@ -97,8 +105,17 @@ export function recordRoutes(app: Hono<AppEnv>, deps: ApiDeps): OneRecordHandler
     refuseQuery(c, 'as_of');
     const asOf = c.req.queries('as_of');
     if (asOf !== undefined) return getAsOf(c, object, asOf);
-    const json = getRecordJson(renderContext(c), object, recordId(c));
-    return typeof json === 'string' ? jsonText(c, `{"data":${json}}`) : json.then((text) => jsonText(c, `{"data":${text}}`));
+    const found = getRecordJson(renderContext(c), object, recordId(c));
+    return 'json' in found ? answerOne(c, found) : found.then((json) => answerOne(c, json));
+  };
+
+  /** The record with its ETag; 304 when If-None-Match names it (docs/sync-clients.md). */
+  const answerOne = (c: Context<AppEnv>, { json, revision }: RecordJson): Response => {
+    if (revision === undefined) return jsonText(c, `{"data":${json}}`);
+    const etag = etagOf(revision);
+    c.header('ETag', etag);
+    if (noneMatch(c.req.header('If-None-Match'), etag)) return c.body(null, 304);
+    return jsonText(c, `{"data":${json}}`);
   };
 
   const getAsOf = async (c: Context<AppEnv>, object: ObjectDef, asOf: string[]): Promise<Response> => {
@@ -114,15 +131,17 @@ export function recordRoutes(app: Hono<AppEnv>, deps: ApiDeps): OneRecordHandler
     const id = recordId(c);
     const body = await readJsonBody(c);
     const fresh = await current(c, object, namesIn(body));
-    await patchRecord(deps.commands, action(c), fresh, id, body);
-    return c.json({ data: await getRecord(renderContext(c), fresh, id) });
+    await patchRecord(deps.commands, action(c), fresh, id, body, ifMatchOf(c));
+    const { record, revision } = await getRecordAt(renderContext(c), fresh, id);
+    c.header('ETag', etagOf(revision));
+    return c.json({ data: record });
   });
 
   app.delete('/api/v1/:object/:id', async (c) => {
     const object = await writable(c);
     refuseQuery(c, null);
     const id = recordId(c);
-    await deleteRecord(deps.commands, action(c), object, id);
+    await deleteRecord(deps.commands, action(c), object, id, ifMatchOf(c));
     return c.json({ deleted: id });
   });
 
@@ -194,6 +213,11 @@ function knownNames(object: ObjectDef): ReadonlySet<string> {
   let known = knownNamesOf.get(object);
   if (!known) knownNamesOf.set(object, (known = new Set([...QUERY_NAMES, ...object.fields.map((field) => field.key)])));
   return known;
+}
+
+/** How many records a body holds, to charge a bulk write per record (what is no record list counts one). */
+function recordCount(body: unknown): number {
+  return recordsInBody(body)?.length ?? 1;
 }
 
 /** The field keys the records of a body name (its three forms, commands/bodyForms.ts). */

@@ -9,6 +9,7 @@ import type { ReadStore } from '../readstore/port.js';
 import type { Catalogues } from '../setup/catalogues.js';
 import type { SetupStore } from '../setup/port.js';
 import type { Caller } from './auth.js';
+import type { RateLimits } from './rateLimit.js';
 import type { RequestLog } from './requestLog.js';
 import type { SetupPageDeps } from './setup/deps.js';
 
@@ -28,6 +29,8 @@ export interface ApiDeps {
   serveMetrics?: boolean;
   /** The conditions of GET /health/ready. */
   readiness?: ReadinessCheck[];
+  /** API keys' rate limits (docs/sync-clients.md); absent: none. */
+  rateLimits?: RateLimits;
   /** The Setup web page at /setup (docs/setup.md); absent: not served. */
   setupPage?: SetupPageDeps;
   /**

@@ -40,6 +40,11 @@ export interface RecordDocument {
 export interface StoredRecord {
   id: string;
   rendered: string | null;
+  /**
+   * The document's revision (its stream's last applied event): the ETag of GET one record
+   * (docs/sync-clients.md). getStored and getStoredNow always give it; findStored may leave it out.
+   */
+  revision?: number;
   /** Null only for a record whose rendering starts with the `shape` of a findStored (its fields were not read). */
   document: (() => RecordDocument) | null;
 }

@@ -11,6 +11,8 @@ import type { FieldDef, FieldFormat } from './types.js';
 
 export const KEY_RULE = /^[a-z][a-zA-Z0-9]{0,39}$/;
 /** Names the API uses beside field keys (record members, list and upsert query parameters). */
+/** Paths of the API beside the objects' own: an object with such a key could never be reached. */
+const RESERVED_OBJECT_KEYS: ReadonlyMap<string, string> = new Map([['events', 'GET /api/v1/events is the change feed']]);
 const RESERVED_FIELD_KEYS = new Set(['id', 'createdAt', 'updatedAt', 'limit', 'offset', 'match', 'records']);
 const MAX_FIELDS = 200;
 const MAX_OPTION = 100;
@@ -105,6 +107,8 @@ export function decideSchema(command: SchemaCommand, state: SchemaState, catalog
   switch (command.type) {
     case 'CreateObject': {
       checkKey('object', command.key);
+      const reserved = RESERVED_OBJECT_KEYS.get(command.key);
+      if (reserved) throw new ValidationFailed(`the object key "${command.key}" is reserved by the API (${reserved}); choose another key`);
       const existing = catalogue.object(command.key);
       if (existing) throw new ValidationFailed(`the object key "${command.key}" is taken by ${existing.custom ? 'a workspace-defined' : 'a default'} object`);
       const nameField = command.nameField ?? 'name';

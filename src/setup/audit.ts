@@ -15,6 +15,7 @@ export type SetupEventType =
   | 'ApiKeyCreated'
   | 'ApiKeyRevoked'
   | 'ApiKeyRenamed'
+  | 'ApiKeyRateLimitSet'
   | 'UserAdded'
   | 'WebhookCreated'
   | 'WebhookChanged'

@@ -25,6 +25,8 @@ export interface ApiKey {
   createdAt: string;
   lastUsedAt: string | null;
   revokedAt: string | null;
+  /** The key's own rate limit as written (`20/s`, src/core/rateLimit.ts); absent: RATE_LIMIT_DEFAULT, if any. */
+  rateLimit?: string;
 }
 
 export interface User {
@@ -59,6 +61,8 @@ export interface SetupStore {
   touchKey(id: string, at: string): Promise<void>;
   /** Gives the key a new name (changes made with it earlier keep the name they were made with). Null when unknown. */
   renameKey(id: string, name: string): Promise<ApiKey | null>;
+  /** Sets the key's own rate limit (null: none of its own). Null when the key is unknown. */
+  setKeyRateLimit(id: string, rateLimit: string | null): Promise<ApiKey | null>;
 
   /** Throws ValidationFailed when the email is already used in the workspace (case-insensitive). */
   addUser(user: User): Promise<void>;

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { userInfo } from 'node:os';
 import * as v from 'valibot';
-import { NotFound } from '../core/errors.js';
+import { NotFound, ValidationFailed } from '../core/errors.js';
+import { parseRateLimit } from '../core/rateLimit.js';
 import type { Actor, EventStore } from '../eventstore/port.js';
 import { loadCatalogue } from './catalogues.js';
 import { fingerprint, generateApiKey } from './apiKeys.js';
@@ -35,6 +36,8 @@ export interface NewKeyInput {
   readOnly?: boolean;
   /** 'all' (the default) or the object keys the key may access. */
   objects?: 'all' | string[];
+  /** The key's own rate limit (`20/s`, src/core/rateLimit.ts); absent: RATE_LIMIT_DEFAULT, if any. */
+  rate?: string;
 }
 
 export interface CreatedKey {
@@ -129,9 +132,10 @@ export class SetupService {
       createdAt: this.now(),
       lastUsedAt: null,
       revokedAt: null,
+      ...(input.rate === undefined ? {} : { rateLimit: rateLimitText(input.rate) }),
     };
     await this.setup.createKey(apiKey);
-    await this.audit(workspace.id, 'ApiKeyCreated', { id: apiKey.id, name: apiKey.name, access, objects });
+    await this.audit(workspace.id, 'ApiKeyCreated', { id: apiKey.id, name: apiKey.name, access, objects, ...(apiKey.rateLimit ? { rateLimit: apiKey.rateLimit } : {}) });
     return { apiKey, key };
   }
 
@@ -154,6 +158,17 @@ export class SetupService {
     if (!renamed) throw new NotFound(`API key ${keyId} not found`);
     await this.audit(renamed.workspaceId, 'ApiKeyRenamed', { id: renamed.id, name: renamed.name, previousName: found.name });
     return renamed;
+  }
+
+  /** The key's own rate limit (`none`: it follows RATE_LIMIT_DEFAULT again); the API applies it on the next request. */
+  async setKeyRateLimit(keyId: string, rate: string): Promise<ApiKey> {
+    const found = await this.setup.keyById(keyId);
+    if (!found) throw new NotFound(`API key ${keyId} not found`);
+    const rateLimit = rate.trim() === 'none' ? null : rateLimitText(rate);
+    const changed = await this.setup.setKeyRateLimit(keyId, rateLimit);
+    if (!changed) throw new NotFound(`API key ${keyId} not found`);
+    await this.audit(changed.workspaceId, 'ApiKeyRateLimitSet', { id: changed.id, name: changed.name, rateLimit, previousRateLimit: found.rateLimit ?? null });
+    return changed;
   }
 
   async listKeys(workspaceSlug: string): Promise<ApiKey[]> {
@@ -201,5 +216,14 @@ export class SetupService {
 
   private async audit(workspaceId: string, type: SetupEventType, data: Record<string, unknown>): Promise<void> {
     await appendAuditEvent(this.events, this.actor, workspaceId, type, data);
+  }
+}
+
+/** A rate limit as written, normalised; ValidationFailed saying what is accepted. */
+function rateLimitText(rate: string): string {
+  try {
+    return parseRateLimit(rate).text;
+  } catch (error) {
+    throw new ValidationFailed(`--rate: ${(error as Error).message}, or none`);
   }
 }

@@ -1,3 +1,4 @@
+import { eventBody } from './body.js';
 import type { WebhookSender } from './httpsSender.js';
 import { afterAttempt } from './policy.js';
 import type { AttemptOutcome, ClaimedDelivery } from './port.js';
@@ -14,15 +15,7 @@ export async function attemptDelivery(
   retryDelaysMs: readonly number[],
 ): Promise<AttemptOutcome> {
   const sentAt = clock().toISOString();
-  const body = JSON.stringify({
-    id: payload.id,
-    event: payload.event,
-    object: payload.object,
-    source: payload.source,
-    occurredAt: payload.occurredAt,
-    sentAt,
-    data: payload.data,
-  });
+  const body = JSON.stringify(eventBody(payload, sentAt));
   const signature = signBody(body, webhook.secret);
   const result = await sender.send(webhook.url, body, {
     'X-SVC-Event': payload.event,

@@ -204,8 +204,9 @@ async function waitForRecords(deps: FanOutDeps, events: RecordedEvent[], stopped
 /**
  * The REST form of each event's record (spec 6.3): as it is now for created and updated events,
  * as last saved for deleted ones, and as last saved too when the record was deleted since.
+ * Webhooks show every link in full; the change feed passes its key's `canAccess` (spec 5.8).
  */
-export async function renderData(deps: RenderDeps, changes: Change[]): Promise<Map<string, unknown>> {
+export async function renderData(deps: RenderDeps, changes: Change[], canAccess: (object: string) => boolean = () => true): Promise<Map<string, unknown>> {
   const data = new Map<string, unknown>();
   const byObject = new Map<string, Change[]>();
   for (const item of changes) {
@@ -230,7 +231,7 @@ export async function renderData(deps: RenderDeps, changes: Change[]): Promise<M
       documents.push(document);
       sources.push(event.id);
     }
-    const rendered = await renderRecords(object, documents, { workspaceId, readStore: deps.readStore, listUsers: deps.listUsers, canAccess: () => true, today });
+    const rendered = await renderRecords(object, documents, { workspaceId, readStore: deps.readStore, listUsers: deps.listUsers, canAccess, today });
     rendered.forEach((record, index) => data.set(sources[index]!, record));
   }
   return data;

@@ -37,12 +37,15 @@ const KINDS: Record<string, EventKind> = { RecordCreated: 'created', RecordUpdat
 /** Health-score recalculations are not sent (spec 6.2 rule 3); a change to Health itself is. */
 const RECALCULATION_ONLY_FIELDS: ReadonlySet<string> = new Set(['healthScore']);
 
-/** The change an event describes, or null when it is not sent to webhooks. */
-export function recordChange(event: RecordedEvent): RecordChange | null {
+/**
+ * The change an event describes, or null when it is not sent to webhooks. The change feed keeps
+ * the recalculations (`recalculations`): a mirror built from it must end with the score GET shows.
+ */
+export function recordChange(event: RecordedEvent, recalculations = false): RecordChange | null {
   if (!event.stream.startsWith(RECORD_STREAM_PREFIX)) return null;
   const recordEvent = upcast(event);
   if (!recordEvent) return null;
-  if (recordEvent.type === 'RecordUpdated' && Object.keys(recordEvent.data.changes).every((key) => RECALCULATION_ONLY_FIELDS.has(key))) {
+  if (!recalculations && recordEvent.type === 'RecordUpdated' && Object.keys(recordEvent.data.changes).every((key) => RECALCULATION_ONLY_FIELDS.has(key))) {
     return null;
   }
   const { workspaceId, object, recordId } = recordEvent.data;

@@ -87,7 +87,7 @@ describe('the OpenAPI document', () => {
   it("describes only what the caller's key may reach, and nothing to write for a read-only key", async () => {
     const limited = await client(svc, (await ws.key({ objects: ['renewalRisks'], readOnly: true })).key).get('/api/v1/openapi.json');
     expect(limited.status).toBe(200);
-    expect(Object.keys(limited.body.paths).filter((path) => path.split('/').length === 4).sort()).toEqual(['/api/v1/openapi.json', '/api/v1/renewalRisks']);
+    expect(Object.keys(limited.body.paths).filter((path) => path.split('/').length === 4).sort()).toEqual(['/api/v1/events', '/api/v1/openapi.json', '/api/v1/renewalRisks']);
     expect(limited.body.paths['/api/v1/renewalRisks']).not.toHaveProperty('post');
     expect(limited.body.components.schemas.RenewalRisks.properties.client).toEqual(expect.objectContaining({ anyOf: [{ $ref: '#/components/schemas/LinkId' }, { type: 'null' }] }));
     expect((await new Validator().validate(limited.body)).valid).toBe(true);

@@ -82,8 +82,8 @@ describe('csr keys', () => {
     const ws = slug();
     await json('workspaces', 'create', ws);
     const created = await json('keys', 'create', '--workspace', ws, '--name', 'Zapier');
-    expect(Object.keys(created).sort()).toEqual(['access', 'id', 'key', 'name', 'objects']);
-    expect(created).toEqual({ id: expect.stringMatching(UUID), name: 'Zapier', key: expect.stringMatching(KEY), access: 'read-write', objects: 'all' });
+    expect(Object.keys(created).sort()).toEqual(['access', 'id', 'key', 'name', 'objects', 'rateLimit']);
+    expect(created).toEqual({ id: expect.stringMatching(UUID), name: 'Zapier', key: expect.stringMatching(KEY), access: 'read-write', objects: 'all', rateLimit: 'default' });
   });
 
   it('--read-only and --objects limit the key; the stored fingerprint is the SHA-256 of the printed key', async () => {
@@ -111,8 +111,8 @@ describe('csr keys', () => {
     expect(run.code).toBe(0);
     const listed = JSON.parse(run.stdout) as Record<string, unknown>[];
     expect(listed).toEqual([
-      { id: first.id, name: 'First', access: 'read-write', objects: 'all', createdAt: expect.stringMatching(ISO), lastUsedAt: null, revokedAt: null },
-      { id: second.id, name: 'Second', access: 'read-write', objects: ['tasks'], createdAt: expect.stringMatching(ISO), lastUsedAt: null, revokedAt: null },
+      { id: first.id, name: 'First', access: 'read-write', objects: 'all', rateLimit: 'default', refused: 0, refusedAt: null, createdAt: expect.stringMatching(ISO), lastUsedAt: null, revokedAt: null },
+      { id: second.id, name: 'Second', access: 'read-write', objects: ['tasks'], rateLimit: 'default', refused: 0, refusedAt: null, createdAt: expect.stringMatching(ISO), lastUsedAt: null, revokedAt: null },
     ]);
     for (const secret of [first.key, second.key, fingerprint(first.key), fingerprint(second.key)]) {
       expect(run.stdout).not.toContain(secret);
@@ -215,15 +215,15 @@ describe('csr usage errors (exit 2, one line on stderr saying what to do, nothin
   it.each([
     ['unknown command', ['spaceships', 'launch'], `csr: unknown command "spaceships". Commands: ${COMMANDS} (see csr --help)`],
     ['a mistyped command', ['webhoks', 'list'], `csr: unknown command "webhoks". Did you mean "webhooks"? Commands: ${COMMANDS} (see csr --help)`],
-    ['a mistyped subcommand', ['keys', 'lst'], 'csr: unknown command "keys lst". Did you mean "keys list"? keys commands: create, list, revoke, rename (see csr help keys)'],
-    ['unknown subcommand', ['keys', 'rotate'], 'csr: unknown command "keys rotate". keys commands: create, list, revoke, rename (see csr help keys)'],
+    ['a mistyped subcommand', ['keys', 'lst'], 'csr: unknown command "keys lst". Did you mean "keys list"? keys commands: create, list, revoke, update, rename (see csr help keys)'],
+    ['unknown subcommand', ['keys', 'rotate'], 'csr: unknown command "keys rotate". keys commands: create, list, revoke, update, rename (see csr help keys)'],
     ['missing command', ['keys', '--json'], 'csr: missing keys command before --json (see csr help keys)'],
     ['missing slug', ['workspaces', 'create', '--json'], 'csr: missing <slug>: csr workspaces create <slug> [--name "Acme Inc"] (see csr help workspaces create)'],
     ['extra argument', ['workspaces', 'create', 'a', 'b'], 'csr: unexpected argument "b": csr workspaces create <slug> [--name "Acme Inc"] (see csr help workspaces create)'],
     [
       'missing --name',
       ['keys', 'create', '--workspace', 'acme', '--json'],
-      'csr: missing option --name: csr keys create --workspace <slug> --name <text> [--read-only] [--objects a,b] (see csr help keys create)',
+      'csr: missing option --name: csr keys create --workspace <slug> --name <text> [--read-only] [--objects a,b] [--rate 20/s[,burst=40]] (see csr help keys create)',
     ],
     ['missing option value', ['keys', 'create', '--workspace', 'acme', '--name'], 'csr: option --name needs a value (see csr help keys create)'],
     ['missing key id', ['keys', 'revoke'], 'csr: missing <keyId>: csr keys revoke <keyId> (see csr help keys revoke)'],

@@ -173,6 +173,23 @@ export function readStoreContract(name: string, open: () => Promise<ReadStore> |
         expectNow(b.id, null);
       });
 
+      it('getStored and getStoredNow give the revision (the ETag of GET one record), with or without a shape, and its change', async () => {
+        const ws = workspace();
+        const [a, b] = [doc(ws, 1, { rendered, revision: 4 }), doc(ws, 2, { revision: 7 })];
+        await putAll(a, b);
+        expect((await store.getStored(ws, 'clients', a.id))?.revision).toBe(4);
+        expect((await store.getStored(ws, 'clients', b.id))?.revision).toBe(7);
+        for (const shape of [undefined, 'shape\u0001', 'other\u0001']) {
+          const [nowA, nowB] = [store.getStoredNow(ws, 'clients', a.id, shape), store.getStoredNow(ws, 'clients', b.id, shape)];
+          if (nowA !== undefined) expect(nowA?.revision).toBe(4);
+          if (nowB !== undefined) expect(nowB?.revision).toBe(7);
+        }
+        await putAll({ ...a, revision: 5 });
+        expect((await store.getStored(ws, 'clients', a.id))?.revision).toBe(5);
+        const now = store.getStoredNow(ws, 'clients', a.id, 'shape\u0001');
+        if (now !== undefined) expect(now?.revision).toBe(5);
+      });
+
       it('getStoredNow, where the store answers at once, gives a committed change on the next call', async () => {
         const ws = workspace();
         const first = doc(ws, 1, { rendered });

@@ -141,6 +141,21 @@ export function setupStoreContract(name: string, open: () => Promise<SetupStore>
         expect(store.keyByFingerprintNow('0'.repeat(64)) ?? null).toBeNull();
       });
 
+      it('keeps a key\'s own rate limit, changed and removed, and shows it to keyByFingerprint and keyByFingerprintNow', async () => {
+        const ws = await workspace();
+        const created = { ...key(ws.id), rateLimit: '20/s' };
+        await store.createKey(created);
+        expect(await store.keyById(created.id)).toEqual(created);
+        expect(await store.setKeyRateLimit(created.id, '5/m,burst=10')).toEqual({ ...created, rateLimit: '5/m,burst=10' });
+        expect(await store.keyByFingerprint(created.fingerprint)).toEqual({ ...created, rateLimit: '5/m,burst=10' });
+        const now = store.keyByFingerprintNow(created.fingerprint);
+        if (now !== undefined) expect(now).toEqual({ ...created, rateLimit: '5/m,burst=10' });
+        const { rateLimit: _none, ...without } = created;
+        expect(await store.setKeyRateLimit(created.id, null)).toEqual(without);
+        expect(await store.listKeys(ws.id)).toEqual([without]);
+        expect(await store.setKeyRateLimit(randomUUID(), '1/s')).toBeNull();
+      });
+
       it('revoking an unknown key answers null', async () => {
         expect(await store.revokeKey(randomUUID(), at(10))).toBeNull();
       });

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ValidationFailed } from '../../src/core/errors.js';
+import { Sqlite } from '../../src/sqlite/driver.js';
 import type { ApiKey } from '../../src/setup/port.js';
 import { KEY_RECHECK_MS, openSqliteSetupStore } from '../../src/setup/sqlite/index.js';
 import { setupStoreContract } from './setupstore.contract.js';
@@ -105,6 +106,26 @@ describe('sqlite setup store', () => {
       await expect(
         store.addUser({ id: 'u1', workspaceId: 'missing', name: 'Ana', email: 'ana@x.test', createdAt: '2025-01-01T00:00:00.000Z' }),
       ).rejects.toBeInstanceOf(ValidationFailed);
+    } finally {
+      await store.close();
+    }
+  });
+});
+
+describe('sqlite setup store made before rate limits', () => {
+  it('gains the rate limit column, keeping its keys', async () => {
+    const path = join(dir, 'before-rate-limits.db');
+    const old = new Sqlite(path);
+    old.exec(`CREATE TABLE workspaces (id TEXT PRIMARY KEY, slug TEXT NOT NULL UNIQUE, name TEXT NOT NULL, created_at TEXT NOT NULL);
+      CREATE TABLE api_keys (id TEXT PRIMARY KEY, workspace_id TEXT NOT NULL REFERENCES workspaces (id), name TEXT NOT NULL, fingerprint TEXT NOT NULL UNIQUE,
+        access TEXT NOT NULL, objects TEXT NOT NULL, created_at TEXT NOT NULL, last_used_at TEXT, revoked_at TEXT);
+      INSERT INTO workspaces VALUES ('w1', 'old', 'Old', '2025-01-01T00:00:00.000Z');
+      INSERT INTO api_keys VALUES ('k1', 'w1', 'Old key', '${'a'.repeat(64)}', 'read-write', '"all"', '2025-01-01T00:00:00.000Z', NULL, NULL);`);
+    old.close();
+    const store = openSqliteSetupStore({ path });
+    try {
+      expect((await store.keyById('k1'))?.rateLimit).toBeUndefined();
+      expect((await store.setKeyRateLimit('k1', '20/s'))?.rateLimit).toBe('20/s');
     } finally {
       await store.close();
     }

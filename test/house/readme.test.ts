@@ -71,6 +71,8 @@ describe('README', () => {
     const [code] = await once(client, 'close');
     expect(client.output()).toMatch(/"created":1/);
     expect(client.output()).toMatch(/"name":"Globex"/);
+    // The sync loop's first page: the change feed lists the create.
+    expect(client.output()).toMatch(/clients\.created [0-9a-f-]{36}\n/);
     // The later blocks too (issue 39 item 10): a record as it was at a moment after its creation,
     // the audit chain verified, the contact erased; their files go to a temporary folder.
     expect(client.output()).toMatch(/"name":"Initech",.*"tier":"SMB"/);

@@ -114,7 +114,7 @@ export function fromMongoRecord(stored: MongoRecord): RecordDocument {
 
 /** A stored record for a reader of its rendering (the document is already parsed by the driver). */
 export function toStoredRecord(document: RecordDocument): StoredRecord {
-  return { id: document.id, rendered: document.rendered ?? null, document: () => document };
+  return { id: document.id, rendered: document.rendered ?? null, revision: document.revision, document: () => document };
 }
 
 /** An ISO 8601 moment as epoch milliseconds; anything else is a ValidationFailed (as in every adapter). */

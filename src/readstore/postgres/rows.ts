@@ -159,5 +159,5 @@ function unescapedRow(row: DocumentRow): DocumentRow {
 /** A row for a reader of its rendering; a row read without its values (fields null) has no document. */
 export function toStoredRecord(stored: DocumentRow): StoredRecord {
   const row = stored.escaped ? unescapedRow(stored) : stored;
-  return { id: row.id, rendered: row.rendered, document: row.fields === null ? null : () => fromRow(row) };
+  return { id: row.id, rendered: row.rendered, revision: row.revision, document: row.fields === null ? null : () => fromRow(row) };
 }

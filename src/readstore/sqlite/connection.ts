@@ -158,7 +158,7 @@ export function toDocument(workspaceId: string, object: string, row: DocumentRow
 
 /** The row for a reader of its rendering: JSON.parse of fields and calculated only if asked for. */
 export function toStored(workspaceId: string, object: string, row: DocumentRow): StoredRecord {
-  return { id: row[0], rendered: row[8], document: () => toDocument(workspaceId, object, row) };
+  return { id: row[0], rendered: row[8], revision: row[7], document: () => toDocument(workspaceId, object, row) };
 }
 
 /**
@@ -267,18 +267,26 @@ export function getCheckingLive(cache: StatementCache, t: Tables, coll: number, 
 /**
  * getCheckingLive for a reader of the rendering alone, as one text (pluck: no array, one value):
  * the live generation, then nothing (no such document), `;` (a document without a rendering) or
- * `:` and its rendering.
+ * `:`, its revision (the ETag), `:` and its rendering.
  */
 const getRenderedWithLiveSql = (t: Tables) =>
-  `SELECT r.live || CASE WHEN d.doc_id IS NULL THEN '' WHEN d.rendered IS NULL THEN ';' ELSE ':' || d.rendered END ` +
+  `SELECT r.live || CASE WHEN d.doc_id IS NULL THEN '' WHEN d.rendered IS NULL THEN ';' ELSE ':' || d.revision || ':' || d.rendered END ` +
   `FROM read_model r LEFT JOIN ${t.documents} d ON d.coll = ? AND d.id = ? WHERE r.id = 1`;
 
 /** The live generation and the document's rendering: null when none, undefined when it has none. */
-export function getRenderedCheckingLive(cache: StatementCache, t: Tables, coll: number, id: string): { live: number; rendered: string | null | undefined } | null {
+export function getRenderedCheckingLive(
+  cache: StatementCache,
+  t: Tables,
+  coll: number,
+  id: string,
+): { live: number; rendered: string | null | undefined; revision?: number } | null {
   const text = cache.get(`/* pluck */ ${getRenderedWithLiveSql(t)}`).pluck(true).get(coll, id) as string | undefined;
   if (text === undefined) return null;
   const colon = text.indexOf(':');
-  if (colon >= 0) return { live: Number(text.slice(0, colon)), rendered: text.slice(colon + 1) };
+  if (colon >= 0) {
+    const second = text.indexOf(':', colon + 1);
+    return { live: Number(text.slice(0, colon)), revision: Number(text.slice(colon + 1, second)), rendered: text.slice(second + 1) };
+  }
   if (text.endsWith(';')) return { live: Number(text.slice(0, -1)), rendered: undefined };
   return { live: Number(text), rendered: null };
 }

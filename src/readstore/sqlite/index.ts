@@ -391,7 +391,7 @@ export function openSqliteReadStore(options: { path: string; batchThread?: boole
           const found = coll === null ? null : getRenderedCheckingLive(readCache, tablesOf(assumedLive), coll, id);
           if (found && found.live === assumedLive) {
             if (found.rendered === null) return null;
-            if (found.rendered !== undefined && found.rendered.startsWith(shape)) return { id, rendered: found.rendered, document: null };
+            if (found.rendered !== undefined && found.rendered.startsWith(shape)) return { id, rendered: found.rendered, revision: found.revision!, document: null };
           }
         } catch (error) {
           if (!isDroppedTable(error)) throw error;

@@ -65,6 +65,7 @@ const keyFrom = ({ _id, ...rest }: ApiKeyDoc): ApiKey => ({
   createdAt: rest.createdAt,
   lastUsedAt: rest.lastUsedAt ?? null,
   revokedAt: rest.revokedAt ?? null,
+  ...(rest.rateLimit ? { rateLimit: rest.rateLimit } : {}),
 });
 
 const userFrom = ({ _id, ...rest }: UserDoc): User => ({
@@ -165,6 +166,12 @@ export async function openMongoSetupStore(options: MongoStoreOptions): Promise<S
     async renameKey(id, name) {
       const renamed = await keys.findOneAndUpdate({ _id: id }, { $set: { name } }, { returnDocument: 'after' });
       return renamed ? keyFrom(renamed) : null;
+    },
+
+    async setKeyRateLimit(id, rateLimit) {
+      const update = rateLimit === null ? { $unset: { rateLimit: '' as const } } : { $set: { rateLimit } };
+      const changed = await keys.findOneAndUpdate({ _id: id }, update, { returnDocument: 'after' });
+      return changed ? keyFrom(changed) : null;
     },
 
     async touchKey(id, at) {

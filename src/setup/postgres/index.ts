@@ -49,6 +49,8 @@ const MIGRATION = {
        CONSTRAINT csr_users_email UNIQUE (workspace_id, email_key)
      )`,
     'CREATE INDEX csr_users_workspace ON csr_users (workspace_id, created_at, seq)',
+    // A key's own rate limit as written (`20/s`); null: RATE_LIMIT_DEFAULT, if any.
+    'ALTER TABLE csr_api_keys ADD COLUMN rate_limit text',
   ],
 };
 
@@ -69,6 +71,7 @@ interface KeyRow {
   created_at: string;
   last_used_at: string | null;
   revoked_at: string | null;
+  rate_limit: string | null;
 }
 
 interface UserRow {
@@ -91,6 +94,7 @@ const keyFrom = (row: KeyRow): ApiKey => ({
   createdAt: row.created_at,
   lastUsedAt: row.last_used_at,
   revokedAt: row.revoked_at,
+  ...(row.rate_limit === null ? {} : { rateLimit: row.rate_limit }),
 });
 
 const userFrom = (row: UserRow): User => ({ id: row.id, workspaceId: row.workspace_id, name: row.name, email: row.email, createdAt: row.created_at });
@@ -147,9 +151,9 @@ export async function openPostgresSetupStore(options: { pool: Pool }): Promise<S
     async createKey(key) {
       try {
         await pool.query(
-          `INSERT INTO csr_api_keys (id, workspace_id, name, fingerprint, access, objects, created_at, last_used_at, revoked_at)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-          [key.id, key.workspaceId, key.name, key.fingerprint, key.access, JSON.stringify(key.objects), key.createdAt, key.lastUsedAt, key.revokedAt],
+          `INSERT INTO csr_api_keys (id, workspace_id, name, fingerprint, access, objects, created_at, last_used_at, revoked_at, rate_limit)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+          [key.id, key.workspaceId, key.name, key.fingerprint, key.access, JSON.stringify(key.objects), key.createdAt, key.lastUsedAt, key.revokedAt, key.rateLimit ?? null],
         );
       } catch (error) {
         throw refusal(error, { csr_api_keys_fingerprint: 'an API key with this fingerprint already exists' }, key.workspaceId);
@@ -184,6 +188,11 @@ export async function openPostgresSetupStore(options: { pool: Pool }): Promise<S
     async touchKey(id, at) {
       // Only ever moves forward: requests of several processes may report out of order.
       await pool.query('UPDATE csr_api_keys SET last_used_at = $2 WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < $2)', [id, at]);
+    },
+
+    async setKeyRateLimit(id, rateLimit) {
+      const row = await one<KeyRow>('UPDATE csr_api_keys SET rate_limit = $2 WHERE id = $1 RETURNING *', [id, rateLimit]);
+      return row && keyFrom(row);
     },
 
     async renameKey(id, name) {

@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import { ValidationFailed } from '../../core/errors.js';
-import { applySchema, BOUND_VALUE, openSqliteFile } from '../../sqlite/file.js';
+import { BOUND_VALUE, changeSchema, openSqliteFile } from '../../sqlite/file.js';
 import { Sqlite } from '../../sqlite/driver.js';
 import type { ApiKey, KeyAccess, SetupStore, User, Workspace } from '../port.js';
 
@@ -34,7 +34,8 @@ CREATE TABLE IF NOT EXISTS api_keys (
   objects TEXT NOT NULL,
   created_at TEXT NOT NULL,
   last_used_at TEXT,
-  revoked_at TEXT
+  revoked_at TEXT,
+  rate_limit TEXT
 );
 CREATE INDEX IF NOT EXISTS api_keys_by_workspace ON api_keys (workspace_id, created_at);
 
@@ -59,6 +60,7 @@ interface KeyRow {
   created_at: string;
   last_used_at: string | null;
   revoked_at: string | null;
+  rate_limit: string | null;
 }
 
 interface UserRow {
@@ -91,6 +93,7 @@ function toKey(row: KeyRow): ApiKey {
     createdAt: row.created_at,
     lastUsedAt: row.last_used_at,
     revokedAt: row.revoked_at,
+    ...(row.rate_limit === null ? {} : { rateLimit: row.rate_limit }),
   };
 }
 
@@ -163,7 +166,12 @@ class KeyCache {
 
 export function openSqliteSetupStore(options: { path: string }): SetupStore {
   const db = openSqliteFile(options.path, { synchronous: 'FULL' });
-  applySchema(db, SCHEMA);
+  changeSchema(db, () => {
+    // Files made before rate limits: the column is added once (CREATE TABLE IF NOT EXISTS leaves them as they are).
+    const columns = db.prepare("SELECT name FROM pragma_table_info('api_keys')").pluck().all() as string[];
+    if (columns.length > 0 && !columns.includes('rate_limit')) db.exec('ALTER TABLE api_keys ADD COLUMN rate_limit TEXT');
+    db.exec(SCHEMA);
+  });
   const touchDb = openSqliteFile(options.path, { synchronous: 'NORMAL' });
   const keyCache = new KeyCache(db);
   /** Runs a write on the main connection and tells the key cache about it. */
@@ -180,14 +188,15 @@ export function openSqliteSetupStore(options: { path: string }): SetupStore {
   const workspaceById = db.prepare('SELECT * FROM workspaces WHERE id = ?');
   const listWorkspaces = db.prepare('SELECT * FROM workspaces ORDER BY created_at, rowid');
   const insertKey = db.prepare(
-    `INSERT INTO api_keys (id, workspace_id, name, fingerprint, access, objects, created_at, last_used_at, revoked_at)
-     VALUES (@id, @workspaceId, @name, @fingerprint, @access, @objects, @createdAt, @lastUsedAt, @revokedAt)`,
+    `INSERT INTO api_keys (id, workspace_id, name, fingerprint, access, objects, created_at, last_used_at, revoked_at, rate_limit)
+     VALUES (@id, @workspaceId, @name, @fingerprint, @access, @objects, @createdAt, @lastUsedAt, @revokedAt, @rateLimit)`,
   );
   const keyByFingerprint = db.prepare('SELECT * FROM api_keys WHERE fingerprint = ?');
   const keyById = db.prepare('SELECT * FROM api_keys WHERE id = ?');
   const listKeys = db.prepare(`SELECT * FROM api_keys WHERE workspace_id = ${BOUND_VALUE} ORDER BY created_at, rowid`);
   const revokeKey = db.prepare('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL');
   const renameKey = db.prepare('UPDATE api_keys SET name = ? WHERE id = ?');
+  const setRateLimit = db.prepare('UPDATE api_keys SET rate_limit = ? WHERE id = ?');
   // Only ever moves lastUsedAt forward, and writes nothing when it would not change.
   const touchKey = touchDb.prepare('UPDATE api_keys SET last_used_at = @at WHERE id = @id AND (last_used_at IS NULL OR last_used_at < @at)');
   const insertUser = db.prepare(
@@ -208,6 +217,12 @@ export function openSqliteSetupStore(options: { path: string }): SetupStore {
 
   const rename = db.transaction((id: string, name: string): ApiKey | null => {
     renameKey.run(name, id);
+    const row = keyById.get(id) as KeyRow | undefined;
+    return row ? toKey(row) : null;
+  });
+
+  const limit = db.transaction((id: string, rateLimit: string | null): ApiKey | null => {
+    setRateLimit.run(rateLimit, id);
     const row = keyById.get(id) as KeyRow | undefined;
     return row ? toKey(row) : null;
   });
@@ -244,7 +259,7 @@ export function openSqliteSetupStore(options: { path: string }): SetupStore {
 
     async createKey(key) {
       try {
-        written(() => insertKey.run({ ...key, objects: JSON.stringify(key.objects) }));
+        written(() => insertKey.run({ ...key, objects: JSON.stringify(key.objects), rateLimit: key.rateLimit ?? null }));
       } catch (error) {
         throw constraintError(error, key.workspaceId, {
           'api_keys.fingerprint': 'an API key with this fingerprint already exists',
@@ -274,6 +289,10 @@ export function openSqliteSetupStore(options: { path: string }): SetupStore {
 
     async renameKey(id, name) {
       return written(() => rename.immediate(id, name));
+    },
+
+    async setKeyRateLimit(id, rateLimit) {
+      return written(() => limit.immediate(id, rateLimit));
     },
 
     async touchKey(id, at) {
