@@ -301,6 +301,39 @@ export function readStoreContract(name: string, open: () => Promise<ReadStore> |
         expect(await ids(query(ws, { filters: [{ field: 'contacts', value: z }] }))).toEqual([]);
       });
 
+      it('matches names and filter values case-insensitively beyond ASCII, as filterKey normalises them', async () => {
+        const ws = workspace();
+        const a = doc(ws, 1, { name: 'ÉCOLE Ünïon', fields: { city: 'STRASSE Ölberg', tags: ['Ärzte', 'x'] } });
+        const b = doc(ws, 2, { name: 'ecole union', fields: { city: 'strasse olberg', tags: ['arzte'] } });
+        await putAll(a, b);
+        expect(await ids(query(ws, { name: 'école ünïon' }))).toEqual([a.id]);
+        expect(await ids(query(ws, { name: 'Ecole Union' }))).toEqual([b.id]);
+        expect(await ids(query(ws, { filters: [{ field: 'city', value: filterKey('Strasse ÖLBERG') }] }))).toEqual([a.id]);
+        expect(await ids(query(ws, { filters: [{ field: 'tags', value: filterKey('ÄRZTE') }] }))).toEqual([a.id]);
+      });
+
+      it('keeps any character of text values (U+0000 too, which the API accepts) and finds them by it', async () => {
+        const ws = workspace();
+        const odd = 'a\u0000b\uE000c\uE0000';
+        const a = doc(ws, 1, { name: `N${odd}`, fields: { note: odd, tags: [odd, 'x'] }, calculated: { label: odd }, rendered: `shape\u0001{"note":${JSON.stringify(odd)}}` });
+        const b = doc(ws, 2, { name: 'N a b c', fields: { note: 'a b c' } });
+        await putAll(a, b);
+        expect(await store.get(ws, 'clients', a.id)).toEqual(a);
+        expect(await store.find(query(ws, { filters: [{ field: 'note', value: filterKey(odd) }] }))).toEqual({ documents: [a], total: 1 });
+        expect(await ids(query(ws, { filters: [{ field: 'tags', value: filterKey(odd) }, { field: 'label', value: filterKey(odd) }] }))).toEqual([a.id]);
+        expect(await ids(query(ws, { name: `n${odd}` }))).toEqual([a.id]);
+        const stored = await store.findStored(query(ws, { limit: 1 }));
+        expect(stored.records.map((record) => [record.rendered, record.document?.()])).toEqual([[a.rendered, a]]);
+      });
+
+      it('with limit 0 answers no documents and still the total', async () => {
+        const ws = workspace();
+        await putAll(doc(ws, 1, { fields: { tier: 'SMB' } }), doc(ws, 2, { fields: { tier: 'SMB' } }), doc(ws, 3));
+        expect(await store.find(query(ws, { limit: 0 }))).toEqual({ documents: [], total: 3 });
+        expect(await store.find(query(ws, { limit: 0, filters: [{ field: 'tier', value: 'smb' }] }))).toEqual({ documents: [], total: 2 });
+        expect(await store.findStored(query(ws, { limit: 0, name: 'client 3' }))).toEqual({ records: [], total: 1 });
+      });
+
       it('filters calculated values like fields', async () => {
         const ws = workspace();
         const a = doc(ws, 1, { calculated: { paymentStatus: 'Overdue', balanceDue: 10 } });
@@ -456,6 +489,21 @@ export function readStoreContract(name: string, open: () => Promise<ReadStore> |
         expect(await store.checkpoint(p)).toBe(formatPosition(7n));
         await store.transaction((tx) => tx.setCheckpoint(p, formatPosition(9n)));
         expect(await store.checkpoint(p)).toBe(formatPosition(9n));
+      });
+
+      it('concurrent transactions that read a document and write it back all apply (none writes over another)', async () => {
+        const ws = workspace();
+        const counter = doc(ws, 1, { fields: { count: 0 } });
+        await putAll(counter);
+        await Promise.all(
+          Array.from({ length: 8 }, () =>
+            store.transaction(async (tx) => {
+              const current = (await tx.get(ws, 'clients', counter.id))!;
+              await tx.put({ ...current, fields: { count: (current.fields.count as number) + 1 } });
+            }),
+          ),
+        );
+        expect((await store.get(ws, 'clients', counter.id))!.fields.count).toBe(8);
       });
 
       it('puts many documents at once (a rebuild batch): new ones and replacements, findable by their values', async () => {

@@ -56,7 +56,7 @@ const graph = importGraph();
 const edges = [...graph].flatMap(([from, targets]) => targets.map((to) => ({ from, to })));
 /** Shared on purpose: webhook payloads are "exactly the REST API record format" (spec 6.3). */
 const SHARED = ['queries/recordFormat.ts'];
-const isAdapter = (file: string) => /^src\/(eventstore|readstore|setup|webhooks|idempotency|privacy)\/(sqlite|eventstoredb|mongodb)\//.test(file);
+const isAdapter = (file: string) => /^src\/(eventstore|readstore|setup|webhooks|idempotency|privacy)\/(sqlite|eventstoredb|mongodb|postgres)\//.test(file);
 
 describe('imports', () => {
   it('form no circle', () => {

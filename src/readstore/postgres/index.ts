@@ -1,0 +1,361 @@
+import type { Position } from '../../eventstore/position.js';
+import { mappingPostgresErrors } from '../../postgres/errors.js';
+import { migrate } from '../../postgres/migrate.js';
+import { inTransaction, type Pool, type PoolClient } from '../../postgres/pool.js';
+import { REBUILD_SUPERSEDED } from '../port.js';
+import type { BeginGeneration, FindQuery, FindResult, LinkEdge, ReadStore, ReadTransaction, RecordDocument, RunnerStatus } from '../port.js';
+import { CheckpointWatcher } from './checkpointWatcher.js';
+import { findPlan } from './findPlan.js';
+import { createPartitions, dropPartitions, fromPointer, lockPointer, partitionedGenerations, type PointerRow } from './generations.js';
+import { DOCUMENT_COLUMNS, fromRow, toStoredRecord, toWrittenRow, type DocumentRow } from './rows.js';
+import { CHECKPOINT_CHANNEL, LIVE, partitionsOf, POINTER_ID, READ_MIGRATION } from './schema.js';
+
+/**
+ * The read store on PostgreSQL (tables and indexes: ./schema.ts). A projection's transaction is one
+ * PostgreSQL transaction: its documents, link edges and checkpoint commit together, and the
+ * checkpoint is announced (pg_notify, delivered at commit) to every process waiting for it
+ * (./checkpointWatcher.ts). A checkpoint never moves backwards (GREATEST), so a projector that has
+ * lost its lease and commits a late batch cannot undo a newer one; with `fence`, the checkpoint
+ * write also checks the caller's lease in the same transaction and fails the batch when lost.
+ */
+
+export interface PostgresReadStoreOptions {
+  /** The process's pool, shared with the other adapters: close() never ends it. */
+  pool: Pool;
+  /**
+   * Runs inside every live checkpoint write, before it: throws when the writer may no longer write
+   * (its projector lease was taken over), which rolls the whole batch back. Optional: without it,
+   * only the never-backwards rule applies.
+   */
+  fence?: (client: PoolClient) => Promise<void>;
+}
+
+/**
+ * The class of the transaction-level advisory lock that makes the transactions of one generation
+ * take turns (second key: the generation), as the embedded store's single writer does: a batch
+ * reads documents and writes them back (roll-ups count, links resolve), and under READ COMMITTED
+ * two at once would each write what it read before the other's commit, losing one. A
+ * transaction-level lock also holds behind transaction-pooling proxies, where a session lock
+ * would not. Only projection transactions take it; reads never wait for it.
+ */
+const WRITER_LOCK = 7_419_300;
+
+/** Documents of one write statement at most (a rebuild's batch is split so the JSON stays small). */
+const WRITE_CHUNK = 500;
+
+/**
+ * Replaces documents of one generation (param $1; JSON array of WrittenRow in $2): the record rows
+ * are upserted, keys no longer in the document are deleted and new ones inserted. The keys deleted
+ * and inserted never overlap, so the statement's parts cannot collide on the keys' primary key.
+ */
+const WRITE_DOCUMENTS = `
+  WITH d AS (
+    SELECT * FROM jsonb_to_recordset($2::jsonb) AS d (
+      workspace_id text COLLATE "C", object text COLLATE "C", id text COLLATE "C", name text, name_key text COLLATE "C",
+      fields jsonb, calculated jsonb, created_at text, updated_at text, updated_ms bigint, created_position text COLLATE "C",
+      revision integer, rendered text, escaped boolean, keys text[])
+  ), k AS (
+    SELECT d.workspace_id, d.object, d.id, d.created_position, key FROM d, unnest(d.keys) AS key
+  ), gone AS (
+    DELETE FROM csr_record_keys o USING d
+    WHERE o.generation = $1 AND o.workspace_id = d.workspace_id AND o.object = d.object AND o.id = d.id
+      AND NOT (o.key = ANY (d.keys) AND o.created_position = d.created_position)
+  ), written AS (
+    INSERT INTO csr_records (generation, workspace_id, object, id, name, name_key, fields, calculated, created_at, updated_at, updated_ms, created_position, revision, rendered, escaped)
+    SELECT $1, workspace_id, object, id, name, name_key, fields, calculated, created_at, updated_at, updated_ms, created_position, revision, rendered, escaped FROM d
+    ON CONFLICT (workspace_id, object, id, generation) DO UPDATE SET
+      name = EXCLUDED.name, name_key = EXCLUDED.name_key, fields = EXCLUDED.fields, calculated = EXCLUDED.calculated,
+      created_at = EXCLUDED.created_at, updated_at = EXCLUDED.updated_at, updated_ms = EXCLUDED.updated_ms,
+      created_position = EXCLUDED.created_position, revision = EXCLUDED.revision, rendered = EXCLUDED.rendered, escaped = EXCLUDED.escaped
+  )
+  INSERT INTO csr_record_keys (generation, workspace_id, object, key, created_position, id)
+  SELECT $1, workspace_id, object, key, created_position, id FROM k
+  ON CONFLICT DO NOTHING`;
+
+interface PageRow extends DocumentRow {
+  total: number;
+}
+
+function byCreation(a: DocumentRow, b: DocumentRow): number {
+  if (a.created_position !== b.created_position) return a.created_position < b.created_position ? -1 : 1;
+  return a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
+}
+
+/** The page's rows (in creation order) and the total, from a findPlan statement's answer. */
+function pageOf(rows: PageRow[]): { rows: DocumentRow[]; total: number } {
+  const total = rows[0]?.total ?? 0;
+  // A page past the end is one row of nulls beside the total.
+  const found = rows.filter((row) => row.workspace_id !== null);
+  return { rows: found.sort(byCreation), total };
+}
+
+/** The columns for findStored: a record whose rendering starts with the shape comes without its values. */
+function storedColumns(shapeParam: string): string {
+  return `r.workspace_id, r.object, r.id, r.name, r.created_at, r.updated_at, r.created_position, r.revision, r.rendered, r.escaped,
+    CASE WHEN starts_with(r.rendered, ${shapeParam}) THEN NULL ELSE r.fields END AS fields,
+    CASE WHEN starts_with(r.rendered, ${shapeParam}) THEN NULL ELSE r.calculated END AS calculated`;
+}
+
+async function notifyCheckpoint(client: PoolClient, projection: string, position: Position | null): Promise<void> {
+  await client.query('SELECT pg_notify($1, $2)', [CHECKPOINT_CHANNEL, JSON.stringify([projection, position])]);
+}
+
+export async function openPostgresReadStore(options: PostgresReadStoreOptions): Promise<ReadStore> {
+  const { pool, fence } = options;
+  await migrate(pool, READ_MIGRATION);
+
+  async function checkpoint(projection: string, db: Pick<Pool, 'query'> = pool): Promise<Position | null> {
+    const found = await db.query<{ position: string }>('SELECT position FROM csr_checkpoints WHERE projection = $1', [projection]);
+    return found.rows[0]?.position ?? null;
+  }
+
+  const watcher = new CheckpointWatcher(pool, (projection) => checkpoint(projection));
+  let closed = false;
+
+  async function getIn(db: Pick<Pool, 'query'>, generation: string, params: unknown[]): Promise<DocumentRow | null> {
+    const found = await db.query<DocumentRow>(
+      `SELECT ${DOCUMENT_COLUMNS} FROM csr_records r WHERE r.generation = ${generation} AND r.workspace_id = $1 AND r.object = $2 AND r.id = $3`,
+      params,
+    );
+    return found.rows[0] ?? null;
+  }
+
+  async function writeDocuments(client: PoolClient, generation: number, documents: RecordDocument[]): Promise<void> {
+    // Several writes of one record in a batch: the last one counts (one statement cannot upsert a row twice).
+    const last = new Map<string, RecordDocument>();
+    for (const document of documents) last.set(JSON.stringify([document.workspaceId, document.object, document.id]), document);
+    const rows = [...last.values()].map(toWrittenRow);
+    for (let at = 0; at < rows.length; at += WRITE_CHUNK) {
+      await client.query(WRITE_DOCUMENTS, [generation, JSON.stringify(rows.slice(at, at + WRITE_CHUNK))]);
+    }
+  }
+
+  /** The transaction API on `client` for `generation` (`building`: a generation being built, whose checkpoint lives in the pointer). */
+  function transactionApi(client: PoolClient, generation: number, building: boolean): ReadTransaction {
+    return {
+      async get(workspaceId, object, id) {
+        const row = await getIn(client, '$4', [workspaceId, object, id, generation]);
+        return row && fromRow(row);
+      },
+      async findAll(workspaceId, object, filters) {
+        const plan = findPlan({ workspaceId, object, filters }, { value: generation }, DOCUMENT_COLUMNS, null);
+        const found = await client.query<DocumentRow>(plan.sql, plan.params);
+        return found.rows.map(fromRow);
+      },
+      put: (document) => writeDocuments(client, generation, [document]),
+      putMany: (documents) => writeDocuments(client, generation, documents),
+      async addLinks(edges: LinkEdge[]) {
+        if (edges.length === 0) return;
+        await client.query(
+          `INSERT INTO csr_link_edges (workspace_id, target, object, field, id)
+           SELECT "workspaceId", target, object, field, id FROM jsonb_to_recordset($1::jsonb)
+             AS e ("workspaceId" text, target text, object text, field text, id text)
+           ON CONFLICT DO NOTHING`,
+          [JSON.stringify(edges)],
+        );
+      },
+      async delete(workspaceId, object, id) {
+        await client.query(
+          `WITH gone AS (DELETE FROM csr_record_keys WHERE generation = $4 AND workspace_id = $1 AND object = $2 AND id = $3)
+           DELETE FROM csr_records WHERE generation = $4 AND workspace_id = $1 AND object = $2 AND id = $3`,
+          [workspaceId, object, id, generation],
+        );
+      },
+      async checkpoint(projection) {
+        if (!building) return checkpoint(projection, client);
+        const found = await client.query<{ position: string | null }>('SELECT building_position AS position FROM csr_read_model WHERE id = $1', [POINTER_ID]);
+        return found.rows[0]?.position ?? null;
+      },
+      async setCheckpoint(projection, position) {
+        if (building) {
+          await client.query('UPDATE csr_read_model SET building_position = GREATEST(COALESCE(building_position, $2), $2) WHERE id = $1 AND building = $3', [
+            POINTER_ID,
+            position,
+            generation,
+          ]);
+          return;
+        }
+        await fence?.(client);
+        await setLiveCheckpoint(client, projection, position);
+      },
+    };
+  }
+
+  /** Never backwards, and announced to the waiting processes when the transaction commits. */
+  async function setLiveCheckpoint(client: PoolClient, projection: string, position: Position): Promise<void> {
+    await client.query(
+      `INSERT INTO csr_checkpoints (projection, position) VALUES ($1, $2)
+       ON CONFLICT (projection) DO UPDATE SET position = GREATEST(csr_checkpoints.position, EXCLUDED.position)`,
+      [projection, position],
+    );
+    await notifyCheckpoint(client, projection, position);
+  }
+
+  async function find(query: FindQuery): Promise<FindResult> {
+    const plan = findPlan(query, { sql: LIVE }, DOCUMENT_COLUMNS, query);
+    const { rows, total } = pageOf((await pool.query<PageRow>(plan.sql, plan.params)).rows);
+    return { documents: rows.map(fromRow), total };
+  }
+
+  async function pointer(): Promise<PointerRow> {
+    const found = await pool.query<PointerRow>('SELECT * FROM csr_read_model WHERE id = $1', [POINTER_ID]);
+    return found.rows[0]!;
+  }
+
+  return mappingPostgresErrors<ReadStore>({
+    find,
+
+    async findStored(query, shape) {
+      if (shape === undefined) {
+        const { documents, total } = await find(query);
+        return { records: documents.map((document) => ({ id: document.id, rendered: document.rendered ?? null, document: () => document })), total };
+      }
+      const plan = findPlan(query, { sql: LIVE }, (bind) => storedColumns(bind(shape)), query);
+      const { rows, total } = pageOf((await pool.query<PageRow>(plan.sql, plan.params)).rows);
+      return { records: rows.map(toStoredRecord), total };
+    },
+
+    async get(workspaceId, object, id) {
+      const row = await getIn(pool, LIVE, [workspaceId, object, id]);
+      return row && fromRow(row);
+    },
+
+    async getStored(workspaceId, object, id) {
+      const row = await getIn(pool, LIVE, [workspaceId, object, id]);
+      return row && toStoredRecord(row);
+    },
+
+    // The driver only answers asynchronously.
+    getStoredNow() {
+      return undefined;
+    },
+
+    async getMany(workspaceId, object, ids) {
+      if (ids.length === 0) return [];
+      const found = await pool.query<DocumentRow>(
+        `SELECT ${DOCUMENT_COLUMNS} FROM csr_records r WHERE r.generation = ${LIVE} AND r.workspace_id = $1 AND r.object = $2 AND r.id = ANY ($3::text[])`,
+        [workspaceId, object, [...new Set(ids)]],
+      );
+      return found.rows.map(fromRow);
+    },
+
+    async linkSources(workspaceId, object, field, target) {
+      const found = await pool.query<{ id: string }>('SELECT id FROM csr_link_edges WHERE workspace_id = $1 AND target = $2 AND object = $3 AND field = $4', [
+        workspaceId,
+        target,
+        object,
+        field,
+      ]);
+      return found.rows.map((row) => row.id);
+    },
+
+    checkpoint: (projection) => checkpoint(projection),
+
+    async waitForCheckpoint(projection, position, timeoutMs) {
+      if (closed) return false;
+      return watcher.wait(projection, position, timeoutMs);
+    },
+
+    transaction<T>(fn: (tx: ReadTransaction) => Promise<T>, transactionOptions?: { generation?: number }): Promise<T> {
+      if (closed) return Promise.reject(new Error('the read store is closed'));
+      return inTransaction(pool, async (client) => {
+        const state = await lockPointer(client, 'SHARE');
+        const generation = transactionOptions?.generation;
+        if (generation !== undefined && state.building !== generation) throw new Error(REBUILD_SUPERSEDED);
+        await client.query('SELECT pg_advisory_xact_lock($1, $2)', [WRITER_LOCK, generation ?? state.live]);
+        return fn(transactionApi(client, generation ?? state.live, generation !== undefined));
+      });
+    },
+
+    async generations() {
+      return fromPointer(await pointer());
+    },
+
+    beginGeneration(begin: BeginGeneration) {
+      // One transaction, the pointer locked: two rebuilds starting at once cannot both win, and the
+      // partitions exist exactly when the pointer names them.
+      return inTransaction(pool, async (client) => {
+        const state = fromPointer(await lockPointer(client, 'UPDATE'));
+        const building = state.building;
+        if (building && building.owner !== begin.owner && begin.ownerAlive(building.owner)) {
+          throw new Error(`a rebuild of the read model is already running (${building.owner}); wait for it, or stop it first`);
+        }
+        if (building && !begin.restart && building.version === begin.version) {
+          await client.query('UPDATE csr_read_model SET building_owner = $2 WHERE id = $1', [POINTER_ID, begin.owner]);
+          return { ...building, owner: begin.owner, resumed: true };
+        }
+        if (building) await dropPartitions(client, building.generation);
+        const generation = Math.max(state.live, building?.generation ?? 0, ...(await partitionedGenerations(client))) + 1;
+        await createPartitions(client, generation);
+        const startedAt = new Date().toISOString();
+        await client.query(
+          `UPDATE csr_read_model SET building = $2, building_version = $3, building_position = NULL, building_owner = $4, building_started_at = $5 WHERE id = $1`,
+          [POINTER_ID, generation, begin.version, begin.owner, startedAt],
+        );
+        return { generation, version: begin.version, position: null, owner: begin.owner, startedAt, resumed: false };
+      });
+    },
+
+    async promoteGeneration(generation, projection, catchUp) {
+      // The pointer is locked for the whole switch: the live projector's next batch waits for it,
+      // then writes to the new live generation.
+      await inTransaction(pool, async (client) => {
+        const state = await lockPointer(client, 'UPDATE');
+        if (state.building !== generation) throw new Error(REBUILD_SUPERSEDED);
+        await client.query('SELECT pg_advisory_xact_lock($1, $2)', [WRITER_LOCK, generation]);
+        const tx = transactionApi(client, generation, true);
+        const live = await checkpoint(projection, client);
+        const built = await tx.checkpoint(projection);
+        if (live !== null && (built === null || built < live)) await catchUp(tx, built, live);
+        const final = await tx.checkpoint(projection);
+        await client.query(
+          `UPDATE csr_read_model SET live = building, live_version = building_version, building = NULL, building_version = NULL,
+             building_position = NULL, building_owner = NULL, building_started_at = NULL WHERE id = $1`,
+          [POINTER_ID],
+        );
+        if (final !== null) await setLiveCheckpoint(client, projection, final);
+      });
+    },
+
+    dropUnusedGenerations() {
+      return inTransaction(pool, async (client) => {
+        const state = fromPointer(await lockPointer(client, 'UPDATE'));
+        const unused = (await partitionedGenerations(client)).filter((generation) => generation !== state.live && generation !== state.building?.generation);
+        for (const generation of unused) await dropPartitions(client, generation);
+        return unused.length;
+      });
+    },
+
+    async saveRunnerStatus(status: RunnerStatus) {
+      await pool.query('INSERT INTO csr_runner_status (name, status) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET status = EXCLUDED.status', [
+        status.name,
+        JSON.stringify(status),
+      ]);
+    },
+
+    async runnerStatuses() {
+      const found = await pool.query<{ status: RunnerStatus }>('SELECT status FROM csr_runner_status ORDER BY name');
+      return found.rows.map((row) => row.status);
+    },
+
+    async setLiveVersion(version) {
+      await pool.query('UPDATE csr_read_model SET live_version = $2 WHERE id = $1', [POINTER_ID, version]);
+    },
+
+    async reset(projection) {
+      await inTransaction(pool, async (client) => {
+        const state = await lockPointer(client, 'UPDATE');
+        const { records, keys } = partitionsOf(state.live);
+        await client.query('DELETE FROM csr_checkpoints WHERE projection = $1', [projection]);
+        await client.query(`TRUNCATE ${records}, ${keys}, csr_link_edges`);
+        await notifyCheckpoint(client, projection, null);
+      });
+    },
+
+    async close() {
+      if (closed) return;
+      closed = true;
+      watcher.close();
+    },
+  });
+}

@@ -1,0 +1,270 @@
+import { randomUUID } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { InsufficientStorage } from '../../src/core/errors.js';
+import { formatPosition } from '../../src/eventstore/position.js';
+import { openPool, type Pool } from '../../src/postgres/pool.js';
+import { findPlan } from '../../src/readstore/postgres/findPlan.js';
+import { openPostgresReadStore } from '../../src/readstore/postgres/index.js';
+import { DOCUMENT_COLUMNS } from '../../src/readstore/postgres/rows.js';
+import { LIVE } from '../../src/readstore/postgres/schema.js';
+import type { FindQuery, RecordDocument } from '../../src/readstore/port.js';
+import { beforeTimer } from '../support/until.js';
+import { describeBackend } from './backends.js';
+import { postgresBackend, postgresDatabases } from './postgres.js';
+import { onOwnPool } from './postgresStores.js';
+import { readStoreContract } from './readstore.contract.js';
+
+/**
+ * The ReadStore contract against a real PostgreSQL (DATABASE_URL or the local server; skipped with
+ * one line otherwise, see ./postgres.ts), plus what is particular to PostgreSQL: checkpoints moved
+ * by another process, the never-backwards and fencing rules, the query plans behind the indexes,
+ * and a full disk. Every store works in a database of its own, on a pool of its own as a process has.
+ */
+
+const backend = await postgresBackend();
+
+describeBackend('PostgreSQL read store', backend, (adminUrl) => {
+  const { database } = postgresDatabases(adminUrl);
+
+  readStoreContract('postgres', async () => onOwnPool(await database(), openPostgresReadStore));
+
+  function doc(workspaceId: string, n: number, overrides: Partial<RecordDocument> = {}): RecordDocument {
+    const at = new Date(Date.UTC(2025, 0, 1, 0, 0, 0, n)).toISOString();
+    return {
+      workspaceId,
+      object: 'clients',
+      id: randomUUID(),
+      name: `Client ${n}`,
+      fields: { n, tier: n % 2 === 0 ? 'SMB' : 'Enterprise', tags: [`t${n % 7}`, `u${n % 5}`] },
+      calculated: {},
+      createdAt: at,
+      updatedAt: at,
+      createdPosition: formatPosition(BigInt(n)),
+      revision: 0,
+      ...overrides,
+    };
+  }
+
+  describe('PostgreSQL specifics', () => {
+    it('a checkpoint committed by another process wakes a waiter within moments (LISTEN/NOTIFY), and its documents are then read', async () => {
+      const url = await database();
+      const api = await onOwnPool(url, openPostgresReadStore);
+      const projector = await onOwnPool(url, openPostgresReadStore);
+      try {
+        // Its own timeout a minute away, and the fallback poll a second: only the notification of
+        // the other process's commit can wake it this soon after that commit.
+        const waiting = api.waitForCheckpoint('records', formatPosition(2n), 60_000);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        const written = doc('ws', 1);
+        await projector.transaction(async (tx) => {
+          await tx.put(written);
+          await tx.setCheckpoint('records', formatPosition(2n));
+        });
+        expect(await beforeTimer(waiting, 500)).toBe(true);
+        expect(await api.get('ws', 'clients', written.id)).toEqual(written);
+        expect(await api.waitForCheckpoint('records', formatPosition(9n), 60)).toBe(false);
+      } finally {
+        await api.close();
+        await projector.close();
+      }
+    });
+
+    it('a waiter whose listening connection is cut (a server restart, a proxy) is still woken by the commit', async () => {
+      const url = await database();
+      const api = await onOwnPool(url, openPostgresReadStore);
+      const projector = await onOwnPool(url, openPostgresReadStore);
+      const admin = openPool({ url, max: 1 });
+      try {
+        const waiting = api.waitForCheckpoint('records', formatPosition(3n), 60_000);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        const cut = await admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 'LISTEN%' AND pid <> pg_backend_pid()");
+        expect(cut.rowCount).toBeGreaterThanOrEqual(1);
+        await projector.transaction((tx) => tx.setCheckpoint('records', formatPosition(3n)));
+        expect(await beforeTimer(waiting, 5_000)).toBe(true);
+      } finally {
+        await api.close();
+        await projector.close();
+        await admin.end();
+      }
+    });
+
+    it('a checkpoint never moves backwards, also when a late batch of a lost projector commits', async () => {
+      const store = await onOwnPool(await database(), openPostgresReadStore);
+      try {
+        await store.transaction((tx) => tx.setCheckpoint('records', formatPosition(10n)));
+        await store.transaction((tx) => tx.setCheckpoint('records', formatPosition(4n)));
+        expect(await store.checkpoint('records')).toBe(formatPosition(10n));
+      } finally {
+        await store.close();
+      }
+    });
+
+    it('with a fence, a batch whose writer lost its lease is rolled back whole, checkpoint and documents', async () => {
+      const url = await database();
+      const pool = openPool({ url, max: 2 });
+      try {
+        await pool.query('CREATE TABLE lease (holder text, token integer)');
+        await pool.query("INSERT INTO lease VALUES ('a', 1)");
+        const fence = async (client: Pick<Pool, 'query'>) => {
+          const held = await client.query("SELECT 1 FROM lease WHERE holder = 'a' AND token = 1 FOR SHARE");
+          if (held.rowCount !== 1) throw new Error('the projector lease was taken over');
+        };
+        const store = await openPostgresReadStore({ pool, fence });
+        const kept = doc('ws', 1);
+        await store.transaction(async (tx) => {
+          await tx.put(kept);
+          await tx.setCheckpoint('records', formatPosition(1n));
+        });
+        await pool.query("UPDATE lease SET holder = 'b', token = 2");
+        const late = doc('ws', 2);
+        await expect(
+          store.transaction(async (tx) => {
+            await tx.put(late);
+            await tx.setCheckpoint('records', formatPosition(2n));
+          }),
+        ).rejects.toThrow(/taken over/);
+        expect(await store.get('ws', 'clients', late.id)).toBeNull();
+        expect(await store.checkpoint('records')).toBe(formatPosition(1n));
+        await store.close();
+        // close() leaves the shared pool to its owner.
+        expect((await pool.query('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
+      } finally {
+        await pool.end();
+      }
+    });
+
+    it('a full disk (SQLSTATE 53100) is InsufficientStorage (507), and nothing of the batch is kept', async () => {
+      const url = await database();
+      const store = await onOwnPool(url, openPostgresReadStore);
+      const admin = openPool({ url, max: 1 });
+      try {
+        // The server's own error with the disk-full code, raised where a full disk would stop the write.
+        await admin.query(`CREATE FUNCTION full_disk() RETURNS trigger LANGUAGE plpgsql AS $$
+          BEGIN IF NEW.name = 'Full' THEN RAISE EXCEPTION 'could not extend file: No space left on device' USING ERRCODE = '53100'; END IF; RETURN NEW; END $$`);
+        await admin.query('CREATE TRIGGER full_disk BEFORE INSERT OR UPDATE ON csr_records_g1 FOR EACH ROW EXECUTE FUNCTION full_disk()');
+        const first = doc('ws', 1);
+        const error = await store
+          .transaction(async (tx) => {
+            await tx.put(first);
+            await tx.put(doc('ws', 2, { name: 'Full' }));
+            await tx.setCheckpoint('records', formatPosition(2n));
+          })
+          .catch((caught: unknown) => caught);
+        expect(error).toBeInstanceOf(InsufficientStorage);
+        expect(await store.get('ws', 'clients', first.id)).toBeNull();
+        expect(await store.checkpoint('records')).toBeNull();
+      } finally {
+        await store.close();
+        await admin.end();
+      }
+    });
+
+    it('lists, filters, name matches and their totals are read from indexes that start with the workspace, in order (no Seq Scan, no Sort)', async () => {
+      const url = await database();
+      const store = await onOwnPool(url, openPostgresReadStore);
+      const pool = openPool({ url, max: 1 });
+      try {
+        for (const ws of ['ws', 'other-a', 'other-b']) {
+          await store.transaction((tx) => tx.putMany(Array.from({ length: 1_000 }, (_, i) => doc(ws, i + 1))));
+        }
+        await pool.query('ANALYZE');
+        const client = await pool.connect();
+        try {
+          // On a table this small a scan of everything would be as cheap; the planner is told to
+          // prefer any other plan, so that a missing or unusable index shows as a Seq Scan. Sorting
+          // stays allowed: a Sort in the plan means no index gives the order.
+          await client.query('SET enable_seqscan = off');
+          const base: FindQuery = { workspaceId: 'ws', object: 'clients', filters: [], limit: 10, offset: 20 };
+          const KEYS = '(workspace_id, object, key, created_position, id, generation)';
+          const BY_CREATION = '(workspace_id, object, created_position, id)';
+          const BY_NAME = '(workspace_id, object, name_key, created_position, id)';
+          // [what, query, indexes of which one must be used, whether the index must give the order].
+          // With two conditions the server may drive from the more selective one and sort its few
+          // matches (fewer rows than the other's in order): an index still finds every row.
+          const cases: Array<[string, Partial<FindQuery>, string[], boolean]> = [
+            ['list', {}, [BY_CREATION], true],
+            ['filter', { filters: [{ field: 'tier', value: 'smb' }] }, [KEYS], true],
+            ['name', { name: 'client 7' }, [BY_NAME], true],
+            ['two filters', { filters: [{ field: 'tier', value: 'smb' }, { field: 'tags', value: 't3' }] }, [KEYS], false],
+            ['filter and name', { filters: [{ field: 'tier', value: 'smb' }], name: 'client 8' }, [KEYS, BY_NAME], false],
+          ];
+          const indexes = new Map(
+            (await client.query<{ name: string; def: string }>("SELECT indexname AS name, indexdef AS def FROM pg_indexes WHERE tablename LIKE 'csr_record%_g1'")).rows.map(
+              (row) => [row.name, row.def],
+            ),
+          );
+          for (const [what, overrides, expected, ordered] of cases) {
+            const plan = findPlan({ ...base, ...overrides }, { sql: LIVE }, DOCUMENT_COLUMNS, base);
+            const explained = await client.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`EXPLAIN (FORMAT JSON) ${plan.sql}`, plan.params);
+            const nodes = flatten(explained.rows[0]!['QUERY PLAN'][0].Plan);
+            const types = nodes.map((node) => node['Node Type']);
+            expect(types, what).not.toContain('Seq Scan');
+            if (ordered) expect(types, what).not.toContain('Sort');
+            // The indexes of the generation's tables (the pointer's own key aside).
+            const used = nodes.flatMap((node) => (node['Index Name'] && indexes.has(node['Index Name']) ? [indexes.get(node['Index Name'])!] : []));
+            expect(used.some((def) => expected.some((columns) => def.endsWith(columns))), `${what}: ${used.join(' | ')}`).toBe(true);
+            for (const def of used) expect(def, what).toMatch(/\(workspace_id, /);
+          }
+          // And the answers are right.
+          const page = await store.find({ ...base, filters: [{ field: 'tier', value: 'smb' }, { field: 'tags', value: 't3' }] });
+          const all = Array.from({ length: 1_000 }, (_, i) => i + 1).filter((n) => n % 2 === 0 && n % 7 === 3);
+          expect(page.total).toBe(all.length);
+          expect(page.documents.map((document) => document.fields.n)).toEqual(all.slice(20, 30));
+        } finally {
+          client.release();
+        }
+      } finally {
+        await store.close();
+        await pool.end();
+      }
+    });
+
+    it('a promotion while the live projector writes: its batches before land in the old generation and are caught up, those after in the new one', async () => {
+      const url = await database();
+      const projector = await onOwnPool(url, openPostgresReadStore);
+      const rebuild = await onOwnPool(url, openPostgresReadStore);
+      try {
+        const building = await rebuild.beginGeneration({ version: 'v2', owner: 'test:1', restart: false, ownerAlive: () => false });
+        const before = doc('ws', 1);
+        await projector.transaction(async (tx) => {
+          await tx.put(before);
+          await tx.setCheckpoint('records', formatPosition(1n));
+        });
+        let release!: () => void;
+        const held = new Promise<void>((resolve) => (release = resolve));
+        // The promotion holds the pointer while it catches up; the projector's next batch waits for it.
+        const promoting = rebuild.promoteGeneration(building.generation, 'records', async (tx, _from, to) => {
+          await tx.put(before);
+          await tx.setCheckpoint('records', to);
+          await held;
+        });
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        const after = doc('ws', 2);
+        const writing = projector.transaction(async (tx) => {
+          await tx.put(after);
+          await tx.setCheckpoint('records', formatPosition(2n));
+        });
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        release();
+        await promoting;
+        await writing;
+        expect((await projector.generations()).live).toBe(building.generation);
+        expect((await projector.find({ workspaceId: 'ws', object: 'clients', filters: [], limit: 10, offset: 0 })).documents.map((d) => d.id)).toEqual([before.id, after.id]);
+        expect(await projector.checkpoint('records')).toBe(formatPosition(2n));
+      } finally {
+        await projector.close();
+        await rebuild.close();
+      }
+    });
+  });
+});
+
+interface PlanNode {
+  'Node Type': string;
+  'Index Name'?: string;
+  Plans?: PlanNode[];
+}
+
+function flatten(node: PlanNode): PlanNode[] {
+  return [node, ...(node.Plans ?? []).flatMap(flatten)];
+}
