@@ -53,6 +53,18 @@ async function closeAll(stores: Stores): Promise<void> {
   await Promise.all(Object.values(stores).map((store) => store.close()));
 }
 
+/** Whether the embedded store runs (no DATABASE_URL, no EVENTSTORE_URL/MONGODB_URL): files in DATA_DIR, one machine. */
+export function isEmbedded(config: Config): boolean {
+  return productionUrls(config) === null && !config.databaseUrl;
+}
+
+/** The backend in one phrase, for the start line and messages. */
+export function backendName(config: Config): string {
+  if (config.databaseUrl) return 'PostgreSQL';
+  if (productionUrls(config)) return 'EventStoreDB + MongoDB';
+  return `embedded store in ${resolve(config.dataDir)}`;
+}
+
 /** EVENTSTORE_URL and MONGODB_URL (config.ts lets them come only together); null: the embedded store runs. */
 export function productionUrls(config: Config): { eventStore: string; mongoDb: string } | null {
   return config.eventStoreUrl && config.mongoDbUrl ? { eventStore: config.eventStoreUrl, mongoDb: config.mongoDbUrl } : null;
@@ -81,6 +93,7 @@ export function ensureDataDir(dataDir: string): void {
 }
 
 export async function openBackends(config: Config, logger?: Logger): Promise<Backends> {
+  if (config.databaseUrl) return openPostgresBackends(config, config.databaseUrl, logger);
   const urls = productionUrls(config);
   if (urls) return openProductionBackends(config, urls.eventStore, urls.mongoDb, logger);
   const files = embeddedFiles(config.dataDir);
@@ -166,6 +179,78 @@ async function openProductionBackends(config: Config, eventStoreUrl: string, mon
       await client.close();
     },
   };
+}
+
+/**
+ * PostgreSQL for everything (DATABASE_URL): one pool per process shared by every adapter, the
+ * projector lease in a table, its fencing checked in every live checkpoint write. Loaded only
+ * here, like the production clients, so that embedded starts do not pay for the driver.
+ */
+async function openPostgresBackends(config: Config, url: string, logger?: Logger): Promise<Backends> {
+  // Every process of a shared database must seal with the same master key: one generated here
+  // would differ from the others' and make their values unreadable.
+  if (!config.masterKeyFile) {
+    throw new Error('DATABASE_URL needs MASTER_KEY_FILE: every process on a shared database must use the same master key, given as a file, never generated per process (docs/operations.md)');
+  }
+  const [
+    { openPool },
+    { keepLease },
+    { openPostgresEventStore },
+    { openPostgresKeyStore },
+    { openPostgresReadStore },
+    { openPostgresSetupStore },
+    { openPostgresWebhookStore },
+    { openPostgresIdempotencyStore },
+    { openPostgresSessionStore },
+  ] = await Promise.all([
+    import('./postgres/pool.js'),
+    import('./postgres/lease.js'),
+    import('./eventstore/postgres/index.js'),
+    import('./privacy/postgres/index.js'),
+    import('./readstore/postgres/index.js'),
+    import('./setup/postgres/index.js'),
+    import('./webhooks/postgres/index.js'),
+    import('./idempotency/postgres/index.js'),
+    import('./setup/postgres/sessions.js'),
+  ]);
+  const pool = openPool({ url, applicationName: `csr ${config.roles.join(',')}` });
+  let lease: { fence(client: import('./postgres/pool.js').PoolClient): Promise<void> } | null = null;
+  try {
+    const keys = await openPostgresKeyStore({ pool });
+    const events = await withPrivacy(await openPostgresEventStore({ pool }), keys, config);
+    const stores: Stores = {
+      events,
+      // Only a process that asked to be the projector holds a lease; its live checkpoint writes are fenced by it.
+      readStore: await openPostgresReadStore({ pool, fence: async (client) => lease?.fence(client) }),
+      setup: await openPostgresSetupStore({ pool }),
+      webhooks: await openPostgresWebhookStore({ pool }),
+      idempotency: await openPostgresIdempotencyStore({ pool }),
+      sessions: await openPostgresSessionStore({ pool }),
+    };
+    return {
+      ...stores,
+      whileSoleProjector(start, stop) {
+        // Taken over within seconds (the lease's ttl) when the holder dies.
+        const keeper = keepLease(pool, {
+          name: 'projector',
+          holder: `${hostname()}:${process.pid}:${randomUUID()}`,
+          onChange: (held) => (held ? start() : stop()),
+          ...(logger ? { logger } : {}),
+        });
+        lease = keeper;
+        return { stop: () => keeper.stop() };
+      },
+      // The key store VACUUMs its table after every erasure; the WAL and backups are the operator's (docs/privacy.md).
+      scrub: () => keys.scrub(),
+      async close() {
+        await closeAll(stores);
+        await pool.end();
+      },
+    };
+  } catch (error) {
+    await pool.end().catch(() => undefined);
+    throw error;
+  }
 }
 
 /** The HTTPS sender of webhook requests, as configured (timeout, address rule, extra CAs). */
