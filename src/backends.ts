@@ -202,6 +202,7 @@ async function openPostgresBackends(config: Config, url: string, logger?: Logger
     { openPostgresWebhookStore },
     { openPostgresIdempotencyStore },
     { openPostgresSessionStore },
+    { mappingUnreachable },
   ] = await Promise.all([
     import('./postgres/pool.js'),
     import('./postgres/lease.js'),
@@ -212,20 +213,22 @@ async function openPostgresBackends(config: Config, url: string, logger?: Logger
     import('./webhooks/postgres/index.js'),
     import('./idempotency/postgres/index.js'),
     import('./setup/postgres/sessions.js'),
+    import('./postgres/unreachable.js'),
   ]);
   const pool = openPool({ url, applicationName: `csr ${config.roles.join(',')}` });
   let lease: { fence(client: import('./postgres/pool.js').PoolClient): Promise<void> } | null = null;
   try {
     const keys = await openPostgresKeyStore({ pool });
     const events = await withPrivacy(await openPostgresEventStore({ pool }), keys, config);
+    // A server restarting answers 503 (retry), not 500: every store's unreachable-server failure is Unavailable.
     const stores: Stores = {
       events,
       // Only a process that asked to be the projector holds a lease; its live checkpoint writes are fenced by it.
-      readStore: await openPostgresReadStore({ pool, fence: async (client) => lease?.fence(client) }),
-      setup: await openPostgresSetupStore({ pool }),
-      webhooks: await openPostgresWebhookStore({ pool }),
-      idempotency: await openPostgresIdempotencyStore({ pool }),
-      sessions: await openPostgresSessionStore({ pool }),
+      readStore: mappingUnreachable(await openPostgresReadStore({ pool, fence: async (client) => lease?.fence(client) })),
+      setup: mappingUnreachable(await openPostgresSetupStore({ pool })),
+      webhooks: mappingUnreachable(await openPostgresWebhookStore({ pool })),
+      idempotency: mappingUnreachable(await openPostgresIdempotencyStore({ pool })),
+      sessions: mappingUnreachable(await openPostgresSessionStore({ pool })),
     };
     return {
       ...stores,
