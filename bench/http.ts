@@ -1,10 +1,11 @@
 import { execFileSync } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ChildProcess } from 'node:child_process';
-import { installPeer, startPeer } from './peer.js';
+import { installPeer, startPeer, startPgPeer } from './peer.js';
+import { benchDatabase, type BenchDatabase } from './postgres.js';
 import { root, spawnServer, stop, type Server } from './servers.js';
 import { commitMs, load, percentile, perSecond, type TextRow } from './measure.js';
 import type { HttpRow, Measured, Scenario } from './table.js';
@@ -28,6 +29,11 @@ export interface HttpOptions {
   stages: number[];
   durationS: number;
   warmUpS: number;
+  /**
+   * 'embedded': the service on SQLite files beside Emmett on emmett-sqlite; 'postgres': the service
+   * with DATABASE_URL beside Emmett on emmett-postgresql, each on a fresh database of the same server.
+   */
+  backend: 'embedded' | 'postgres';
 }
 
 /** The bare run just before a scenario: long enough for a steady rate, short enough to repeat. */
@@ -47,7 +53,12 @@ const PIPELINE = 16;
 export const WEBHOOK_ENV = { WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true', WEBHOOK_CA_FILE: BENCH_CA_FILE };
 
 export function csr(dataDir: string, ...args: string[]): any {
-  return JSON.parse(execFileSync(process.execPath, ['bin/csr', ...args, '--json'], { cwd: root, env: { ...process.env, DATA_DIR: dataDir, ...WEBHOOK_ENV }, encoding: 'utf8' }));
+  return csrOn({ DATA_DIR: dataDir }, ...args);
+}
+
+/** `csr ... --json` with the store chosen by `storeEnv` (DATA_DIR, or DATABASE_URL and its master key). */
+export function csrOn(storeEnv: Record<string, string>, ...args: string[]): any {
+  return JSON.parse(execFileSync(process.execPath, ['bin/csr', ...args, '--json'], { cwd: root, env: { ...process.env, ...storeEnv, ...WEBHOOK_ENV }, encoding: 'utf8' }));
 }
 
 type Method = 'GET' | 'POST';
@@ -118,7 +129,7 @@ export async function httpBenchmarks(options: HttpOptions): Promise<{ rows: Http
   /** The scenarios of one stage on one running server. */
   const scenarios = async (server: Server, row: Pick<HttpRow, 'server' | 'processes' | 'stage'>, loaded: Loaded, withList: boolean) => {
     const title = `${row.server}, API_PROCESSES=${row.processes}, ${row.stage}`;
-    const push = (scenario: Scenario, result: Omit<HttpRow, 'scenario' | 'server' | 'processes' | 'stage'>) => rows.push({ scenario, ...row, ...result });
+    const push = (scenario: Scenario, result: Omit<HttpRow, 'scenario' | 'server' | 'processes' | 'stage' | 'backend'>) => rows.push({ scenario, backend: options.backend, ...row, ...result });
     if (options.scenarios.has('POST one record')) {
       const tag = `${row.stage} ${row.processes}`;
       const result = await measure('POST', `POST one, ${title}`, server.child, (run) => ({
@@ -153,27 +164,35 @@ export async function httpBenchmarks(options: HttpOptions): Promise<{ rows: Http
   };
 
   const dataDir = mkdtempSync(join(tmpdir(), 'csr-bench-'));
-  csr(dataDir, 'workspaces', 'create', 'bench');
-  const key = csr(dataDir, 'keys', 'create', '--workspace', 'bench', '--name', 'bench').key as string;
+  const databases: BenchDatabase[] = [];
+  const onPostgres = options.backend === 'postgres';
+  if (onPostgres) databases.push(await benchDatabase('service'), await benchDatabase('peer'));
+  const masterKeyFile = join(dataDir, 'master.key');
+  if (onPostgres) writeFileSync(masterKeyFile, `${randomBytes(32).toString('hex')}\n`, { mode: 0o600 });
+  // The service's store: files in dataDir, or a database of its own (every process reads the same).
+  const storeEnv: Record<string, string> = onPostgres ? { DATA_DIR: dataDir, DATABASE_URL: databases[0]!.url, MASTER_KEY_FILE: masterKeyFile } : { DATA_DIR: dataDir };
+  csrOn(storeEnv, 'workspaces', 'create', 'bench');
+  const key = csrOn(storeEnv, 'keys', 'create', '--workspace', 'bench', '--name', 'bench').key as string;
   const newLoaded = (name: string, token: string): Loaded => ({ ids: [], idsFile: join(dataDir, `${name}-ids.txt`), headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, upsertMs: [], warmUpUpsertMs: [] });
   const service = newLoaded('service', key);
   const peerToken = randomUUID();
   const peer = newLoaded('peer', peerToken);
-  const peerVersion = options.peer ? installPeer() : null;
+  const peerVersion = options.peer ? installPeer(options.backend) : null;
   const peerDb = join(dataDir, 'emmett.sqlite');
+  const startThePeer = () => (onPostgres ? startPgPeer(databases[1]!.url, peerToken) : startPeer(peerDb, peerToken));
 
   for (const [index, records] of options.stages.entries()) {
     const withList = index === options.stages.length - 1;
-    const stage = `${Math.round(records / 1000).toLocaleString('en')}k records`;
-    await loadUpTo(service, records, () => spawnServer('dist/src/main.js', { DATA_DIR: dataDir }));
+    const stage = `${Math.round(records / 1000).toLocaleString('en')}k records${onPostgres ? ', PostgreSQL' : ''}`;
+    await loadUpTo(service, records, () => spawnServer('dist/src/main.js', storeEnv));
     for (const processes of options.processes) {
-      const server = await spawnServer('dist/src/main.js', { DATA_DIR: dataDir, API_PROCESSES: String(processes) });
+      const server = await spawnServer('dist/src/main.js', { ...storeEnv, API_PROCESSES: String(processes) });
       await scenarios(server, { server: 'this service', processes, stage }, service, withList);
       await stop(server.child);
     }
     if (options.peer) {
-      await loadUpTo(peer, records, () => startPeer(peerDb, peerToken));
-      const server = await startPeer(peerDb, peerToken);
+      await loadUpTo(peer, records, startThePeer);
+      const server = await startThePeer();
       await scenarios(server, { server: 'Emmett', processes: 1, stage }, peer, withList);
       await stop(server.child);
     }
@@ -183,11 +202,12 @@ export async function httpBenchmarks(options: HttpOptions): Promise<{ rows: Http
     textRows.push({
       scenario: `${name}: 1,000-record upsert (${loaded.upsertMs.length} runs, growing to ${loaded.ids.length.toLocaleString('en')} loaded records; not counted: the first ${WARMUP_UPSERTS} of each fresh server)`,
       result: `p50 ${percentile(loaded.upsertMs, 50).toFixed(0)} ms, p99 ${percentile(loaded.upsertMs, 99).toFixed(0)} ms; not counted: ${loaded.warmUpUpsertMs.map((ms) => ms.toFixed(0)).join(', ')} ms`,
-      target: name === 'Emmett' ? '' : '<= 150 ms',
+      target: name === 'Emmett' || onPostgres ? '' : '<= 150 ms',
     });
   }
   await stop(bare.child);
   rmSync(dataDir, { recursive: true, force: true });
+  for (const database of databases) await database.drop();
   return { rows, textRows, peerVersion };
 }
 

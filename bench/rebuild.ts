@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import pino from 'pino';
 import { eventsUpTo } from '../projections/logRange.js';
 import { recordProjection as recordProjectionOf } from '../projections/recordProjection.js';
-import { Catalogues } from '../src/schema/catalogues.js';
+import { Catalogues } from '../src/setup/catalogues.js';
 import type { Projection } from '../projections/projection.js';
 import { rebuildReadModel } from '../projections/rebuild.js';
 import { startProjection } from '../projections/runner.js';

@@ -16,6 +16,7 @@ import { importBench } from './importRate.js';
 import { rebuildBench } from './rebuild.js';
 import { CONNECTIONS, percentile, type TextRow } from './measure.js';
 import { root, spawnServer, stop } from './servers.js';
+import { postgresReachable, postgresVersion } from './postgres.js';
 import { httpTable, type HttpRow, type Scenario } from './table.js';
 import { startBenchReceiver, webhookLatency, webhookThroughput, type BenchReceiver, type WebhookBenchDeps } from './webhooks.js';
 
@@ -25,7 +26,7 @@ import { startBenchReceiver, webhookLatency, webhookThroughput, type BenchReceiv
  * the HTTP table (with each row's share of bare Hono and its ratio to Emmett) and a table of the
  * rest (loading, projection lag, webhooks). Method and figures: docs/performance.md.
  *
- * BENCH_ONLY: a comma-separated list of http, lag, webhooks, faults, import, audit, rebuild, or the HTTP scenarios post, get, list
+ * BENCH_ONLY: a comma-separated list of http, postgres, lag, webhooks, faults, import, audit, rebuild, or the HTTP scenarios post, get, list
  * (only those, on the full store only); BENCH_PEER=false leaves Emmett out; BENCH_API_PROCESSES
  * (default 1,2); BENCH_DURATION, BENCH_WARMUP (s); BENCH_RECORDS; BENCH_PROFILE=<dir>.
  */
@@ -36,13 +37,14 @@ const LIST_RECORDS = Number(process.env['BENCH_RECORDS'] ?? 100_000);
 const SCENARIO_NAMES: Record<string, Scenario> = { post: 'POST one record', get: 'GET one record', list: 'GET list' };
 
 const only = new Set((process.env['BENCH_ONLY'] ?? '').split(',').map((token) => token.trim()).filter(Boolean));
-for (const token of only) if (!['http', 'lag', 'webhooks', 'faults', 'import', 'audit', 'rebuild', ...Object.keys(SCENARIO_NAMES)].includes(token)) throw new Error(`BENCH_ONLY: unknown '${token}' (http, lag, webhooks, faults, import, audit, rebuild, post, get, list)`);
+for (const token of only) if (!['http', 'postgres', 'lag', 'webhooks', 'faults', 'import', 'audit', 'rebuild', ...Object.keys(SCENARIO_NAMES)].includes(token)) throw new Error(`BENCH_ONLY: unknown '${token}' (http, postgres, lag, webhooks, faults, import, audit, rebuild, post, get, list)`);
 const chosenScenarios = Object.keys(SCENARIO_NAMES).filter((name) => only.has(name));
 const runs = (section: string) => only.size === 0 || only.has(section) || (section === 'http' && chosenScenarios.length > 0);
 
 const rows: TextRow[] = [];
 let httpRows: HttpRow[] = [];
 let peerVersion: string | null = null;
+let postgresPeerVersion: string | null = null;
 
 /** Commit-to-visible: from an append's acknowledgement to the projection checkpoint passing it, at 200 changes/s. */
 async function projectionLag(): Promise<void> {
@@ -140,10 +142,31 @@ if (runs('http')) {
     stages: chosenScenarios.length === 0 && LIST_RECORDS > 10_000 ? [10_000, LIST_RECORDS] : [LIST_RECORDS],
     durationS: DURATION_S,
     warmUpS: WARMUP_S,
+    backend: 'embedded',
   });
   httpRows = result.rows;
   rows.push(...result.textRows);
   peerVersion = result.peerVersion;
+}
+if (runs('postgres')) {
+  const reachable = await postgresReachable();
+  if (reachable === true) {
+    // The service on PostgreSQL beside Emmett on PostgreSQL: the same three scenarios on the full store, one API process.
+    const result = await httpBenchmarks({
+      scenarios: new Set(chosenScenarios.length > 0 ? chosenScenarios.map((name) => SCENARIO_NAMES[name]!) : Object.values(SCENARIO_NAMES)),
+      peer: process.env['BENCH_PEER'] !== 'false',
+      processes: [1],
+      stages: [LIST_RECORDS],
+      durationS: DURATION_S,
+      warmUpS: WARMUP_S,
+      backend: 'postgres',
+    });
+    httpRows.push(...result.rows);
+    rows.push(...result.textRows.filter((row) => !row.scenario.startsWith('bare Hono')));
+    postgresPeerVersion = result.peerVersion;
+  } else {
+    rows.push({ scenario: 'PostgreSQL backend', result: `skipped: ${reachable}`, target: '' });
+  }
 }
 if (runs('lag')) await projectionLag();
 if (runs('webhooks')) await webhookBench();
@@ -154,7 +177,7 @@ if (runs('rebuild')) rows.push(...(await rebuildBench()));
 
 /** Node 20 and Node 22.14+/24 load different better-sqlite3 majors, with different SQLite releases and planners. */
 const sqliteVersion = (new Sqlite(':memory:').prepare('SELECT sqlite_version() AS version').get() as { version: string }).version;
-console.log(`\nnode ${process.version}, ${CONNECTIONS} connections, ${DURATION_S} s per HTTP scenario after ${WARMUP_S} s of warm-up, embedded store (SQLite ${sqliteVersion}, synchronous=FULL)${peerVersion ? `; peer: ${peerVersion}, inline projection` : ''}\n`);
+console.log(`\nnode ${process.version}, ${CONNECTIONS} connections, ${DURATION_S} s per HTTP scenario after ${WARMUP_S} s of warm-up, embedded store (SQLite ${sqliteVersion}, synchronous=FULL)${peerVersion ? `; peer: ${peerVersion}, inline projection` : ''}${postgresPeerVersion ? `; PostgreSQL rows: ${await postgresVersion()}, peer ${postgresPeerVersion}, inline projection` : ''}\n`);
 if (httpRows.length > 0) console.log(`${httpTable(httpRows)}\n`);
 console.log('| scenario | result | target |\n|---|---|---|');
 for (const row of rows) console.log(`| ${row.scenario} | ${row.result} | ${row.target} |`);

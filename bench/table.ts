@@ -22,6 +22,8 @@ export interface HttpRow {
   /** What the scenario ran on (records loaded, filter matches); rows compare within one stage. */
   stage: string;
   server: 'this service' | 'Emmett';
+  /** The store under both: the embedded one (Emmett on SQLite) or PostgreSQL (Emmett on PostgreSQL). */
+  backend: 'embedded' | 'postgres';
   processes: number;
   measured: Measured;
   baseline: Measured;
@@ -36,7 +38,12 @@ function target(row: HttpRow, vsEmmett: number | null, vsOne: number | null): st
   const checks: [string, boolean | null][] = [];
   const atLeast = (label: string, value: number | null, floor: number) => checks.push([label, value === null ? null : value >= floor]);
   if (row.server !== 'this service') return '';
-  if (row.processes === 1) {
+  if (row.backend === 'postgres') {
+    if (row.processes !== 1) return '';
+    if (row.scenario === 'POST one record') atLeast('>= 2x Emmett on PostgreSQL', vsEmmett, 2);
+    if (row.scenario === 'GET one record') atLeast('>= 1.3x Emmett on PostgreSQL', vsEmmett, 1.3);
+    if (row.scenario === 'GET list') atLeast('>= 2x Emmett on PostgreSQL', vsEmmett, 2);
+  } else if (row.processes === 1) {
     if (row.scenario === 'POST one record') (atLeast('>= 25% of bare', share(row), 0.25), atLeast('>= 5x Emmett', vsEmmett, 5));
     if (row.scenario === 'GET one record') {
       atLeast('>= 45% of bare', share(row), 0.45);
@@ -62,7 +69,7 @@ export function httpTable(rows: HttpRow[]): string {
     '|---|---|---|---|---|---|---|---|---|---|',
   ];
   for (const row of rows) {
-    const same = (other: HttpRow) => other.scenario === row.scenario && other.stage === row.stage;
+    const same = (other: HttpRow) => other.scenario === row.scenario && other.stage === row.stage && other.backend === row.backend;
     const peer = rows.find((other) => same(other) && other.server === 'Emmett');
     const one = rows.find((other) => same(other) && other.server === row.server && other.processes === 1);
     const vsEmmett = peer && row !== peer ? share(row) / share(peer) : null;

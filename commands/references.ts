@@ -1,5 +1,5 @@
 import type { ReadStore, Values } from '../src/readstore/port.js';
-import { filterKey } from '../src/readstore/filterKey.js';
+import { filterKey } from '../src/schema/filterKey.js';
 import type { User } from '../src/setup/port.js';
 import { isUuid } from '../src/core/ids.js';
 import type { FieldInput, Reference } from '../src/schema/validate.js';

@@ -2,7 +2,7 @@ import { AppError, InsufficientStorage, ValidationFailed } from '../src/core/err
 import type { EventMetadata, StreamAppend } from '../src/eventstore/port.js';
 import type { Position } from '../src/eventstore/position.js';
 import { newId } from '../src/core/ids.js';
-import { filterKey } from '../src/readstore/filterKey.js';
+import { filterKey } from '../src/schema/filterKey.js';
 import type { FieldFilter, Values } from '../src/readstore/port.js';
 import { feedsRollups } from '../src/schema/calculated.js';
 import { recordName, uniqueFields } from '../src/schema/catalogue.js';

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { EventStore } from '../src/eventstore/port.js';
 import type { ReadStore } from '../src/readstore/port.js';
-import type { Catalogues } from '../src/schema/catalogues.js';
+import type { Catalogues } from '../src/setup/catalogues.js';
 import { registeredProjections } from './registry.js';
 import { startProjection, type RunningProjection } from './runner.js';
 import { rebuildOnNewVersion, type VersionWatch } from './versions.js';

@@ -1,7 +1,7 @@
 import type { RecordedEvent } from '../src/eventstore/port.js';
 import { RECORDS_PROJECTION, type LinkEdge, type ReadTransaction, type RecordDocument, type Values } from '../src/readstore/port.js';
 import { recordName } from '../src/schema/catalogue.js';
-import type { Catalogues } from '../src/schema/catalogues.js';
+import type { Catalogues } from '../src/setup/catalogues.js';
 import { RECORD_STREAM_PREFIX, upcast, type RecordEvent } from '../src/events/records.js';
 import { ownCalculations, rollups } from '../src/schema/calculated.js';
 import { renderTemplate } from '../src/readstore/rendering.js';

@@ -1,4 +1,4 @@
-import type { Catalogues } from '../src/schema/catalogues.js';
+import type { Catalogues } from '../src/setup/catalogues.js';
 import { recordProjection } from './recordProjection.js';
 import type { Projection } from './projection.js';
 

@@ -1,7 +1,7 @@
 import type { EventMetadata, RecordedEvent } from '../src/eventstore/port.js';
 import { comparePositions, type Position } from '../src/eventstore/position.js';
 import { RECORD_STREAM_PREFIX, upcast, type RecordEvent } from '../src/events/records.js';
-import { filterKey } from '../src/readstore/filterKey.js';
+import { filterKey } from '../src/schema/filterKey.js';
 import { RECORDS_PROJECTION, type ReadStore, type Values } from '../src/readstore/port.js';
 import { initialRollups, lookups, rollups } from '../src/schema/calculated.js';
 import type { Projection } from './projection.js';

@@ -3,7 +3,7 @@ import { ownCalculations, rollups } from '../src/schema/calculated.js';
 import { NotFound, ValidationFailed } from '../src/core/errors.js';
 import type { EventStore } from '../src/eventstore/port.js';
 import type { Position } from '../src/eventstore/position.js';
-import { filterKey, filterKeys } from '../src/readstore/filterKey.js';
+import { filterKey, filterKeys } from '../src/schema/filterKey.js';
 import type { FieldFilter, ReadStore, RecordDocument, Values } from '../src/readstore/port.js';
 import { readableData } from './eventView.js';
 import type { ObjectDef } from '../src/schema/types.js';

@@ -1,7 +1,7 @@
 import { RECORD_STREAM_PREFIX, upcast } from '../src/events/records.js';
 import type { Actor, EventSource, EventStore } from '../src/eventstore/port.js';
 import type { Position } from '../src/eventstore/position.js';
-import { workspaceStream } from '../src/setup/audit.js';
+import { workspaceStream } from '../src/events/workspace.js';
 import { actorOf, readableData, sourceOf, viaText } from './eventView.js';
 
 /**

@@ -1,6 +1,6 @@
 import type { ChainBreak, EventStore } from '../src/eventstore/port.js';
 import { RECORDS_PROJECTION, type ReadStore } from '../src/readstore/port.js';
-import { loadCatalogue } from '../src/schema/catalogues.js';
+import { loadCatalogue } from '../src/setup/catalogues.js';
 import { ReadModelCheck, type Difference, type ObjectLookup } from './readModelCheck.js';
 
 export type { Difference } from './readModelCheck.js';

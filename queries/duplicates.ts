@@ -1,5 +1,5 @@
 import { ValidationFailed } from '../src/core/errors.js';
-import { filterKey } from '../src/readstore/filterKey.js';
+import { filterKey } from '../src/schema/filterKey.js';
 import type { ReadStore, RecordDocument } from '../src/readstore/port.js';
 import { uniqueFields } from '../src/schema/catalogue.js';
 import type { ObjectDef } from '../src/schema/types.js';

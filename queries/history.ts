@@ -1,7 +1,7 @@
-import { upcast, recordStream, type RecordEvent } from '../src/events/records.js';
+import { upcast, recordStream, RECORD_ERASED, type RecordErasedData, type RecordEvent } from '../src/events/records.js';
 import { NotFound } from '../src/core/errors.js';
 import type { Actor, EventSource, EventStore, RecordedEvent } from '../src/eventstore/port.js';
-import { sameStoredValue, type StoredValue, type Values } from '../src/readstore/port.js';
+import { sameStoredValue, type StoredValue, type Values } from '../src/schema/values.js';
 import type { User } from '../src/setup/port.js';
 import type { FieldDef, ObjectDef } from '../src/schema/types.js';
 import { actorOf, readableData, sourceOf, viaText } from './eventView.js';
@@ -9,20 +9,31 @@ import { pagingParameters } from './paging.js';
 import { referencesOf, restValue } from './storedValue.js';
 import { linkNamesThen } from './linkNamesThen.js';
 import { initialRollups } from '../src/schema/calculated.js';
-import { loadCatalogue } from '../src/schema/catalogues.js';
+import { loadCatalogue } from '../src/setup/catalogues.js';
 
 /** GET /api/v1/{object}/{id}/history and `csr history`: one entry per change of a record, oldest first, from its stream. */
 
+/**
+ * One field's change: its values, or, once they were erased, only that they were. An erased
+ * value is not null: showing it as `from: null, to: null` would say that nothing changed.
+ */
+export type FieldHistory = { from: unknown; to: unknown } | { erased: true };
+
 export interface HistoryEntry {
   revision: number;
-  event: 'created' | 'updated' | 'deleted';
+  /** `erased`: the erasure of the record's personal data (`csr privacy erase`), never its values. */
+  event: 'created' | 'updated' | 'deleted' | 'erased';
   occurredAt: string;
   source: EventSource;
   actor: Actor;
   via: string;
-  changes: Record<string, { from: unknown; to: unknown }>;
-  /** Personal fields of this change that were erased since: they read null (docs/privacy.md). */
+  changes: Record<string, FieldHistory>;
+  /** Personal fields of this change that were erased since; each shows `{ erased: true }` in `changes` (docs/privacy.md). */
   erased?: string[];
+  /** When those fields were erased: the `occurredAt` of the erasure's own entry. */
+  erasedAt?: string;
+  /** On the erasure's own entry: the reason given to `csr privacy erase` (null when none was). */
+  reason?: string | null;
   /** A roll-up change (totals, balances, progress recomputed from linked records): the values that moved. */
   rollups?: Record<string, { from: unknown; to: unknown }>;
 }
@@ -65,6 +76,9 @@ export async function recordHistory(ctx: HistoryContext, object: ObjectDef, reco
   const fields = new Map(object.fields.filter((field) => field.format.type !== 'calculated' && field.format.type !== 'files').map((field) => [field.key, field]));
 
   const changed = page.map(({ event }) => changesOf(event, fields));
+  const erasures = all.flatMap(({ recorded }) => (recorded.type === RECORD_ERASED ? [{ position: recorded.revision, at: recorded.created.toISOString(), fields: (recorded.data as unknown as RecordErasedData).fields }] : []));
+  // The erasure that took a change's values: the first one at or after it that names any of its fields.
+  const erasedAt = (revision: number, keys: string[]) => erasures.find((erasure) => erasure.position >= revision && erasure.fields.some((key) => keys.includes(key)))?.at;
   const links = new Map<string, Set<string>>();
   const users = new Set<string>();
   for (const changes of changed) {
@@ -91,31 +105,40 @@ export async function recordHistory(ctx: HistoryContext, object: ObjectDef, reco
   const data = page.map(({ recorded, event }, index): HistoryEntry => {
     const changes: HistoryEntry['changes'] = {};
     const valueNames = valueNamesAt(index);
+    const erased = event.data.erased ?? [];
     for (const [key, change] of Object.entries(changed[index]!)) {
       const field = fields.get(key)!;
-      changes[key] = { from: restValue(field, change.from, valueNames), to: restValue(field, change.to, valueNames) };
+      changes[key] = erased.includes(key) ? { erased: true } : { from: restValue(field, change.from, valueNames), to: restValue(field, change.to, valueNames) };
     }
+    const isErasure = recorded.type === RECORD_ERASED;
+    const at = erased.length > 0 ? erasedAt(recorded.revision, erased) : undefined;
     return {
       revision: recorded.revision,
-      event: KINDS[event.type],
+      event: isErasure ? 'erased' : KINDS[event.type],
       occurredAt: recorded.created.toISOString(),
       source: sourceOf(recorded.metadata),
       actor: actorOf(recorded.metadata),
       via: viaText(recorded.metadata),
       changes,
-      ...(event.data.erased?.length ? { erased: event.data.erased } : {}),
+      ...(erased.length > 0 ? { erased } : {}),
+      ...(at !== undefined ? { erasedAt: at } : {}),
+      ...(isErasure ? { reason: (recorded.data as unknown as RecordErasedData).reason ?? null } : {}),
       ...(rollups[index] ? { rollups: rollups[index] } : {}),
     };
   });
   return { data, total: all.length, limit, offset };
 }
 
-/** Stored fields only, in the object's field order: every field set on creation, the changed ones on update, none on deletion. */
+/**
+ * Stored fields only, in the object's field order: every field set on creation (erased ones too:
+ * they were set), the changed ones on update, none on deletion.
+ */
 function changesOf(event: RecordEvent, fields: Map<string, FieldDef>): Record<string, { from: StoredValue; to: StoredValue }> {
   const raw: Record<string, { from: StoredValue; to: StoredValue }> = {};
   if (event.type === 'RecordCreated') {
     const values: Values = event.data.fields;
-    for (const [key, value] of Object.entries(values)) if (value !== null) raw[key] = { from: null, to: value };
+    const erased = event.data.erased ?? [];
+    for (const [key, value] of Object.entries(values)) if (value !== null || erased.includes(key)) raw[key] = { from: null, to: value };
   } else if (event.type === 'RecordUpdated') {
     Object.assign(raw, event.data.changes);
   }

@@ -2,7 +2,7 @@ import { NotFound, ValidationFailed } from '../src/core/errors.js';
 import type { EventStore } from '../src/eventstore/port.js';
 import { everLinked, linkingObjects } from '../src/privacy/linked.js';
 import { personalOf } from '../src/privacy/personal.js';
-import { filterKey } from '../src/readstore/filterKey.js';
+import { filterKey } from '../src/schema/filterKey.js';
 import type { ReadStore } from '../src/readstore/port.js';
 import { defaultObject, type Catalogue } from '../src/schema/catalogue.js';
 import { getRecord } from './get.js';

@@ -1,5 +1,5 @@
 import { canonicalJson } from '../src/eventstore/chain.js';
-import { filterKey } from '../src/readstore/filterKey.js';
+import { filterKey } from '../src/schema/filterKey.js';
 import type { ReadStore, RecordDocument, Values } from '../src/readstore/port.js';
 import { ownCalculations, rollups } from '../src/schema/calculated.js';
 import type { FoldedRecord } from './fold.js';

@@ -1,6 +1,6 @@
 import { Conflict } from '../../src/core/errors.js';
 import type { StreamAppend } from '../../src/eventstore/port.js';
-import { filterKey } from '../../src/readstore/filterKey.js';
+import { filterKey } from '../../src/schema/filterKey.js';
 import type { ReadStore, Values } from '../../src/readstore/port.js';
 import type { ObjectDef } from '../../src/schema/types.js';
 import type { Action } from '../action.js';

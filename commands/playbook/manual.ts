@@ -1,7 +1,7 @@
 import { newId } from '../../src/core/ids.js';
 import { NotFound, ValidationFailed } from '../../src/core/errors.js';
 import { isUuid } from '../../src/core/ids.js';
-import { filterKey } from '../../src/readstore/filterKey.js';
+import { filterKey } from '../../src/schema/filterKey.js';
 import type { RecordDocument } from '../../src/readstore/port.js';
 import type { CommandDeps } from '../deps.js';
 import { firePlaybook } from './fire.js';

@@ -1,7 +1,7 @@
 import { Conflict, NotFound, ValidationFailed } from '../../src/core/errors.js';
 import type { EventStore, StreamAppend } from '../../src/eventstore/port.js';
 import type { Position } from '../../src/eventstore/position.js';
-import { filterKey } from '../../src/readstore/filterKey.js';
+import { filterKey } from '../../src/schema/filterKey.js';
 import type { ReadStore, RecordDocument } from '../../src/readstore/port.js';
 import { metadataFor, type Action } from '../action.js';
 import { decide, initialState } from '../record/decider.js';

@@ -1,5 +1,5 @@
 import { NotFound, ValidationFailed } from '../../src/core/errors.js';
-import { sameStoredValue, type Values } from '../../src/readstore/port.js';
+import { sameStoredValue, type Values } from '../../src/schema/values.js';
 import { checkRecordRules } from '../../src/schema/validate.js';
 import type { FieldChange, RecordEvent } from '../../src/events/records.js';
 

@@ -1,6 +1,6 @@
 import { hash } from 'node:crypto';
 import type { Values } from '../../src/readstore/port.js';
-import { filterKey } from '../../src/readstore/filterKey.js';
+import { filterKey } from '../../src/schema/filterKey.js';
 import { recordName, uniqueFields } from '../../src/schema/catalogue.js';
 import type { ObjectDef } from '../../src/schema/types.js';
 

@@ -1,5 +1,5 @@
 import { comparePositions } from '../../src/eventstore/position.js';
-import { filterKey } from '../../src/readstore/filterKey.js';
+import { filterKey } from '../../src/schema/filterKey.js';
 import type { FieldFilter, ReadStore, RecordDocument, Values } from '../../src/readstore/port.js';
 import { timeDependentCalculations } from '../../src/schema/calculated.js';
 import type { HealthInputs } from '../../src/schema/healthScore.js';

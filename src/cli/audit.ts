@@ -3,7 +3,7 @@ import { exportEvents } from '../../queries/auditExport.js';
 import { verifyAudit, type VerifyResult } from '../../queries/auditVerify.js';
 import { NotFound } from '../core/errors.js';
 import { isUuid } from '../core/ids.js';
-import { loadCatalogue } from '../schema/catalogues.js';
+import { loadCatalogue } from '../setup/catalogues.js';
 import { stringOption, UsageError, type CliContext, type CommandArgs, type CliResource } from './context.js';
 
 /**

@@ -6,10 +6,10 @@ import { createWebhookSender, embeddedFiles, isEmbedded, openBackends, type Back
 import { NotFound } from '../core/errors.js';
 import type { ReadStore } from '../readstore/port.js';
 import { pino } from 'pino';
-import { Catalogues } from '../schema/catalogues.js';
+import { Catalogues } from '../setup/catalogues.js';
 import { ObjectManager } from '../setup/objects.js';
 import { cliActor, SetupService } from '../setup/service.js';
-import { WebhookSetup } from '../setup/webhooks.js';
+import { WebhookSetup } from '../webhooks/admin.js';
 import { openRecordContext, type RecordContext } from './recordContext.js';
 
 /**

@@ -5,7 +5,7 @@ import { MAX_LIMIT } from '../../queries/paging.js';
 import { todayUtc, type RenderContext } from '../../queries/recordFormat.js';
 import { NotFound, ValidationFailed } from '../core/errors.js';
 import { isUuid } from '../core/ids.js';
-import { loadCatalogue } from '../schema/catalogues.js';
+import { loadCatalogue } from '../setup/catalogues.js';
 import type { ObjectDef } from '../schema/types.js';
 import { stringOption, type CliContext, type CliResource, type OptionValues } from './context.js';
 
@@ -50,8 +50,11 @@ function historyText(entries: HistoryEntry[]): string {
   if (entries.length === 0) return '(none)\n';
   return `${entries
     .map((entry) => {
-      const head = `${entry.occurredAt}  ${entry.event.padEnd(7)}  ${entry.actor.name || entry.actor.type}  ${entry.via}`;
-      const changes = Object.entries(entry.changes).map(([key, change]) => `    ${key}: ${changeText(change.from)} -> ${changeText(change.to)}`);
+      const reason = entry.event === 'erased' ? `  reason: ${entry.reason ?? '-'}` : '';
+      const head = `${entry.occurredAt}  ${entry.event.padEnd(7)}  ${entry.actor.name || entry.actor.type}  ${entry.via}${reason}`;
+      const changes = Object.entries(entry.changes).map(([key, change]) =>
+        'erased' in change ? `    ${key}: erased ${entry.erasedAt ?? ''}`.trimEnd() : `    ${key}: ${changeText(change.from)} -> ${changeText(change.to)}`,
+      );
       const rollups = Object.entries(entry.rollups ?? {}).map(([key, change]) => `    ${key} (roll-up): ${changeText(change.from)} -> ${changeText(change.to)}`);
       return [head, ...changes, ...rollups].join('\n');
     })

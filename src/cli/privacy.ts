@@ -7,7 +7,7 @@ import { eraseContacts, type ErasureResult } from '../privacy/erase.js';
 import { erasureLedger, reapplyErasures, type LedgerEntry, type Reapplied } from '../privacy/ledger.js';
 import type { PrivateEventStore } from '../privacy/privateEvents.js';
 import { runningServers } from '../runtime/serverPids.js';
-import { loadCatalogue } from '../schema/catalogues.js';
+import { loadCatalogue } from '../setup/catalogues.js';
 import { cliActor } from '../setup/service.js';
 import { waitFannedOut } from '../webhooks/fannedOut.js';
 import { stringOption, UsageError, type CliContext, type CliResource, type OptionValues } from './context.js';

@@ -1,7 +1,7 @@
 import { REACTORS } from '../../projections/reactors.js';
 import { registeredProjections } from '../../projections/registry.js';
 import type { Projection } from '../../projections/projection.js';
-import { Catalogues } from '../schema/catalogues.js';
+import { Catalogues } from '../setup/catalogues.js';
 import type { CliContext } from './context.js';
 import { rebuildReadModel, type RebuildResult } from '../../projections/rebuild.js';
 import type { RebuildProgress } from '../../projections/rebuildProgress.js';

@@ -6,7 +6,7 @@ import { RECORDS_PROJECTION } from '../readstore/port.js';
 import { startProjection, type RunningProjection } from '../../projections/runner.js';
 import { Unavailable } from '../core/errors.js';
 import type { Backends } from '../backends.js';
-import { Catalogues } from '../schema/catalogues.js';
+import { Catalogues } from '../setup/catalogues.js';
 
 /**
  * What `csr` commands that write records (import, playbooks start) use: the same command code as

@@ -15,11 +15,17 @@ export interface Metrics {
   gauge(name: string, help: string, labelNames: string[], collect: (set: (labels: Record<string, string>, value: number) => void) => Promise<void>): void;
 }
 
+/**
+ * The service's own series start with this. prom-client's default process and Node.js metrics
+ * keep the library's names (`process_cpu_seconds_total`, `nodejs_eventloop_lag_seconds`): the
+ * standard Node.js dashboards and alerts look for exactly those, and a `job` label, not a name
+ * prefix, tells services apart.
+ */
 export const METRIC_PREFIX = 'csr_';
 
 export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metrics {
   const registry = new Registry();
-  if (options.defaultMetrics !== false) collectDefaultMetrics({ register: registry, prefix: METRIC_PREFIX });
+  if (options.defaultMetrics !== false) collectDefaultMetrics({ register: registry });
   const http = new Histogram({
     name: `${METRIC_PREFIX}http_request_duration_seconds`,
     help: 'HTTP requests by route template, method and status',

@@ -1,5 +1,5 @@
 import type { RecordedEvent } from '../eventstore/port.js';
-import type { StoredValue, Values } from '../readstore/port.js';
+import type { StoredValue, Values } from '../schema/values.js';
 
 /**
  * Record events: one stream per record. Schemas are versioned; `upcast` turns any stored version

@@ -289,13 +289,24 @@ const COMMON_SCHEMAS: Record<string, JsonSchema> = {
     required: ['revision', 'event', 'occurredAt', 'source', 'actor', 'changes'],
     properties: {
       revision: INT,
-      event: { type: 'string' },
+      event: { type: 'string', enum: ['created', 'updated', 'deleted', 'erased'], description: '`erased`: the erasure of the record\'s personal data (field keys and reason, never values)' },
       occurredAt: DATE_TIME,
       source: { type: 'string' },
       actor: { type: 'object', required: ['type', 'id', 'name'], properties: { type: { type: 'string' }, id: { type: 'string' }, name: { type: 'string' } } },
       via: nullableString,
-      changes: { type: 'object', additionalProperties: { type: 'object', required: ['from', 'to'], properties: { from: {}, to: {} } } },
-      erased: { type: 'array', items: { type: 'string' }, description: 'personal fields of this change erased since (they read null)' },
+      changes: {
+        type: 'object',
+        description: 'each field with its values, or `{ "erased": true }` once they were erased',
+        additionalProperties: {
+          oneOf: [
+            { type: 'object', required: ['from', 'to'], properties: { from: {}, to: {} } },
+            { type: 'object', required: ['erased'], properties: { erased: { const: true } }, additionalProperties: false },
+          ],
+        },
+      },
+      erased: { type: 'array', items: { type: 'string' }, description: 'personal fields of this change erased since (`{ "erased": true }` in changes)' },
+      erasedAt: { ...DATE_TIME, description: 'when the fields in `erased` were erased' },
+      reason: { ...nullableString, description: 'on an `erased` entry: the reason given for the erasure' },
       rollups: {
         type: 'object',
         description: 'on a roll-up change: the roll-ups that moved',

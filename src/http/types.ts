@@ -5,7 +5,7 @@ import type { ReadinessCheck } from '../core/readiness.js';
 import type { CommandDeps } from '../../commands/deps.js';
 import type { IdempotencyStore } from '../idempotency/port.js';
 import type { ReadStore } from '../readstore/port.js';
-import type { Catalogues } from '../schema/catalogues.js';
+import type { Catalogues } from '../setup/catalogues.js';
 import type { SetupStore } from '../setup/port.js';
 import type { Caller } from './auth.js';
 import type { RequestLog } from './requestLog.js';

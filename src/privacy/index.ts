@@ -1,5 +1,5 @@
 import type { EventStore } from '../eventstore/port.js';
-import { Catalogues } from '../schema/catalogues.js';
+import { Catalogues } from '../setup/catalogues.js';
 import { loadMasterKey, masterKeyPath } from './masterKey.js';
 import type { KeyStore } from './port.js';
 import { privateEvents, type PersonalFields, type PrivateEventStore } from './privateEvents.js';

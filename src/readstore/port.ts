@@ -1,4 +1,5 @@
 import type { Position } from '../eventstore/position.js';
+import type { Values } from '../schema/values.js';
 
 /**
  * The read model port: projected documents per workspace and object. Written only by
@@ -6,16 +7,9 @@ import type { Position } from '../eventstore/position.js';
  * Every adapter passes test/contract/readstore.contract.ts.
  */
 
-/** A stored field value: links are ids, link lists arrays of ids, people user ids, dates strings. */
-export type StoredValue = string | number | boolean | string[] | null;
-
-export type Values = Record<string, StoredValue>;
-
-/** Whether two stored values are the same value (lists item by item). */
-export function sameStoredValue(a: StoredValue, b: StoredValue): boolean {
-  if (Array.isArray(a) && Array.isArray(b)) return a.length === b.length && a.every((item, i) => item === b[i]);
-  return a === b;
-}
+// The stored values are the schema's vocabulary (src/schema/values.ts); the port speaks it, and
+// its adapters and users may keep importing them from here.
+export { sameStoredValue, type StoredValue, type Values } from '../schema/values.js';
 
 export interface RecordDocument {
   workspaceId: string;

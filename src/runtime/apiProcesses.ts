@@ -1,7 +1,7 @@
 import cluster from 'node:cluster';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
-import { supervise, type Child, type Stoppable, type Supervised } from './supervisor.js';
+import { supervise, type Child, type Stoppable, type Supervised } from '../core/supervisor.js';
 
 /**
  * API_PROCESSES > 1: the API in that many processes on one port (node:cluster hands each new

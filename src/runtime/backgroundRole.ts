@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
-import { superviseThread } from './supervisedThread.js';
-import type { Stoppable } from './supervisor.js';
+import { superviseThread } from '../core/supervisedThread.js';
+import type { Stoppable } from '../core/supervisor.js';
 
 /**
  * A background role (the projector, the dispatcher) in a worker thread of this process, the API

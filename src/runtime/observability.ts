@@ -3,18 +3,18 @@ import type { ServerType } from '@hono/node-server';
 import { Hono } from 'hono';
 import { projectionLagCheck, projectionLagGauges } from '../../projections/health.js';
 import { registeredProjections } from '../../projections/registry.js';
-import type { Backends } from '../backends.js';
 import type { Config } from '../config.js';
 import { createMetrics, type Metrics } from '../core/metrics.js';
 import type { ReadinessCheck } from '../core/readiness.js';
 import type { EventStore } from '../eventstore/port.js';
-import type { Catalogues } from '../schema/catalogues.js';
+import type { Catalogues } from '../setup/catalogues.js';
 import { instrumentAppends } from '../eventstore/instrumented.js';
 import { metricsRoute } from '../http/metrics.js';
 import type { AppEnv } from '../http/types.js';
 import { webhookGauges } from '../webhooks/metrics.js';
 import { listen } from './httpServer.js';
-import { diskCheck, storesCheck } from './readiness.js';
+import { diskCheck, storesCheck, type ReadinessStores } from './readiness.js';
+import type { WebhookStore } from '../webhooks/port.js';
 
 /**
  * What the api role gives operators: the metrics registry (appends timed, projection lag gauges),
@@ -31,7 +31,12 @@ export interface ApiObservability {
   stop(): Promise<void>;
 }
 
-export async function observeApi(config: Config, backends: Backends, catalogues: Catalogues, extraChecks: ReadinessCheck[] = []): Promise<ApiObservability> {
+/** The stores the api role observes (the backends src/backends.ts opened, seen through their ports). */
+export interface ObservedStores extends ReadinessStores {
+  webhooks: WebhookStore;
+}
+
+export async function observeApi(config: Config, backends: ObservedStores, catalogues: Catalogues, extraChecks: ReadinessCheck[] = []): Promise<ApiObservability> {
   const metrics = createMetrics();
   const projections = registeredProjections({ catalogues });
   projectionLagGauges(metrics, backends, projections);

@@ -1,14 +1,22 @@
 import { statfs } from 'node:fs/promises';
-import type { Backends } from '../backends.js';
 import type { ReadinessCheck } from '../core/readiness.js';
-import { RECORDS_PROJECTION } from '../readstore/port.js';
+import type { EventStore } from '../eventstore/port.js';
+import { RECORDS_PROJECTION, type ReadStore } from '../readstore/port.js';
+import type { SetupStore } from '../setup/port.js';
 
 /** The stores answer, and DATA_DIR's disk has room (the embedded store). */
 
 /** Below this much free space the embedded store is about to answer 507: not ready. */
 export const MIN_FREE_BYTES = 64 * 1024 * 1024;
 
-export function storesCheck(backends: Backends): ReadinessCheck {
+/** The stores a ready API answers from (the backends src/backends.ts opened, seen through their ports). */
+export interface ReadinessStores {
+  events: EventStore;
+  readStore: ReadStore;
+  setup: SetupStore;
+}
+
+export function storesCheck(backends: ReadinessStores): ReadinessCheck {
   return {
     name: 'stores',
     async check() {

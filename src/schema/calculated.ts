@@ -1,4 +1,4 @@
-import type { StoredValue, Values } from '../readstore/port.js';
+import type { StoredValue, Values } from './values.js';
 import { addDays, daysBetween } from './dates.js';
 
 /**

@@ -1,4 +1,4 @@
-import type { Values } from '../readstore/port.js';
+import type { Values } from './values.js';
 import { DEFAULT_OBJECTS } from './defaultObjects.js';
 import { EMPTY_SCHEMA, type SchemaState } from './schemaEvents.js';
 import type { FieldDef, ObjectDef } from './types.js';

@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import type { StoredValue } from '../readstore/port.js';
+import type { StoredValue } from './values.js';
 import { isUuid } from '../core/ids.js';
 import { isCalendarDate, normalizeDateTime } from './dates.js';
 

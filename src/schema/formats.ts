@@ -1,5 +1,5 @@
 import { isUuid } from '../core/ids.js';
-import { filterKey } from '../readstore/filterKey.js';
+import { filterKey } from './filterKey.js';
 import { isCalendarDate, normalizeDateTime } from './dates.js';
 import {
   autoNumberSchema,

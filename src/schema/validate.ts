@@ -1,5 +1,5 @@
 import { lookups } from './calculated.js';
-import type { Values } from '../readstore/port.js';
+import type { Values } from './values.js';
 import { isUuid } from '../core/ids.js';
 import { describe, formatSchema, parseFormat, rowOf, type FieldInput } from './formats.js';
 import type { FieldDef, ObjectDef } from './types.js';

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { newId } from '../core/ids.js';
 import type { Actor, EventStore } from '../eventstore/port.js';
+import { workspaceStream } from '../events/workspace.js';
 
 /**
  * Setup changes are events too (ARCHITECTURE.md): each one is appended to `workspace-<id>`, so
@@ -22,10 +23,6 @@ export type SetupEventType =
   | 'WebhookSecretRotated'
   | 'WebhookDeleted'
   | 'WebhookTestSent';
-
-export function workspaceStream(workspaceId: string): string {
-  return `workspace-${workspaceId}`;
-}
 
 /**
  * Appends one audit event and returns its id. The change itself is already saved when this

@@ -4,11 +4,11 @@ import { formatLabel, isReadOnly } from '../schema/formats.js';
 import type { Actor, EventStore } from '../eventstore/port.js';
 import { newId } from '../core/ids.js';
 import { buildCatalogue, type Catalogue } from '../schema/catalogue.js';
-import { loadSchema } from '../schema/catalogues.js';
+import { loadSchema } from './catalogues.js';
 import { decideSchema, parseFormatInput, type FormatInput, type SchemaCommand } from '../schema/schemaDecider.js';
 import { SCHEMA_EVENT_SCHEMA_VERSION, type SchemaEvent } from '../schema/schemaEvents.js';
 import type { FieldDef, ObjectDef } from '../schema/types.js';
-import { workspaceStream } from './audit.js';
+import { workspaceStream } from '../events/workspace.js';
 import { parse, text } from './input.js';
 import type { SetupStore, Workspace } from './port.js';
 
@@ -38,6 +38,8 @@ export interface ListedField {
   custom: boolean;
   active: boolean;
   readOnly: boolean;
+  /** An auto number's prefix (e.g. `ONB-`), which its values start with; absent for other formats. */
+  prefix?: string;
 }
 
 export interface NewFieldInput extends FormatInput {
@@ -161,5 +163,6 @@ function listedField(field: FieldDef, active: boolean): ListedField {
     custom: field.custom === true,
     active,
     readOnly: isReadOnly(field.format),
+    ...(field.format.type === 'autoNumber' ? { prefix: field.format.prefix } : {}),
   };
 }

@@ -3,7 +3,7 @@ import { userInfo } from 'node:os';
 import * as v from 'valibot';
 import { NotFound } from '../core/errors.js';
 import type { Actor, EventStore } from '../eventstore/port.js';
-import { loadCatalogue } from '../schema/catalogues.js';
+import { loadCatalogue } from './catalogues.js';
 import { fingerprint, generateApiKey } from './apiKeys.js';
 import { appendAuditEvent, type SetupEventType } from './audit.js';
 import { checkObjectKeys, ObjectsInput, parse, text } from './input.js';

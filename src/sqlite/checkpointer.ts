@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
-import { superviseThread } from '../runtime/supervisedThread.js';
-import type { Stoppable } from '../runtime/supervisor.js';
+import { superviseThread } from '../core/supervisedThread.js';
+import type { Stoppable } from '../core/supervisor.js';
 
 /**
  * Copies the embedded store files' write-ahead logs back into the files, in a thread of its own.

@@ -4,7 +4,7 @@ import { renderRecords, todayUtc } from '../../queries/recordFormat.js';
 import type { EventStore, PersistentEvent, RecordedEvent } from '../eventstore/port.js';
 import { comparePositions } from '../eventstore/position.js';
 import { RECORDS_PROJECTION, type ReadStore, type RecordDocument } from '../readstore/port.js';
-import type { Catalogues } from '../schema/catalogues.js';
+import type { Catalogues } from '../setup/catalogues.js';
 import type { User } from '../setup/port.js';
 import { runGroup } from './groupRunner.js';
 import { createWebhookLogView, type WebhookLogView } from './logView.js';

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { EventStore, RecordedEvent } from '../eventstore/port.js';
-import { workspaceStream } from '../setup/audit.js';
+import { workspaceStream } from '../events/workspace.js';
 import type { WebhookStore } from './port.js';
 import { latestState, timelineEntry, timelineOf, type TimelineEntry } from './timeline.js';
 

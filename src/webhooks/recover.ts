@@ -1,5 +1,5 @@
 import { comparePositions } from '../eventstore/position.js';
-import { workspaceStream } from '../setup/audit.js';
+import { workspaceStream } from '../events/workspace.js';
 import { renderData, singlePayload, type Change, type RenderDeps } from './fanOut.js';
 import { isBulk, recordChange } from './policy.js';
 import type { Delivery, Redelivery, Webhook } from './port.js';

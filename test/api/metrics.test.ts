@@ -30,20 +30,25 @@ const PROMTOOL = ['/usr/bin/promtool', '/usr/local/bin/promtool'].find((path) =>
 
 /**
  * `promtool check metrics` when installed (it parses, then lints). The only lint findings allowed
- * are prom-client's own default gauges named `nodejs_active_*_total`, names we do not choose.
+ * are prom-client's own default gauges named `nodejs_active_*_total`: the library's names, which
+ * the standard Node.js dashboards look for, so they are kept as they are (issue 39 item 7).
  * Without promtool, every line must be a comment or `name{labels} value`.
  */
 function checkFormat(text: string): void {
   if (PROMTOOL) {
     const result = spawnSync(PROMTOOL, ['check', 'metrics'], { input: text, encoding: 'utf8' });
     const findings = `${result.stdout}${result.stderr}`.trim().split('\n').filter(Boolean);
-    for (const finding of findings) expect(finding).toMatch(/^csr_nodejs_active_(handles|requests|resources)_total non-counter metrics should not have "_total" suffix$/);
+    for (const finding of findings) expect(finding).toMatch(/^nodejs_active_(handles|requests|resources)_total non-counter metrics should not have "_total" suffix$/);
     expect(result.status === 0 || findings.length > 0).toBe(true);
-    return;
+  } else {
+    for (const line of text.trimEnd().split('\n')) {
+      expect(line).toMatch(/^(# (HELP|TYPE) [a-zA-Z_:][\w:]* .+|[a-zA-Z_:][\w:]*(\{([a-zA-Z_]\w*="([^"\\]|\\.)*",?)*\})? -?(\d+(\.\d+)?(e[+-]?\d+)?|NaN|\+Inf|-Inf))$/);
+    }
   }
-  for (const line of text.trimEnd().split('\n')) {
-    expect(line).toMatch(/^(# (HELP|TYPE) [a-zA-Z_:][\w:]* .+|[a-zA-Z_:][\w:]*(\{([a-zA-Z_]\w*="([^"\\]|\\.)*",?)*\})? -?(\d+(\.\d+)?(e[+-]?\d+)?|NaN|\+Inf|-Inf))$/);
-  }
+  // The service's own series carry its prefix; prom-client's defaults keep the library's names.
+  const names = [...text.matchAll(/^# TYPE (\S+) /gm)].map((match) => match[1]!);
+  for (const name of names) expect(name).toMatch(/^(csr_|process_|nodejs_)/);
+  expect(names.filter((name) => /^csr_(process|nodejs)_/.test(name))).toEqual([]);
 }
 
 /** The value of one series (name with its labels, exactly as exposed). */
@@ -97,7 +102,7 @@ describe('metrics', () => {
     // The webhook fan-out's consumer group, as `csr projections status` lists it.
     expect(after).toMatch(/^csr_projection_lag_events\{projection="webhooks"\} \d+$/m);
     expect(after).toMatch(/^csr_projection_lag_seconds\{projection="webhooks"\} [\d.e+-]+$/m);
-    expect(value(after, 'csr_process_cpu_user_seconds_total')).toBeGreaterThan(0);
+    expect(value(after, 'process_cpu_user_seconds_total')).toBeGreaterThan(0);
     expect(value(after, 'csr_webhook_deliveries_in_flight')).toBeGreaterThanOrEqual(0);
     expect(value(after, 'csr_webhook_deliveries{status="delivered"}')).toBe(0);
     // The dispatcher (another thread) fans the 21 changes out; they wait for their retry.
@@ -111,8 +116,9 @@ describe('metrics', () => {
     expect(value(text, 'csr_webhook_retry_queue_depth')).toBe(21);
     expect(value(text, 'csr_webhook_deliveries{status="retrying"}')).toBe(21);
     expect(value(text, 'csr_webhook_oldest_pending_seconds')).toBeGreaterThan(0);
-    expect(after).toContain('# TYPE csr_nodejs_eventloop_lag_seconds gauge');
-    expect(after).toContain('# TYPE csr_process_resident_memory_bytes gauge');
+    expect(after).toContain('# TYPE nodejs_eventloop_lag_seconds gauge');
+    expect(after).toContain('# TYPE process_resident_memory_bytes gauge');
+    expect(after).toContain('# TYPE nodejs_heap_size_used_bytes gauge');
   }, 90_000);
 
   it('METRICS=on serves them on the API port, without a key', async () => {

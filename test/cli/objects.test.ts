@@ -52,6 +52,11 @@ describe('csr objects and csr fields', () => {
       ['number', 'Auto number', false],
       ['client', 'Link to clients', false],
     ]);
+    // An auto number's prefix is listed (issue 39 item 8), in --json and in the text form; other fields have none.
+    expect(fields.find((field) => field['key'] === 'number')).toMatchObject({ prefix: 'OB-' });
+    expect(fields.filter((field) => 'prefix' in field).map((field) => field['key'])).toEqual(['number']);
+    const listed = await csr.run('fields', 'list', '--workspace', slug, 'onboardingProjects');
+    expect(listed.stdout).toMatch(/^key: +number\n(.+\n)*prefix: +OB-$/m);
     const contacts = await csr.json<Record<string, unknown>[]>('fields', 'list', '--workspace', slug, 'contacts');
     expect(contacts.filter((field) => field['personal']).map((field) => field['key'])).toEqual(['firstName', 'lastName', 'email', 'phone', 'notes']);
     const objects = await csr.json<Record<string, unknown>[]>('objects', 'list', '--workspace', slug);

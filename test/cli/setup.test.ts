@@ -8,7 +8,7 @@ import type { EventStore, NewEvent } from '../../src/eventstore/port.js';
 import { openSqliteEventStore } from '../../src/eventstore/sqlite/index.js';
 import { fingerprint } from '../../src/setup/apiKeys.js';
 import type { SetupStore } from '../../src/setup/port.js';
-import { workspaceStream } from '../../src/setup/audit.js';
+import { workspaceStream } from '../../src/events/workspace.js';
 import { SetupService } from '../../src/setup/service.js';
 import { openSqliteSetupStore } from '../../src/setup/sqlite/index.js';
 import { csrTool } from '../support/cli.js';

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatPosition } from '../../src/eventstore/position.js';
-import { filterKey } from '../../src/readstore/filterKey.js';
+import { filterKey } from '../../src/schema/filterKey.js';
 import type { FindQuery, ReadStore, RecordDocument } from '../../src/readstore/port.js';
 import { beforeTimer } from '../support/until.js';
 

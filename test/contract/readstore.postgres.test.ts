@@ -48,11 +48,11 @@ describeBackend('PostgreSQL read store', backend, (adminUrl) => {
   describe('PostgreSQL specifics', () => {
     it('a checkpoint committed by another process wakes a waiter within moments (LISTEN/NOTIFY), and its documents are then read', async () => {
       const url = await database();
-      const api = await onOwnPool(url, openPostgresReadStore);
+      // The safety-net poll a minute away, as the waiter's own timeout: only the notification of
+      // the other process's commit can wake it.
+      const api = await onOwnPool(url, ({ pool }) => openPostgresReadStore({ pool, checkpointPollMs: 60_000 }));
       const projector = await onOwnPool(url, openPostgresReadStore);
       try {
-        // Its own timeout a minute away, and the fallback poll a second: only the notification of
-        // the other process's commit can wake it this soon after that commit.
         const waiting = api.waitForCheckpoint('records', formatPosition(2n), 60_000);
         await new Promise((resolve) => setTimeout(resolve, 50));
         const written = doc('ws', 1);
@@ -77,7 +77,10 @@ describeBackend('PostgreSQL read store', backend, (adminUrl) => {
       try {
         const waiting = api.waitForCheckpoint('records', formatPosition(3n), 60_000);
         await new Promise((resolve) => setTimeout(resolve, 50));
-        const cut = await admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 'LISTEN%' AND pid <> pg_backend_pid()");
+        // Only this test's database: the server is shared with other suites and their listeners.
+        const cut = await admin.query(
+          "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN csr_checkpoints%' AND pid <> pg_backend_pid()",
+        );
         expect(cut.rowCount).toBeGreaterThanOrEqual(1);
         await projector.transaction((tx) => tx.setCheckpoint('records', formatPosition(3n)));
         expect(await beforeTimer(waiting, 5_000)).toBe(true);
@@ -159,7 +162,7 @@ describeBackend('PostgreSQL read store', backend, (adminUrl) => {
       }
     });
 
-    it('lists, filters, name matches and their totals are read from indexes that start with the workspace, in order (no Seq Scan, no Sort)', async () => {
+    it('lists, filters, name matches, updated_since and their totals are read from indexes that start with the workspace, in order (no Seq Scan, no Sort)', async () => {
       const url = await database();
       const store = await onOwnPool(url, openPostgresReadStore);
       const pool = openPool({ url, max: 1 });
@@ -178,6 +181,7 @@ describeBackend('PostgreSQL read store', backend, (adminUrl) => {
           const KEYS = '(workspace_id, object, key, created_position, id, generation)';
           const BY_CREATION = '(workspace_id, object, created_position, id)';
           const BY_NAME = '(workspace_id, object, name_key, created_position, id)';
+          const BY_UPDATED = '(workspace_id, object, updated_ms)';
           // [what, query, indexes of which one must be used, whether the index must give the order].
           // With two conditions the server may drive from the more selective one and sort its few
           // matches (fewer rows than the other's in order): an index still finds every row.
@@ -187,6 +191,8 @@ describeBackend('PostgreSQL read store', backend, (adminUrl) => {
             ['name', { name: 'client 7' }, [BY_NAME], true],
             ['two filters', { filters: [{ field: 'tier', value: 'smb' }, { field: 'tags', value: 't3' }] }, [KEYS], false],
             ['filter and name', { filters: [{ field: 'tier', value: 'smb' }], name: 'client 8' }, [KEYS, BY_NAME], false],
+            // A range gives no order: its matches (recent changes, by the parameter's purpose) are sorted.
+            ['updated since', { updatedSince: '2025-01-01T00:00:00.900Z' }, [BY_UPDATED, BY_CREATION], false],
           ];
           const indexes = new Map(
             (await client.query<{ name: string; def: string }>("SELECT indexname AS name, indexdef AS def FROM pg_indexes WHERE tablename LIKE 'csr_record%_g1'")).rows.map(

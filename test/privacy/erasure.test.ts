@@ -143,11 +143,43 @@ describe('csr privacy', () => {
     expect((await api.get(`/api/v1/surveys/${survey}`)).body.data).toMatchObject({ comment: null, score: 9 });
     expect((await api.get(`/api/v1/clients/${ownedClient}`)).body.data).toMatchObject({ ownerEmail: null, name: 'Owned Inc', industry: 'Retail' });
 
-    const history = (await api.get(`/api/v1/contacts/${contact}/history?limit=100`)).body.data as { event: string; erased?: string[]; changes: Record<string, unknown> }[];
+    type Entry = { event: string; occurredAt: string; erased?: string[]; erasedAt?: string; reason?: string | null; changes: Record<string, unknown> };
+    const history = (await api.get(`/api/v1/contacts/${contact}/history?limit=100`)).body.data as Entry[];
     expect(history).toHaveLength(51);
-    expect(history[0]!.erased).toEqual(['email', 'firstName', 'lastName', 'notes', 'phone']);
-    expect(history.at(-1)!.erased).toEqual(['email', 'firstName', 'lastName', 'notes', 'phone']);
+    const personal = ['email', 'firstName', 'lastName', 'notes', 'phone'];
+    // The erasure is an entry of its own: when, why, which fields (issue 39 item 12).
+    const erasure = history.at(-1)!;
+    expect(erasure).toMatchObject({ event: 'erased', erased: personal, reason: 'GDPR request 42', erasedAt: erasure.occurredAt });
+    expect(Object.keys(erasure.changes).sort()).toEqual(personal);
+    // The first revision shows that it set the fields whose values were erased since, and when
+    // they were: not a change from nothing to nothing.
+    expect(history[0]).toMatchObject({ event: 'created', erased: personal, erasedAt: erasure.occurredAt });
+    expect(history[0]!.changes).toEqual({
+      firstName: { erased: true },
+      lastName: { erased: true },
+      email: { erased: true },
+      phone: { erased: true },
+      role: { from: null, to: 'Buyer' },
+      notes: { erased: true },
+    });
+    expect(history[1]).toMatchObject({ event: 'updated', erased: ['notes'], erasedAt: erasure.occurredAt, changes: { notes: { erased: true } } });
+    expect(history[2]).toMatchObject({ event: 'updated', changes: { role: { from: 'Buyer', to: 'Buyer 2' } } });
+    expect(history[2]).not.toHaveProperty('erased');
+    expect(history[2]).not.toHaveProperty('erasedAt');
+    expect(JSON.stringify(history)).not.toContain('"from":null,"to":null');
     expect(JSON.stringify(history)).not.toContain(PHONE);
+    // `csr history` says the same in its text form.
+    const text = (await csr.run('history', 'contacts', contact, '--workspace', slug)).stdout.split('\n');
+    expect(text.slice(0, 7)).toEqual([
+      expect.stringMatching(/^\S+Z  created  crm  via API · crm$/),
+      `    firstName: erased ${erasure.occurredAt}`,
+      `    lastName: erased ${erasure.occurredAt}`,
+      '    role: - -> Buyer',
+      `    email: erased ${erasure.occurredAt}`,
+      `    phone: erased ${erasure.occurredAt}`,
+      `    notes: erased ${erasure.occurredAt}`,
+    ]);
+    expect(text.filter((line) => line.includes('  erased  '))).toEqual([expect.stringMatching(new RegExp(`^${erasure.occurredAt}  erased  .* reason: GDPR request 42$`))]);
 
     const exported = await csr.run('privacy', 'export', '--workspace', slug, '--contact', contact, '--json');
     expect(exported.code).toBe(0);

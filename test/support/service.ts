@@ -8,7 +8,7 @@ import { createWebhookSender } from '../../src/backends.js';
 import { startService, type RunningService } from '../../src/service.js';
 import { fingerprint, generateApiKey } from '../../src/setup/apiKeys.js';
 import type { ApiKey } from '../../src/setup/port.js';
-import { WebhookSetup } from '../../src/setup/webhooks.js';
+import { WebhookSetup } from '../../src/webhooks/admin.js';
 import { ObjectManager } from '../../src/setup/objects.js';
 import { checkResponse } from './openapi.js';
 

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { workspaceStream } from '../../src/setup/audit.js';
+import { workspaceStream } from '../../src/events/workspace.js';
 import { checkWebhook } from '../../src/webhooks/signature.js';
 import type { Answer } from '../support/receiver.js';
 import { eventually } from '../support/until.js';

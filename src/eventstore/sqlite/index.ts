@@ -21,7 +21,7 @@ import type {
   SubscribeToAllOptions,
   Subscription,
 } from '../port.js';
-import { fileSignal, type FileSignal } from '../../runtime/fileSignal.js';
+import { fileSignal, type FileSignal } from '../../sqlite/fileSignal.js';
 import { DEFAULT_RETRY_BACKOFF } from '../port.js';
 import { hashOf } from '../chain.js';
 import { formatPosition, parsePosition, type Position } from '../position.js';

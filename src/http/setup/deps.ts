@@ -4,7 +4,7 @@ import type { ObjectManager } from '../../setup/objects.js';
 import type { SetupStore } from '../../setup/port.js';
 import type { SetupService } from '../../setup/service.js';
 import type { SignedIn, SignIn } from '../../setup/signIn.js';
-import type { WebhookSetup } from '../../setup/webhooks.js';
+import type { WebhookSetup } from '../../webhooks/admin.js';
 import type { WebhookStore } from '../../webhooks/port.js';
 import type { RequestLog } from '../requestLog.js';
 

@@ -1,6 +1,6 @@
 import type { Filter, IndexDescription } from 'mongodb';
 import { ValidationFailed } from '../../core/errors.js';
-import { filterKey, filterKeys } from '../filterKey.js';
+import { filterKey, filterKeys } from '../../schema/filterKey.js';
 import type { FieldFilter, FindQuery, LinkEdge, RecordDocument, StoredRecord, Values } from '../port.js';
 
 /**

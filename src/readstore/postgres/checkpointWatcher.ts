@@ -15,7 +15,7 @@ import { CHECKPOINT_CHANNEL } from './schema.js';
  */
 
 /** Poll while listening: only a safety net. */
-const SLOW_POLL_MS = 1_000;
+export const SLOW_POLL_MS = 1_000;
 /** Poll while not listening (the connection is being made again): waiters must still progress. */
 const FALLBACK_POLL_MS = 100;
 
@@ -39,6 +39,7 @@ export class CheckpointWatcher {
   constructor(
     private readonly pool: Pool,
     private readonly read: (projection: string) => Promise<Position | null>,
+    private readonly slowPollMs = SLOW_POLL_MS,
   ) {}
 
   async wait(projection: string, position: Position, timeoutMs: number): Promise<boolean> {
@@ -132,7 +133,7 @@ export class CheckpointWatcher {
     this.poller = setTimeout(() => {
       this.poller = null;
       void this.poll();
-    }, this.listener ? SLOW_POLL_MS : FALLBACK_POLL_MS);
+    }, this.listener ? this.slowPollMs : FALLBACK_POLL_MS);
     this.poller.unref();
   }
 

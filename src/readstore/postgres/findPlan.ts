@@ -1,4 +1,4 @@
-import { filterKey } from '../filterKey.js';
+import { filterKey } from '../../schema/filterKey.js';
 import type { FindQuery } from '../port.js';
 import { epochMs, filterEntry, nameKey } from './rows.js';
 

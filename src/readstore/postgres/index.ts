@@ -28,6 +28,8 @@ export interface PostgresReadStoreOptions {
    * only the never-backwards rule applies.
    */
   fence?: (client: PoolClient) => Promise<void>;
+  /** How often waiters look at the checkpoints while notifications arrive (a safety net; ./checkpointWatcher.ts). */
+  checkpointPollMs?: number;
 }
 
 /**
@@ -109,7 +111,7 @@ export async function openPostgresReadStore(options: PostgresReadStoreOptions): 
     return found.rows[0]?.position ?? null;
   }
 
-  const watcher = new CheckpointWatcher(pool, (projection) => checkpoint(projection));
+  const watcher = new CheckpointWatcher(pool, (projection) => checkpoint(projection), options.checkpointPollMs);
   let closed = false;
 
   async function getIn(db: Pick<Pool, 'query'>, generation: string, params: unknown[]): Promise<DocumentRow | null> {
@@ -181,14 +183,16 @@ export async function openPostgresReadStore(options: PostgresReadStoreOptions): 
     };
   }
 
-  /** Never backwards, and announced to the waiting processes when the transaction commits. */
+  /** Never backwards, and announced (the position kept) to the waiting processes when the transaction commits; one statement. */
   async function setLiveCheckpoint(client: PoolClient, projection: string, position: Position): Promise<void> {
     await client.query(
-      `INSERT INTO csr_checkpoints (projection, position) VALUES ($1, $2)
-       ON CONFLICT (projection) DO UPDATE SET position = GREATEST(csr_checkpoints.position, EXCLUDED.position)`,
-      [projection, position],
+      `WITH kept AS (
+         INSERT INTO csr_checkpoints (projection, position) VALUES ($1, $2)
+         ON CONFLICT (projection) DO UPDATE SET position = GREATEST(csr_checkpoints.position, EXCLUDED.position)
+         RETURNING position)
+       SELECT pg_notify($3, json_build_array($1::text, kept.position)::text) FROM kept`,
+      [projection, position, CHECKPOINT_CHANNEL],
     );
-    await notifyCheckpoint(client, projection, position);
   }
 
   async function find(query: FindQuery): Promise<FindResult> {

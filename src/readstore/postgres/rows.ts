@@ -1,5 +1,5 @@
 import { ValidationFailed } from '../../core/errors.js';
-import { filterKey, filterKeys } from '../filterKey.js';
+import { filterKey, filterKeys } from '../../schema/filterKey.js';
 import type { RecordDocument, StoredRecord, Values } from '../port.js';
 
 /**

@@ -1,5 +1,5 @@
 import { hasReached, type Position } from '../../eventstore/position.js';
-import { fileSignal, type FileSignal } from '../../runtime/fileSignal.js';
+import { fileSignal, type FileSignal } from '../../sqlite/fileSignal.js';
 
 /**
  * While somebody waits for a checkpoint, how often another process's progress is looked for: a

@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import { filterKey, filterKeys } from '../filterKey.js';
+import { filterKey, filterKeys } from '../../schema/filterKey.js';
 import type { RecordDocument, Values } from '../port.js';
 import { collOn, epochMs, type StatementCache, type StoredRow, type Tables } from './connection.js';
 

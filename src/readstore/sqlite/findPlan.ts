@@ -1,4 +1,4 @@
-import { filterKey } from '../filterKey.js';
+import { filterKey } from '../../schema/filterKey.js';
 import type { FieldFilter } from '../port.js';
 import { BOUND_COUNT, BOUND_VALUE } from '../../sqlite/file.js';
 import { DOCUMENT_COLUMNS, epochMs, type DocumentRow, type StatementCache, type Tables } from './connection.js';

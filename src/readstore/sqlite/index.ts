@@ -1,4 +1,4 @@
-import { filterKey } from '../filterKey.js';
+import { filterKey } from '../../schema/filterKey.js';
 import type { BeginGeneration, FindQuery, FindResult, FindStoredResult, ReadStore, ReadTransaction, RunnerStatus, StoredRecord } from '../port.js';
 import { REBUILD_SUPERSEDED } from '../port.js';
 import type { Position } from '../../eventstore/position.js';

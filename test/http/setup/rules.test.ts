@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { workspaceStream } from '../../../src/setup/audit.js';
+import { workspaceStream } from '../../../src/events/workspace.js';
 import { csrTool } from '../../support/cli.js';
 import { client, startTestService, type TestService, type TestWorkspace } from '../../support/service.js';
 import { csrfOf, pageClient, signInLink } from '../../support/setupPage.js';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { workspaceStream } from '../../../src/setup/audit.js';
+import { workspaceStream } from '../../../src/events/workspace.js';
 import { RECEIVER_CA_FILE, startReceiver, type Receiver } from '../../support/receiver.js';
 import { startTestService, type TestService, type TestWorkspace } from '../../support/service.js';
 import { pageClient, signInLink } from '../../support/setupPage.js';

@@ -1,7 +1,7 @@
 import type { EventStore, Subscription } from '../eventstore/port.js';
-import { workspaceStream } from '../setup/audit.js';
-import { buildCatalogue, type Catalogue } from './catalogue.js';
-import { EMPTY_SCHEMA, evolve, SCHEMA_EVENT_TYPES, type SchemaState } from './schemaEvents.js';
+import { workspaceStream } from '../events/workspace.js';
+import { buildCatalogue, type Catalogue } from '../schema/catalogue.js';
+import { EMPTY_SCHEMA, evolve, SCHEMA_EVENT_TYPES, type SchemaState } from '../schema/schemaEvents.js';
 
 /**
  * Each process's catalogues, one per workspace, read from the log once and kept until a schema

@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { fileSignal } from '../../src/runtime/fileSignal.js';
+import { fileSignal } from '../../src/sqlite/fileSignal.js';
 import { repoRoot } from '../support/process.js';
 
 /** Messages are delivered asynchronously: a round trip on a third signal marks "everything sent before has arrived". */

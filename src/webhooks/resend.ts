@@ -1,7 +1,7 @@
 import { NotFound } from '../core/errors.js';
-import type { Delivery } from '../webhooks/port.js';
-import { notListener } from '../webhooks/listen.js';
-import { redeliverNow, type SendNowDeps } from '../webhooks/sendNow.js';
+import type { Delivery } from './port.js';
+import { notListener } from './listen.js';
+import { redeliverNow, type SendNowDeps } from './sendNow.js';
 
 /**
  * A new attempt of one delivery (issue 29): the same event id and payload, a new delivery id,

@@ -1,4 +1,4 @@
-import type { StoredValue } from './port.js';
+import type { StoredValue } from './values.js';
 
 /**
  * The one normalisation behind "exact, case-insensitive" filters, shared by every adapter and by

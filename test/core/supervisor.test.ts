@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { describe, expect, it, vi } from 'vitest';
-import { HEALTHY_RUN_MS, restartDelay, supervise, type Child } from '../../src/runtime/supervisor.js';
+import { HEALTHY_RUN_MS, restartDelay, supervise, type Child } from '../../src/core/supervisor.js';
 import { until } from '../support/until.js';
 
 class FakeChild implements Child {

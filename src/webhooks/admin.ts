@@ -3,19 +3,20 @@ import { hostname } from 'node:os';
 import * as v from 'valibot';
 import { NotFound, ValidationFailed } from '../core/errors.js';
 import type { Actor, EventStore } from '../eventstore/port.js';
-import { loadCatalogue } from '../schema/catalogues.js';
-import { appendAuditEvent, workspaceStream, type SetupEventType } from './audit.js';
-import { resendDelivery } from './webhookResend.js';
-import { recoverWebhook, type RecoverDeps, type RecoverSummary } from '../webhooks/recover.js';
-import { sendClaimed, sendNowLease, type SendNowDeps } from '../webhooks/sendNow.js';
-import { checkObjectKeys, ObjectsInput, parse, text } from './input.js';
-import type { SetupStore } from './port.js';
-import { checkWebhookUrl, resolveTarget } from '../webhooks/addressPolicy.js';
-import { checkForwardTo } from '../webhooks/loopbackSender.js';
-import { notListener } from '../webhooks/listen.js';
-import type { WebhookSender } from '../webhooks/httpsSender.js';
-import { EVENT_KINDS, WEBHOOKS_FILTER, WEBHOOKS_GROUP, type Delivery, type EventKind, type Webhook, type WebhookStore } from '../webhooks/port.js';
-import { ADMIN_SWITCH_OFF_REASON, switchedOffAt } from '../webhooks/timeline.js';
+import { loadCatalogue } from '../setup/catalogues.js';
+import { appendAuditEvent, type SetupEventType } from '../setup/audit.js';
+import { workspaceStream } from '../events/workspace.js';
+import { resendDelivery } from './resend.js';
+import { recoverWebhook, type RecoverDeps, type RecoverSummary } from './recover.js';
+import { sendClaimed, sendNowLease, type SendNowDeps } from './sendNow.js';
+import { checkObjectKeys, ObjectsInput, parse, text } from '../setup/input.js';
+import type { SetupStore } from '../setup/port.js';
+import { checkWebhookUrl, resolveTarget } from './addressPolicy.js';
+import { checkForwardTo } from './loopbackSender.js';
+import { notListener } from './listen.js';
+import type { WebhookSender } from './httpsSender.js';
+import { EVENT_KINDS, WEBHOOKS_FILTER, WEBHOOKS_GROUP, type Delivery, type EventKind, type Webhook, type WebhookStore } from './port.js';
+import { ADMIN_SWITCH_OFF_REASON, switchedOffAt } from './timeline.js';
 
 /**
  * Webhook configuration (spec 6.1, PRODUCT.md section 2): the use cases behind `csr webhooks`.
