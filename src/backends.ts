@@ -63,6 +63,18 @@ async function closeAll(stores: Stores): Promise<void> {
   await Promise.all(Object.values(stores).map((store) => store.close()));
 }
 
+/** Whether the embedded store runs (no DATABASE_URL, no EVENTSTORE_URL/MONGODB_URL): files in DATA_DIR, one machine. */
+export function isEmbedded(config: Config): boolean {
+  return productionUrls(config) === null && !config.databaseUrl;
+}
+
+/** The backend in one phrase, for the start line and messages. */
+export function backendName(config: Config): string {
+  if (config.databaseUrl) return 'PostgreSQL';
+  if (productionUrls(config)) return 'EventStoreDB + MongoDB';
+  return `embedded store in ${resolve(config.dataDir)}`;
+}
+
 /** EVENTSTORE_URL and MONGODB_URL (config.ts lets them come only together); null: the embedded store runs. */
 export function productionUrls(config: Config): { eventStore: string; mongoDb: string } | null {
   return config.eventStoreUrl && config.mongoDbUrl ? { eventStore: config.eventStoreUrl, mongoDb: config.mongoDbUrl } : null;
@@ -116,6 +128,7 @@ export function measuredEventStore(sealed: EventStore, metrics: Metrics): EventS
 }
 
 export async function openBackends(config: Config, logger?: Logger): Promise<Backends> {
+  if (config.databaseUrl) return openPostgresBackends(config, config.databaseUrl, logger);
   const urls = productionUrls(config);
   if (urls) return openProductionBackends(config, urls.eventStore, urls.mongoDb, logger);
   const files = embeddedFiles(config.dataDir);
@@ -204,6 +217,80 @@ async function openProductionBackends(config: Config, eventStoreUrl: string, mon
       await client.close();
     },
   };
+}
+
+/**
+ * PostgreSQL for everything (DATABASE_URL): one pool per process shared by every adapter, the
+ * projector lease in a table, its fencing checked in every live checkpoint write. Loaded only
+ * here, like the production clients, so that embedded starts do not pay for the driver.
+ */
+async function openPostgresBackends(config: Config, url: string, logger?: Logger): Promise<Backends> {
+  const [
+    { openPool },
+    { keepLease },
+    { openPostgresEventStore },
+    { openPostgresKeyStore },
+    { openPostgresReadStore },
+    { openPostgresSetupStore },
+    { openPostgresWebhookStore },
+    { openPostgresIdempotencyStore },
+    { openPostgresSessionStore },
+    { openPostgresRateLimitStore },
+    { mappingUnreachable },
+  ] = await Promise.all([
+    import('./postgres/pool.js'),
+    import('./postgres/lease.js'),
+    import('./eventstore/postgres/index.js'),
+    import('./privacy/postgres/index.js'),
+    import('./readstore/postgres/index.js'),
+    import('./setup/postgres/index.js'),
+    import('./webhooks/postgres/index.js'),
+    import('./idempotency/postgres/index.js'),
+    import('./setup/postgres/sessions.js'),
+    import('./ratelimit/postgres/index.js'),
+    import('./postgres/unreachable.js'),
+  ]);
+  const pool = openPool({ url, applicationName: `csr ${config.roles.join(',')}` });
+  let lease: { fence(client: import('./postgres/pool.js').PoolClient): Promise<void> } | null = null;
+  try {
+    const keys = await openPostgresKeyStore({ pool });
+    const events = await sealedEventStore(await openPostgresEventStore({ pool }), keys, config);
+    // A server restarting answers 503 (retry), not 500: every store's unreachable-server failure is Unavailable.
+    const stores: Stores = {
+      events,
+      // Only a process that asked to be the projector holds a lease; its live checkpoint writes are fenced by it.
+      readStore: mappingUnreachable(await openPostgresReadStore({ pool, fence: async (client) => lease?.fence(client) })),
+      setup: mappingUnreachable(await openPostgresSetupStore({ pool })),
+      webhooks: mappingUnreachable(await openPostgresWebhookStore({ pool })),
+      idempotency: mappingUnreachable(await openPostgresIdempotencyStore({ pool })),
+      sessions: mappingUnreachable(await openPostgresSessionStore({ pool })),
+      // In the shared database: a key's one bucket across every process and machine.
+      rateLimits: mappingUnreachable(await openPostgresRateLimitStore({ pool })),
+    };
+    return {
+      ...stores,
+      whileSoleProjector(start, stop) {
+        // Taken over within seconds (the lease's ttl) when the holder dies.
+        const keeper = keepLease(pool, {
+          name: 'projector',
+          holder: `${hostname()}:${process.pid}:${randomUUID()}`,
+          onChange: (held) => (held ? start() : stop()),
+          ...(logger ? { logger } : {}),
+        });
+        lease = keeper;
+        return { stop: () => keeper.stop() };
+      },
+      // The key store VACUUMs its table after every erasure; the WAL and backups are the operator's (docs/privacy.md).
+      scrub: () => keys.scrub(),
+      async close() {
+        await closeAll(stores);
+        await pool.end();
+      },
+    };
+  } catch (error) {
+    await pool.end().catch(() => undefined);
+    throw error;
+  }
 }
 
 /** The HTTPS sender of webhook requests, as configured (timeout, address rule, extra CAs). */

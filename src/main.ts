@@ -1,8 +1,7 @@
 import cluster from 'node:cluster';
-import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { isMainThread } from 'node:worker_threads';
-import { embeddedFiles, ensureDataDir, productionUrls } from './backends.js';
+import { backendName, embeddedFiles, ensureDataDir, isEmbedded } from './backends.js';
 import { loadConfig } from './config.js';
 import { createLogger } from './core/logger.js';
 import { startApiProcesses } from './runtime/apiProcesses.js';
@@ -24,23 +23,23 @@ async function main(): Promise<void> {
   // them once they have started, where it used to kill the process halfway through starting.
   const stopSignal = stopSignals(logger);
   // Before the announcement below writes into DATA_DIR: a DATA_DIR that cannot hold a store is said in its own line.
-  if (cluster.isPrimary && !productionUrls(config)) ensureDataDir(config.dataDir);
+  if (cluster.isPrimary && isEmbedded(config)) ensureDataDir(config.dataDir);
   // So that `csr restore` knows a server uses the embedded store (the primary speaks for its API processes).
-  const announced = cluster.isPrimary && !productionUrls(config) ? announceServer(config.dataDir) : null;
+  const announced = cluster.isPrimary && isEmbedded(config) ? announceServer(config.dataDir) : null;
   const service =
     cluster.isPrimary && config.apiProcesses > 1 && config.roles.includes('api')
       ? await startApiProcesses(config, logger, (others) => startService(others, logger))
       : await startBesideTheApi(config, logger);
   // One per server: the API processes of API_PROCESSES leave their files to their primary's.
   const checkpointer =
-    cluster.isPrimary && !productionUrls(config)
+    cluster.isPrimary && isEmbedded(config)
       ? await startWalCheckpointer(Object.values(embeddedFiles(config.dataDir)), logger).catch(async (error: unknown) => {
           await service.stop();
           throw error;
         })
       : null;
   if (cluster.isPrimary) {
-    const store = productionUrls(config) ? 'EventStoreDB + MongoDB' : `embedded store in ${resolve(config.dataDir)}`;
+    const store = backendName(config);
     const where = service.url ? `API on ${service.url}` : 'no API';
     // A primary of API_PROCESSES serves no API itself: its processes' "roles started" lines say where.
     const metricsUrl = 'metricsUrl' in service ? service.metricsUrl : null;

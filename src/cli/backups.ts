@@ -1,6 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { productionUrls } from '../backends.js';
+import { isEmbedded, productionUrls } from '../backends.js';
 import type { Config } from '../config.js';
 import { runningServers } from '../runtime/serverPids.js';
 import { backupEmbeddedStore, restoreEmbeddedStore, type BackupResult } from '../sqlite/backup.js';
@@ -11,7 +11,10 @@ import { reapplyLedger } from './privacy.js';
 /** `csr backup <file>` and `csr restore <file>`: the embedded store (production backends have their own tools). */
 
 function embeddedOnly(config: Config, what: string): void {
-  if (productionUrls(config)) {
+  if (config.databaseUrl) {
+    throw new Error(`${what} covers the embedded store only; on PostgreSQL use pg_dump and pg_restore (a consistent copy while the service runs; docs/operations.md, "Backing up PostgreSQL")`);
+  }
+  if (!isEmbedded(config) && productionUrls(config)) {
     throw new Error(`${what} covers the embedded store only; back up EventStoreDB and MongoDB with their own tools (docs/operations.md)`);
   }
 }

@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { ParseArgsConfig } from 'node:util';
 import type { Config } from '../config.js';
-import { createWebhookSender, embeddedFiles, openBackends, productionUrls, type Backends } from '../backends.js';
+import { createWebhookSender, embeddedFiles, isEmbedded, openBackends, type Backends } from '../backends.js';
 import { NotFound } from '../core/errors.js';
 import type { ReadStore } from '../readstore/port.js';
 import { pino } from 'pino';
@@ -40,7 +40,7 @@ export interface CliContext {
  * command run in the wrong folder does not quietly work on an empty store.
  */
 export async function openCliContext(config: Config, notice: (text: string) => void = () => {}): Promise<CliContext> {
-  const fresh = !productionUrls(config) && !existsSync(embeddedFiles(config.dataDir).events);
+  const fresh = isEmbedded(config) && !existsSync(embeddedFiles(config.dataDir).events);
   const backends = await openBackends(config);
   if (fresh) notice(`no store in ${resolve(config.dataDir)} yet: created a new one there (DATA_DIR chooses another)`);
   const actor = cliActor();

@@ -1,6 +1,6 @@
 import { contactsWithEmail, exportPerson, findPerson, type PeopleContext } from '../../queries/people.js';
 import { todayUtc } from '../schema/dates.js';
-import { productionUrls } from '../backends.js';
+import { isEmbedded } from '../backends.js';
 import { NotFound } from '../core/errors.js';
 import { isUuid } from '../core/ids.js';
 import { eraseContacts, type ErasureResult } from '../privacy/erase.js';
@@ -66,7 +66,7 @@ const FAN_OUT_WAIT_MS = 30_000;
  * backends, servers elsewhere (the group's checkpoint is then waited for, within FAN_OUT_WAIT_MS).
  */
 function fanOutMayRun(context: CliContext): () => boolean {
-  if (productionUrls(context.config)) return () => true;
+  if (!isEmbedded(context.config)) return () => true;
   return () => runningServers(context.config.dataDir).length > 0;
 }
 

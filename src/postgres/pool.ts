@@ -28,6 +28,10 @@ export function openPool(options: PoolOptions): Pool {
   // An idle connection the server closed emits 'error' on the pool; without a listener Node would
   // crash the process. The next query opens a new connection.
   pool.on('error', () => {});
+  // The same for a connection checked out between two queries of a transaction (the pool listens
+  // only to idle ones): the server going away then made the client emit 'error' with nobody
+  // listening, and the process crashed. Its next query fails, and that failure is handled.
+  pool.on('connect', (client) => client.on('error', () => {}));
   return pool;
 }
 

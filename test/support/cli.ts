@@ -27,6 +27,8 @@ export function csrTool(dataDir: string, extraEnv: Record<string, string> = {}):
     const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dataDir, ...extraEnv };
     delete env.EVENTSTORE_URL;
     delete env.MONGODB_URL;
+    // The test run's DATABASE_URL names the server for the PostgreSQL suites; a csr of this test gets one only when given.
+    if (extraEnv.DATABASE_URL === undefined) delete env.DATABASE_URL;
     const child = spawn(process.execPath, [join(repoRoot, 'bin', 'csr'), ...args], { cwd: repoRoot, env, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';

@@ -30,7 +30,8 @@ export interface ServerProcess {
 export async function spawnServer(env: Record<string, string>, command: string[] = [process.execPath, 'dist/src/main.js'], startMs = 20_000): Promise<ServerProcess> {
   const child = spawn(command[0]!, command.slice(1), {
     cwd: repoRoot,
-    env: { ...process.env, PORT: '0', LOG_LEVEL: 'debug', ...env },
+    // DATABASE_URL of the test run names the server for the PostgreSQL suites, not a backend for every server started here.
+    env: { ...process.env, DATABASE_URL: '', PORT: '0', LOG_LEVEL: 'debug', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stderr = '';

@@ -1,0 +1,231 @@
+import { Conflict } from '../../core/errors.js';
+import type { Pool, PoolClient } from '../../postgres/pool.js';
+import { canonicalJson, chainHashOfJson, storedMetadataJson } from '../chain.js';
+import type { AppendResult, EventMetadata, ExpectedRevision, StreamAppend } from '../port.js';
+import { asStoreError } from './errors.js';
+import { seqPosition } from './rows.js';
+
+/**
+ * Appends to the PostgreSQL log. Every append transaction first locks the one head row
+ * (`SELECT ... FOR UPDATE`) and assigns positions under that lock, so positions are handed out in
+ * commit order: a transaction that took seq n has committed (or rolled back) before the next one
+ * can read the head. A reader that sees seq n therefore sees every seq below it, and a follower
+ * that moves its cursor to the highest seq it read can never pass one that a slower transaction
+ * fills later, which a sequence (values taken at insert, committed in any order) cannot promise.
+ * The same lock gives the log-scoped hash chain its previous hash and keeps commit times in order.
+ *
+ * The lock is the price: appends commit one transaction at a time. This process queues the appends
+ * that arrive while its transaction runs and writes them in the next one together (one commit,
+ * one fsync, one round of the lock), each checked against its expected revision on its own, so one
+ * conflicting append fails alone.
+ */
+
+/** One call: its groups in order; the first must succeed for the others to be tried (appendThen). */
+interface Job {
+  groups: StreamAppend[][];
+  resolve(result: { first: AppendResult; then: PromiseSettledResult<AppendResult>[] }): void;
+  reject(error: unknown): void;
+}
+
+const MAX_JOBS_PER_COMMIT = 500;
+
+export const NOTIFY_CHANNEL = 'csr_events';
+
+export class Appender {
+  private queue: Job[] = [];
+  private running = false;
+  private readonly metadataJson = new WeakMap<EventMetadata, string>();
+
+  constructor(private readonly pool: Pool) {}
+
+  enqueue(groups: StreamAppend[][]): Promise<{ first: AppendResult; then: PromiseSettledResult<AppendResult>[] }> {
+    return new Promise((resolve, reject) => {
+      this.queue.push({ groups, resolve, reject });
+      if (!this.running) void this.run();
+    });
+  }
+
+  /** Resolves once every queued append has been written or failed. */
+  async drain(): Promise<void> {
+    while (this.running || this.queue.length > 0) await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+
+  private async run(): Promise<void> {
+    this.running = true;
+    try {
+      while (this.queue.length > 0) {
+        const jobs = this.queue.splice(0, MAX_JOBS_PER_COMMIT);
+        try {
+          const settle = await this.commit(jobs);
+          settle();
+        } catch (error) {
+          const mapped = asStoreError(error);
+          for (const job of jobs) job.reject(mapped);
+        }
+      }
+    } finally {
+      this.running = false;
+    }
+  }
+
+  /** Writes the jobs in one transaction; answers how to settle their promises once committed. */
+  private async commit(jobs: Job[]): Promise<() => void> {
+    const client = await this.pool.connect();
+    let broken: unknown;
+    try {
+      await client.query('BEGIN');
+      try {
+        const settle = await this.write(client, jobs);
+        await client.query('COMMIT');
+        return settle;
+      } catch (error) {
+        await client.query('ROLLBACK').catch((rollbackError: unknown) => (broken = rollbackError));
+        throw error;
+      }
+    } catch (error) {
+      broken ??= error;
+      throw error;
+    } finally {
+      // A connection whose transaction state is unknown is not handed to anyone else.
+      client.release(broken instanceof Error && isConnectionLevel(broken) ? broken : undefined);
+    }
+  }
+
+  private async write(client: PoolClient, jobs: Job[]): Promise<() => void> {
+    const head = (
+      await client.query<{ seq: string; hash: string; created_ms: string; now_ms: string }>(
+        "SELECT seq, hash, created_ms, (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS now_ms FROM csr_event_head WHERE one FOR UPDATE",
+      )
+    ).rows[0]!;
+    const streams = [...new Set(jobs.flatMap((job) => job.groups.flatMap((group) => group.map((append) => append.stream))))];
+    const revisions = new Map<string, number>();
+    const found = await client.query<{ stream: string; revision: number }>(
+      'SELECT stream, max(revision) AS revision FROM csr_events WHERE stream = ANY($1::text[]) GROUP BY stream',
+      [streams],
+    );
+    for (const row of found.rows) revisions.set(row.stream, row.revision);
+
+    // Commit times never go backwards along the log, even when the server's clock does.
+    const created = Math.max(Number(head.now_ms), Number(head.created_ms));
+    const rows = new Rows();
+    let seq = Number(head.seq);
+    let hash = head.hash;
+    const outcomes: Array<() => void> = [];
+    for (const job of jobs) {
+      const results: Array<PromiseSettledResult<AppendResult>> = [];
+      let firstFailed: unknown;
+      for (const [index, group] of job.groups.entries()) {
+        const changed = new Map<string, number>();
+        const mark = rows.length;
+        let result: AppendResult | undefined;
+        try {
+          for (const append of group) {
+            const current = changed.has(append.stream) ? changed.get(append.stream) : revisions.get(append.stream);
+            checkExpected(append.stream, append.expectedRevision, current);
+            let revision = current ?? -1;
+            for (const event of append.events) {
+              revision += 1;
+              seq += 1;
+              const data = canonicalJson(event.data);
+              const metadata = this.canonicalMetadata(event.metadata);
+              hash = chainHashOfJson(hash, { id: event.id, stream: append.stream, revision, type: event.type, created, data, metadata });
+              rows.push(seq, event.id, append.stream, revision, event.type, data, storedMetadataJson(metadata, hash));
+            }
+            changed.set(append.stream, revision);
+            result = { position: seqPosition(seq), nextRevision: revision };
+          }
+        } catch (error) {
+          // The group's rows go, and the chain and positions continue from before it.
+          rows.truncate(mark);
+          seq = mark === 0 ? Number(head.seq) : rows.seq[mark - 1]!;
+          hash = mark === 0 ? head.hash : rows.hash(mark - 1);
+          if (index === 0) {
+            firstFailed = error;
+            break;
+          }
+          results.push({ status: 'rejected', reason: error });
+          continue;
+        }
+        for (const [stream, revision] of changed) revisions.set(stream, revision);
+        results.push({ status: 'fulfilled', value: result! });
+      }
+      if (firstFailed !== undefined) outcomes.push(() => job.reject(firstFailed));
+      else outcomes.push(() => job.resolve({ first: (results[0] as PromiseFulfilledResult<AppendResult>).value, then: results.slice(1) }));
+    }
+    if (rows.length > 0) {
+      await client.query(
+        `WITH written AS (
+           INSERT INTO csr_events (seq, id, stream, revision, type, created_ms, data, metadata)
+           SELECT s, i, st, r, t, $6, d, m FROM unnest($1::bigint[], $2::text[], $3::text[], $4::integer[], $5::text[], $7::json[], $8::json[]) AS u(s, i, st, r, t, d, m)
+         ), moved AS (
+           UPDATE csr_event_head SET seq = $9, hash = $10, created_ms = $6 WHERE one
+         )
+         SELECT pg_notify('${NOTIFY_CHANNEL}', $9::text)`,
+        [rows.seq, rows.ids, rows.streams, rows.revisions, rows.types, created, rows.data, rows.metadata, seq, hash],
+      );
+    }
+    return () => {
+      for (const outcome of outcomes) outcome();
+    };
+  }
+
+  /** The events of one action share one metadata object: its canonical JSON is made once. */
+  private canonicalMetadata(given: EventMetadata): string {
+    let json = this.metadataJson.get(given);
+    if (json === undefined) {
+      const { hash: _ignored, ...metadata } = given as EventMetadata & { hash?: unknown };
+      json = canonicalJson(metadata);
+      this.metadataJson.set(given, json);
+    }
+    return json;
+  }
+}
+
+/** The rows of one commit, column by column (unnest takes one array per column). */
+class Rows {
+  seq: number[] = [];
+  ids: string[] = [];
+  streams: string[] = [];
+  revisions: number[] = [];
+  types: string[] = [];
+  data: string[] = [];
+  metadata: string[] = [];
+  private readonly hashes: string[] = [];
+
+  get length(): number {
+    return this.seq.length;
+  }
+
+  push(seq: number, id: string, stream: string, revision: number, type: string, data: string, metadata: string): void {
+    this.seq.push(seq);
+    this.ids.push(id);
+    this.streams.push(stream);
+    this.revisions.push(revision);
+    this.types.push(type);
+    this.data.push(data);
+    this.metadata.push(metadata);
+    this.hashes.push(metadata.slice(-66, -2));
+  }
+
+  hash(index: number): string {
+    return this.hashes[index]!;
+  }
+
+  truncate(length: number): void {
+    for (const column of [this.seq, this.ids, this.streams, this.revisions, this.types, this.data, this.metadata, this.hashes]) column.length = length;
+  }
+}
+
+function checkExpected(stream: string, expected: ExpectedRevision, actual: number | undefined): void {
+  const ok =
+    expected === 'any' ||
+    (expected === 'no_stream' && actual === undefined) ||
+    (expected === 'stream_exists' && actual !== undefined) ||
+    expected === actual;
+  if (!ok) throw new Conflict(stream, String(expected), actual === undefined ? 'no_stream' : String(actual));
+}
+
+/** Errors after which the connection itself is in doubt (it must not go back to the pool). */
+function isConnectionLevel(error: Error): boolean {
+  return !('severity' in error) || /terminat/i.test(error.message);
+}

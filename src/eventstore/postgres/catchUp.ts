@@ -1,0 +1,108 @@
+import type { Pool } from '../../postgres/pool.js';
+import type { EventFilter, RecordedEvent, Subscription } from '../port.js';
+import type { Notifier } from './notifier.js';
+import { COLUMNS, filterSql, rowEvent, type EventRow } from './rows.js';
+
+const PAGE = 500;
+/** After a failed read (the server restarting) the subscription tries again this much later. */
+const RETRY_MS = 1_000;
+
+/**
+ * A catch-up subscription: pages of the log after its cursor, then live, woken by the notifier.
+ * The cursor moves to the last seq read, which is safe because positions are assigned in commit
+ * order (appender.ts): no transaction can later fill a seq below one already visible. A failed
+ * read (a restart of the server) is tried again, from the same cursor, until it succeeds or the
+ * subscription is closed: the follower sees a pause, never a gap.
+ */
+export class CatchUpSubscription implements Subscription {
+  private cursor: string;
+  private buffer: RecordedEvent[] = [];
+  private closed = false;
+  private cancelWait: (() => void) | undefined;
+
+  constructor(
+    private readonly pool: Pool,
+    private readonly notifier: Notifier,
+    from: string,
+    private readonly filter: EventFilter | undefined,
+    private readonly onClose: (subscription: CatchUpSubscription) => void,
+  ) {
+    this.cursor = from;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    this.cancelWait?.();
+    this.onClose(this);
+  }
+
+  [Symbol.asyncIterator](): AsyncIterator<RecordedEvent> {
+    return { next: () => this.next() };
+  }
+
+  private async next(): Promise<IteratorResult<RecordedEvent>> {
+    while (!this.closed) {
+      const buffered = this.buffer.shift();
+      if (buffered) return { value: buffered, done: false };
+      const generation = this.notifier.generation;
+      let found: boolean;
+      try {
+        found = await this.readPage();
+      } catch {
+        await this.pause(sleep(RETRY_MS));
+        continue;
+      }
+      if (!found) await this.pause(this.notifier.wait(generation));
+    }
+    return { value: undefined, done: true };
+  }
+
+  private async pause(wait: { promise: Promise<void>; cancel(): void }): Promise<void> {
+    this.cancelWait = wait.cancel;
+    await wait.promise;
+    this.cancelWait = undefined;
+  }
+
+  /** Reads the next page into the buffer; false when there was nothing new. */
+  private async readPage(): Promise<boolean> {
+    const page = await readAfter(this.pool, this.cursor, this.filter, PAGE);
+    if (this.closed) return true;
+    this.buffer = page.events;
+    this.cursor = page.cursor;
+    return page.events.length > 0;
+  }
+}
+
+/**
+ * Events after seq `cursor` matching `filter`, with the cursor to continue from: the last seq read
+ * when the page is full, else the log's head as the same statement saw it (the head row and the
+ * events are written in one transaction, so one snapshot sees both or neither), which lets a
+ * filtered follower move past a stretch of events it does not want without reading it again.
+ */
+export async function readAfter(pool: Pool, cursor: string, filter: EventFilter | undefined, limit: number): Promise<{ events: RecordedEvent[]; cursor: string }> {
+  const where = filterSql(filter, 3);
+  const result = await pool.query<EventRow & { head: string }>(
+    `SELECT h.seq AS head, e.* FROM csr_event_head h LEFT JOIN LATERAL (
+       SELECT ${COLUMNS} FROM csr_events WHERE seq > $1 AND seq <= h.seq${where.sql} ORDER BY seq LIMIT $2
+     ) e ON true`,
+    [cursor, limit, ...where.values],
+  );
+  const rows = result.rows.filter((row) => row.seq !== null);
+  const head = result.rows[0]?.head ?? cursor;
+  const events = rows.map(rowEvent);
+  const next = rows.length === limit ? rows.at(-1)!.seq : BigInt(head) > BigInt(cursor) ? head : cursor;
+  return { events, cursor: next };
+}
+
+/** A wait that close() can cut short. */
+export function sleep(ms: number): { promise: Promise<void>; cancel(): void } {
+  let cancel!: () => void;
+  const promise = new Promise<void>((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    cancel = () => {
+      clearTimeout(timer);
+      resolve();
+    };
+  });
+  return { promise, cancel };
+}

@@ -1,0 +1,267 @@
+import { randomUUID } from 'node:crypto';
+import type { Pool } from '../../postgres/pool.js';
+import { retryDelayMs, type EventFilter, type PersistentEvent, type PersistentSubscription, type RecordedEvent, type RetryBackoff } from '../port.js';
+import { sleep } from './catchUp.js';
+import type { Notifier } from './notifier.js';
+import { COLUMNS, filterSql, rowEvent, seqPosition, type EventRow } from './rows.js';
+
+/**
+ * Persistent subscription groups as tables, served by any number of consumers in any number of
+ * processes (competing consumers):
+ *
+ * - `csr_groups` holds each group's cursor: the log has been looked at up to it. A consumer with
+ *   nothing to claim moves it on (feeds the group): under the group row's lock, taken with SKIP
+ *   LOCKED so that competing feeders never queue behind each other, it copies the seqs of the
+ *   matching events after the cursor into `csr_group_events`.
+ * - `csr_group_events` holds one row per event not yet done: waiting, claimed, backing off or
+ *   parked. A consumer claims the oldest due rows with FOR UPDATE SKIP LOCKED, so two consumers
+ *   never take the same row; a claim lasts CLAIM_MS and is renewed while its consumer lives, so a
+ *   consumer killed with its claims loses them after the claim timeout and another hands the
+ *   events out again (at least once). An ack deletes the row; a retry sets its due time
+ *   (retryDelayMs) and counts it; past maxRetryCount, or on nack('park'), the row is parked until
+ *   replayParked.
+ *
+ * The group's checkpoint (operators' status) is the seq before its oldest row not parked, or its
+ * cursor when there is none.
+ */
+
+const FEED_PAGE = 500;
+const CLAIM_PAGE = 100;
+const FAILED_RETRY_MS = 1_000;
+
+export interface GroupSettings {
+  filter: EventFilter | undefined;
+  maxRetryCount: number;
+  retryBackoff: RetryBackoff;
+  bufferSize: number;
+  claimMs: number;
+}
+
+export async function ensureGroup(pool: Pool, group: string): Promise<void> {
+  await pool.query('INSERT INTO csr_groups (name, cursor) SELECT $1, seq FROM csr_event_head ON CONFLICT (name) DO NOTHING', [group]);
+}
+
+export async function replayParked(pool: Pool, group: string): Promise<number> {
+  const result = await pool.query(
+    `WITH replayed AS (
+       UPDATE csr_group_events SET parked = false, reason = NULL, retry_count = 0, due_at = clock_timestamp(), claimed_by = NULL, claimed_until = NULL
+       WHERE grp = $1 AND parked RETURNING seq
+     ) SELECT count(*)::integer AS count, pg_notify('csr_events', '') FROM replayed`,
+    [group],
+  );
+  return (result.rows[0] as { count: number }).count;
+}
+
+export async function groupCheckpoint(pool: Pool, group: string): Promise<{ position: string | null } | null> {
+  const result = await pool.query<{ cursor: string; oldest: string | null }>(
+    'SELECT g.cursor, (SELECT min(seq) FROM csr_group_events e WHERE e.grp = g.name AND NOT e.parked) AS oldest FROM csr_groups g WHERE g.name = $1',
+    [group],
+  );
+  const row = result.rows[0];
+  if (!row) return null;
+  const settled = row.oldest === null ? BigInt(row.cursor) : BigInt(row.oldest) - 1n;
+  return { position: settled === 0n ? null : seqPosition(settled.toString()) };
+}
+
+export class GroupConsumer implements PersistentSubscription {
+  private readonly me = randomUUID();
+  private readonly buffer: PersistentEvent[] = [];
+  /** Claimed by this consumer and not settled yet (in the buffer or handed out), by seq. */
+  private readonly mine = new Set<string>();
+  private closed = false;
+  private healthy = true;
+  private ensured = false;
+  private cancelWait: (() => void) | undefined;
+  private readonly renewTimer: NodeJS.Timeout;
+
+  constructor(
+    private readonly pool: Pool,
+    private readonly notifier: Notifier,
+    private readonly group: string,
+    private readonly settings: GroupSettings,
+    private readonly onClose: (consumer: GroupConsumer) => void,
+  ) {
+    this.renewTimer = setInterval(() => void this.renew(), Math.max(100, Math.floor(settings.claimMs / 3)));
+    this.renewTimer.unref();
+  }
+
+  connected(): boolean {
+    return this.healthy && !this.closed;
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    clearInterval(this.renewTimer);
+    this.cancelWait?.();
+    this.onClose(this);
+    // What this consumer held goes back to the group at once, not after the claim timeout.
+    const held = [...this.mine];
+    this.mine.clear();
+    this.buffer.length = 0;
+    if (held.length > 0) {
+      await this.pool
+        .query('UPDATE csr_group_events SET claimed_by = NULL, claimed_until = NULL WHERE grp = $1 AND claimed_by = $2 AND seq = ANY($3::bigint[])', [this.group, this.me, held])
+        .then(() => this.notifier.notify())
+        .catch(() => undefined);
+    }
+  }
+
+  [Symbol.asyncIterator](): AsyncIterator<PersistentEvent> {
+    return { next: () => this.next() };
+  }
+
+  private async next(): Promise<IteratorResult<PersistentEvent>> {
+    while (!this.closed) {
+      const buffered = this.buffer.shift();
+      if (buffered) return { value: buffered, done: false };
+      const generation = this.notifier.generation;
+      let dueInMs: number | null = null;
+      try {
+        if (!this.ensured) {
+          await ensureGroup(this.pool, this.group);
+          this.ensured = true;
+        }
+        const room = this.settings.bufferSize - this.mine.size;
+        if (room > 0) {
+          if ((await this.claim(Math.min(room, CLAIM_PAGE))) > 0) continue;
+          if (await this.feed()) continue;
+          dueInMs = await this.nextDueInMs();
+        }
+        this.healthy = true;
+      } catch {
+        this.healthy = false;
+        await this.pause(sleep(FAILED_RETRY_MS));
+        continue;
+      }
+      // Woken by an append (any process), a settle here (room in the buffer), a replay, or the retry falling due.
+      await this.pause(this.notifier.wait(generation, dueInMs ?? undefined));
+    }
+    return { value: undefined, done: true };
+  }
+
+  private async pause(wait: { promise: Promise<void>; cancel(): void }): Promise<void> {
+    this.cancelWait = wait.cancel;
+    await wait.promise;
+    this.cancelWait = undefined;
+  }
+
+  /** Claims up to `limit` due rows into the buffer; answers how many. */
+  private async claim(limit: number): Promise<number> {
+    const result = await this.pool.query<EventRow & { retry_count: number }>(
+      `WITH claimed AS (
+         UPDATE csr_group_events g SET claimed_by = $2, claimed_until = clock_timestamp() + make_interval(secs => $3::double precision / 1000)
+         FROM (
+           SELECT seq FROM csr_group_events
+           WHERE grp = $1 AND NOT parked AND due_at <= clock_timestamp() AND (claimed_until IS NULL OR claimed_until < clock_timestamp())
+           ORDER BY seq LIMIT $4 FOR UPDATE SKIP LOCKED
+         ) c
+         WHERE g.grp = $1 AND g.seq = c.seq
+         RETURNING g.seq, g.retry_count
+       )
+       SELECT c.retry_count, ${COLUMNS.split(', ').map((column) => `e.${column}`).join(', ')}
+       FROM claimed c JOIN csr_events e ON e.seq = c.seq ORDER BY e.seq`,
+      [this.group, this.me, this.settings.claimMs, limit],
+    );
+    if (this.closed) return 0;
+    for (const row of result.rows) {
+      this.mine.add(row.seq);
+      this.buffer.push(this.delivery(row.seq, rowEvent(row), row.retry_count));
+    }
+    return result.rows.length;
+  }
+
+  /** Moves the group's cursor on over the log; true when it added events to hand out. */
+  private async feed(): Promise<boolean> {
+    const client = await this.pool.connect();
+    let failure: Error | undefined;
+    try {
+      await client.query('BEGIN');
+      const locked = await client.query<{ cursor: string }>('SELECT cursor FROM csr_groups WHERE name = $1 FOR UPDATE SKIP LOCKED', [this.group]);
+      const cursor = locked.rows[0]?.cursor;
+      if (cursor === undefined) {
+        // Another consumer is feeding: what it adds is claimable in a moment.
+        await client.query('COMMIT');
+        return false;
+      }
+      const where = filterSql(this.settings.filter, 3);
+      const page = await client.query<{ head: string; seq: string | null }>(
+        `SELECT h.seq AS head, e.seq FROM csr_event_head h LEFT JOIN LATERAL (
+           SELECT seq FROM csr_events WHERE seq > $1 AND seq <= h.seq${where.sql} ORDER BY seq LIMIT $2
+         ) e ON true`,
+        [cursor, FEED_PAGE, ...where.values],
+      );
+      const seqs = page.rows.flatMap((row) => (row.seq === null ? [] : [row.seq]));
+      const head = page.rows[0]?.head ?? cursor;
+      const next = seqs.length === FEED_PAGE ? seqs.at(-1)! : head;
+      if (seqs.length > 0) {
+        await client.query('INSERT INTO csr_group_events (grp, seq) SELECT $1, unnest($2::bigint[]) ON CONFLICT DO NOTHING', [this.group, seqs]);
+      }
+      if (next !== cursor) await client.query('UPDATE csr_groups SET cursor = $2 WHERE name = $1', [this.group, next]);
+      await client.query('COMMIT');
+      return seqs.length > 0;
+    } catch (error) {
+      failure = error as Error;
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw error;
+    } finally {
+      client.release(failure && !('severity' in failure) ? failure : undefined);
+    }
+  }
+
+  /** Milliseconds until the group's next retry falls due (by the server's clock); null: none waits. */
+  private async nextDueInMs(): Promise<number | null> {
+    const result = await this.pool.query<{ ms: number | null }>(
+      `SELECT (extract(epoch FROM min(due_at) - clock_timestamp()) * 1000)::double precision AS ms
+       FROM csr_group_events WHERE grp = $1 AND NOT parked AND claimed_by IS NULL`,
+      [this.group],
+    );
+    const ms = result.rows[0]?.ms;
+    return ms === null || ms === undefined ? null : Math.max(0, Math.ceil(ms));
+  }
+
+  private async renew(): Promise<void> {
+    if (this.closed || this.mine.size === 0) return;
+    await this.pool
+      .query(
+        'UPDATE csr_group_events SET claimed_until = clock_timestamp() + make_interval(secs => $3::double precision / 1000) WHERE grp = $1 AND claimed_by = $2',
+        [this.group, this.me, this.settings.claimMs],
+      )
+      .catch(() => undefined);
+  }
+
+  private delivery(seq: string, event: RecordedEvent, retryCount: number): PersistentEvent {
+    let settled = false;
+    const settle = async (sql: string, values: unknown[]) => {
+      if (settled) return;
+      settled = true;
+      this.mine.delete(seq);
+      // Settled after close (work done meanwhile) is still written; the store may be gone by then.
+      const writing = this.pool.query(sql, [this.group, seq, ...values]);
+      if (this.closed) return void (await writing.catch(() => undefined));
+      await writing;
+      // A consumer of this process waiting for room, or for this retry's due time, looks again.
+      this.notifier.notify();
+    };
+    return {
+      event,
+      retryCount,
+      ack: () => settle('DELETE FROM csr_group_events WHERE grp = $1 AND seq = $2', []),
+      nack: (action, reason) => {
+        if (action === 'park') {
+          return settle('UPDATE csr_group_events SET parked = true, reason = $3, claimed_by = NULL, claimed_until = NULL WHERE grp = $1 AND seq = $2', [reason]);
+        }
+        return settle(
+          `UPDATE csr_group_events SET
+             parked = retry_count >= $3,
+             reason = CASE WHEN retry_count >= $3 THEN $4 ELSE reason END,
+             retry_count = CASE WHEN retry_count >= $3 THEN retry_count ELSE retry_count + 1 END,
+             due_at = clock_timestamp() + make_interval(secs => $5::double precision / 1000),
+             claimed_by = NULL, claimed_until = NULL
+           WHERE grp = $1 AND seq = $2`,
+          [this.settings.maxRetryCount, reason, retryDelayMs(retryCount, this.settings.retryBackoff)],
+        );
+      },
+    };
+  }
+}

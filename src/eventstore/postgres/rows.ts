@@ -1,0 +1,69 @@
+import type { EventFilter, EventMetadata, RecordedEvent, StreamEvent } from '../port.js';
+import { parsePosition, type Position } from '../position.js';
+
+/** How the PostgreSQL event store reads rows of `csr_events` and turns them into events. */
+
+export const COLUMNS = 'seq, id, stream, revision, type, created_ms, data, metadata';
+
+/** A row as the driver gives it: bigint columns as strings, json parsed. */
+export interface EventRow {
+  seq: string;
+  id: string;
+  stream: string;
+  revision: number;
+  type: string;
+  created_ms: string;
+  data: Record<string, unknown>;
+  metadata: EventMetadata;
+}
+
+/** A seq (the driver's bigint text) as a position, without a BigInt on the way. */
+export function seqPosition(seq: string | number): Position {
+  const digits = String(seq).padStart(20, '0');
+  return `${digits}:${digits}`;
+}
+
+export function positionSeq(position: Position): string {
+  return parsePosition(position).commit.toString();
+}
+
+export function rowEvent(row: EventRow): RecordedEvent {
+  return {
+    id: row.id,
+    type: row.type,
+    stream: row.stream,
+    revision: row.revision,
+    position: seqPosition(row.seq),
+    created: new Date(Number(row.created_ms)),
+    data: row.data,
+    metadata: row.metadata,
+  };
+}
+
+export function rowStreamEvent(row: Omit<EventRow, 'metadata'>): StreamEvent {
+  return {
+    id: row.id,
+    type: row.type,
+    stream: row.stream,
+    revision: row.revision,
+    position: seqPosition(row.seq),
+    created: new Date(Number(row.created_ms)),
+    data: row.data,
+  };
+}
+
+/**
+ * The filter as SQL on `stream`: `^@` is PostgreSQL's starts-with operator (no LIKE pattern, so a
+ * prefix holding % or _ means itself). `param` is the placeholder number of the prefixes array.
+ */
+export function filterSql(filter: EventFilter | undefined, param: number): { sql: string; values: unknown[] } {
+  if (!filter) return { sql: '', values: [] };
+  return { sql: ` AND stream ^@ ANY($${param}::text[])`, values: [filter.streamPrefixes] };
+}
+
+export function validateFilter(filter: EventFilter | undefined): void {
+  if (filter === undefined) return;
+  if (!Array.isArray(filter.streamPrefixes) || !filter.streamPrefixes.every((p) => typeof p === 'string')) {
+    throw new RangeError('filter.streamPrefixes must be an array of strings');
+  }
+}

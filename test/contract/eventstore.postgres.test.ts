@@ -1,0 +1,167 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { Conflict, InsufficientStorage } from '../../src/core/errors.js';
+import type { EventStore, RecordedEvent } from '../../src/eventstore/port.js';
+import { openPostgresEventStore } from '../../src/eventstore/postgres/index.js';
+import { openPool, type Pool } from '../../src/postgres/pool.js';
+import { describeBackend } from './backends.js';
+import { eventStoreContract, newEvent, nextWithin } from './eventstore.contract.js';
+import { postgresBackend, postgresDatabases } from './postgres.js';
+
+/**
+ * The EventStore contract against a real PostgreSQL (the local server or DATABASE_URL; one line
+ * and skipped without one), plus what is particular to it: a follower never passes a position a
+ * slower transaction fills later, the stores of two processes see each other, and a full disk is
+ * InsufficientStorage.
+ */
+
+const backend = await postgresBackend();
+
+/** Each store with a pool of its own, as each process has; closing the store ends its pool. */
+function opening(url: () => Promise<string>) {
+  const pools: Pool[] = [];
+  return {
+    async open(options: { claimTimeoutMs?: number } = {}): Promise<EventStore> {
+      const pool = openPool({ url: await url(), max: 4 });
+      pools.push(pool);
+      const store = await openPostgresEventStore({ pool, ...options });
+      const close = store.close.bind(store);
+      return Object.assign(store, {
+        close: async () => {
+          await close();
+          await pool.end().catch(() => undefined); // ended already by a test that let its process 'die'
+        },
+      });
+    },
+    pool: () => pools.at(-1)!,
+  };
+}
+
+describeBackend('PostgreSQL event store', backend, (adminUrl) => {
+  const { database } = postgresDatabases(adminUrl);
+  let shared: Promise<string> | undefined;
+  const sharedUrl = () => (shared ??= database());
+  const stores = opening(sharedUrl);
+
+  eventStoreContract('postgres', () => stores.open(), { waitMs: 10_000, clockSkewMs: 5_000, rewritesUnchained: true });
+
+  describe('particular to PostgreSQL', () => {
+    const opened: EventStore[] = [];
+    const open = async (url: () => Promise<string>, options: { claimTimeoutMs?: number } = {}) => {
+      const { store } = await openWithPool(url, options);
+      return store;
+    };
+    const openWithPool = async (url: () => Promise<string>, options: { claimTimeoutMs?: number } = {}) => {
+      const opener = opening(url);
+      const store = await opener.open(options);
+      opened.push(store);
+      return { store, pool: opener.pool() };
+    };
+    afterEach(async () => {
+      for (const store of opened.splice(0)) await store.close();
+    });
+
+    it('never lets a follower pass a position that a slower transaction fills later', async () => {
+      const url = await database();
+      const slow = await open(() => Promise.resolve(url));
+      const fast = await open(() => Promise.resolve(url));
+      const reader = await open(() => Promise.resolve(url));
+      // A trigger holds the transaction of an append to a 'slow-' stream open for a moment after it
+      // wrote its row: a transaction that took its position first and commits last, as under load.
+      const admin = openPool({ url, max: 1 });
+      try {
+        await admin.query(`CREATE FUNCTION csr_test_slow() RETURNS trigger LANGUAGE plpgsql AS $$
+          BEGIN IF NEW.stream LIKE 'slow-%' THEN PERFORM pg_sleep(1.5); END IF; RETURN NEW; END $$`);
+        await admin.query('CREATE TRIGGER csr_test_slow AFTER INSERT ON csr_events FOR EACH ROW EXECUTE FUNCTION csr_test_slow()');
+      } finally {
+        await admin.end();
+      }
+      const subscription = reader.subscribeToAll({ from: 'start' });
+      const iterator = subscription[Symbol.asyncIterator]();
+
+      const order: string[] = [];
+      const slowAppend = slow.append('slow-1', [newEvent()], { expectedRevision: 'no_stream' }).then((r) => (order.push('slow'), r));
+      await new Promise((resolve) => setTimeout(resolve, 300)); // the slow transaction has begun
+      const fastAppend = fast.append('fast-1', [newEvent()], { expectedRevision: 'no_stream' }).then((r) => (order.push('fast'), r));
+
+      // Meanwhile a reader polling the log never sees the fast event without the slow one before it.
+      const seen: string[][] = [];
+      let done = false;
+      const polling = (async () => {
+        while (!done) {
+          seen.push((await reader.readAll({ from: 'start', maxCount: 10 })).map((e) => e.stream));
+          await new Promise((resolve) => setTimeout(resolve, 20));
+        }
+      })();
+      const [slowResult, fastResult] = await Promise.all([slowAppend, fastAppend]);
+      done = true;
+      await polling;
+
+      expect(order).toEqual(['slow', 'fast']);
+      expect(slowResult.position < fastResult.position).toBe(true);
+      for (const streams of seen) expect(['[]', '["slow-1"]', '["slow-1","fast-1"]']).toContain(JSON.stringify(streams));
+      expect(seen.some((streams) => streams.length === 0)).toBe(true); // the reader looked while both were in flight
+      const received: RecordedEvent[] = [await nextWithin(iterator, 10_000), await nextWithin(iterator, 10_000)];
+      expect(received.map((e) => e.stream)).toEqual(['slow-1', 'fast-1']);
+      await subscription.close();
+    });
+
+    it('wakes a live subscriber of one process on an append made by another', async () => {
+      const url = await database();
+      const server = await open(() => Promise.resolve(url));
+      const cli = await open(() => Promise.resolve(url));
+      const subscription = server.subscribeToAll({ from: 'start' });
+      const iterator = subscription[Symbol.asyncIterator]();
+      const pending = nextWithin(iterator, 10_000);
+      await new Promise((resolve) => setTimeout(resolve, 300)); // live before the append
+      const event = newEvent();
+      const started = Date.now();
+      await cli.append('record-1', [event], { expectedRevision: 'no_stream' });
+      expect((await pending).id).toBe(event.id);
+      // Woken by NOTIFY, well before the slow poll would have looked.
+      expect(Date.now() - started).toBeLessThan(1_500);
+      await subscription.close();
+    });
+
+    it('competing consumers in two processes: an event whose consumer died is handed out again after the claim timeout', async () => {
+      const url = await database();
+      const group = 'dispatch';
+      const { store: first, pool: firstPool } = await openWithPool(() => Promise.resolve(url), { claimTimeoutMs: 1_000 });
+      const second = await open(() => Promise.resolve(url), { claimTimeoutMs: 1_000 });
+      await first.ensurePersistentGroup(group);
+      const event = newEvent();
+      await first.append('record-1', [event], { expectedRevision: 'no_stream' });
+      // The first consumer takes the event and dies without a word (its claim is never released).
+      const dying = first.persistentSubscription(group, { bufferSize: 1 })[Symbol.asyncIterator]();
+      expect((await nextWithin(dying, 10_000)).event.id).toBe(event.id);
+      await firstPool.end(); // its process is gone: no ack, no release, no renewal of the claim
+      const survivor = second.persistentSubscription(group)[Symbol.asyncIterator]();
+      const again = await nextWithin(survivor, 10_000);
+      expect(again.event.id).toBe(event.id);
+      await again.ack();
+    });
+
+    it('writes a group and its claim all or none, and answers a full disk with InsufficientStorage, writing nothing', async () => {
+      const url = await database();
+      const store = await open(() => Promise.resolve(url));
+      expect(store.atomicGroups).toBe(true);
+      const admin = openPool({ url, max: 1 });
+      try {
+        await admin.query(`CREATE FUNCTION csr_test_full() RETURNS trigger LANGUAGE plpgsql AS $$
+          BEGIN IF NEW.stream LIKE 'full-%' THEN RAISE EXCEPTION 'could not extend file' USING ERRCODE = 'disk_full'; END IF; RETURN NEW; END $$`);
+        await admin.query('CREATE TRIGGER csr_test_full BEFORE INSERT ON csr_events FOR EACH ROW EXECUTE FUNCTION csr_test_full()');
+      } finally {
+        await admin.end();
+      }
+      await expect(store.append('full-1', [newEvent()], { expectedRevision: 'no_stream' })).rejects.toBeInstanceOf(InsufficientStorage);
+      await expect(
+        store.appendThen([{ stream: 'claim-1', events: [newEvent()], expectedRevision: 'no_stream' }, { stream: 'full-2', events: [newEvent()], expectedRevision: 'no_stream' }], []),
+      ).rejects.toBeInstanceOf(InsufficientStorage);
+      expect(await store.readAll({ from: 'start', maxCount: 10 })).toEqual([]);
+      expect(await store.headPosition()).toBeNull();
+      // The same write succeeds once there is room again; positions go on without a gap.
+      await store.append('ok-1', [newEvent()], { expectedRevision: 'no_stream' });
+      await expect(store.append('ok-1', [newEvent()], { expectedRevision: 'no_stream' })).rejects.toBeInstanceOf(Conflict);
+      expect((await store.readAll({ from: 'start', maxCount: 10 })).map((e) => e.position)).toEqual([(await store.headPosition())!]);
+    });
+  });
+});
