@@ -128,6 +128,8 @@ export function measuredEventStore(sealed: EventStore, metrics: Metrics): EventS
 }
 
 export async function openBackends(config: Config, logger?: Logger): Promise<Backends> {
+  // loadConfig checks it too; a Config made otherwise must not make a key per process of a shared backend.
+  assertMasterKeyGiven(config);
   if (config.databaseUrl) return openPostgresBackends(config, config.databaseUrl, logger);
   const urls = productionUrls(config);
   if (urls) return openProductionBackends(config, urls.eventStore, urls.mongoDb, logger);
@@ -164,7 +166,6 @@ export async function openBackends(config: Config, logger?: Logger): Promise<Bac
 
 /** EventStoreDB for the log, MongoDB (a replica set: projections commit in transactions) for the rest. */
 async function openProductionBackends(config: Config, eventStoreUrl: string, mongoDbUrl: string, logger?: Logger): Promise<Backends> {
-  assertMasterKeyGiven(config); // loadConfig checks it too; a Config made otherwise must not make a key per process
   // Loaded only here: their clients take a noticeable share of a second to load, which every
   // embedded start and every `csr` command would pay (docs/performance.md).
   const [

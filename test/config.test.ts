@@ -12,6 +12,7 @@ describe('loadConfig', () => {
       eventStoreUrl: null,
       databaseUrl: null,
       mongoDbUrl: null,
+      rateLimitDefault: null,
       roles: ['api', 'projector', 'dispatcher'],
       apiProcesses: 1,
       logLevel: 'info',
