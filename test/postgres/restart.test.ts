@@ -1,4 +1,5 @@
 import { execFileSync } from 'node:child_process';
+import { existsSync, readdirSync } from 'node:fs';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { describeBackend } from '../contract/backends.js';
@@ -13,13 +14,20 @@ import { createPostgresKey, masterKeyFile } from './support.js';
  * read on while the server restarts: meanwhile requests answer 503 (never 500), then everything
  * recovers by itself, and every acknowledged write is there.
  *
- * It restarts the machine's PostgreSQL server, which breaks whatever else uses it at that moment:
- * it runs only with CSR_PG_RESTART_TEST=true (.ci/run sets it: CI is alone on its machine).
+ * It restarts the machine's PostgreSQL server, which breaks whatever else uses it at that moment
+ * (other suites' connections too): it runs only with CSR_PG_RESTART_TEST=true, which .ci/run sets
+ * for this file alone, after the suite.
  */
 
 const backend = await postgresBackend();
 const enabled = process.env.CSR_PG_RESTART_TEST === 'true';
-const RESTART = (process.env.CSR_PG_RESTART_COMMAND ?? 'pg_ctlcluster --skip-systemctl-redirect 15 main restart').split(' ');
+const RESTART = (process.env.CSR_PG_RESTART_COMMAND ?? `pg_ctlcluster --skip-systemctl-redirect ${newestCluster()} main restart`).split(' ');
+
+/** The PostgreSQL release whose cluster this machine runs (Debian's layout: /etc/postgresql/<version>). */
+function newestCluster(): string {
+  const versions = existsSync('/etc/postgresql') ? readdirSync('/etc/postgresql').sort((a, b) => Number(a) - Number(b)) : [];
+  return versions.at(-1) ?? '15';
+}
 
 if (!enabled) {
   describe.skip('PostgreSQL restarted under load (skipped: it restarts the shared server; CSR_PG_RESTART_TEST=true runs it)', () => {
