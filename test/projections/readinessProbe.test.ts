@@ -47,7 +47,7 @@ describe('the readiness probe of projections', () => {
     const { events, reads } = countedLog();
     const applied = await events.append('rare-1', [newEvent()], { expectedRevision: 'no_stream' });
     for (let index = 0; index < 50; index++) await events.append(`other-${index}`, [newEvent()], { expectedRevision: 'no_stream' });
-    const readStore = { checkpoint: async () => applied.position } as unknown as ReadStore;
+    const readStore = { checkpoint: async () => applied.position, runnerStatuses: async () => [] } as unknown as ReadStore;
     const check = projectionLagCheck({ events, readStore }, [rare], 60_000);
 
     expect(await check.check()).toBeNull();
@@ -71,7 +71,7 @@ describe('the readiness probe of projections', () => {
     const applied = await events.append('rare-1', [newEvent()], { expectedRevision: 'no_stream' });
     const pending = await events.append('rare-2', [newEvent()], { expectedRevision: 'no_stream' });
     let checkpoint: Position = applied.position;
-    const readStore = { checkpoint: async () => checkpoint } as unknown as ReadStore;
+    const readStore = { checkpoint: async () => checkpoint, runnerStatuses: async () => [] } as unknown as ReadStore;
     const check = projectionLagCheck({ events, readStore }, [rare], 0);
     await new Promise((resolve) => setTimeout(resolve, 5));
     expect(await check.check()).not.toBeNull();
