@@ -1,11 +1,10 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { repoRoot } from '../support/process.js';
-import { until } from '../support/until.js';
+import { bash, shellBlocks, startedPort } from '../support/readme.js';
 
 /**
  * The README's shell blocks, run as a new user pastes them: the `server` block in one shell, then
@@ -18,25 +17,6 @@ import { until } from '../support/until.js';
  * suite's setup built dist/; rebuilding it would rewrite files under the test files running beside
  * this one, so `npm start` runs with --ignore-scripts, which skips only its prestart build).
  */
-
-interface Block {
-  mark: string;
-  code: string;
-}
-
-function shellBlocks(): Block[] {
-  const readme = readFileSync(join(repoRoot, 'README.md'), 'utf8');
-  return [...readme.matchAll(/(?:<!-- ((?:test|not tested):[^>]*) -->\n)?```sh\n([\s\S]*?)```/g)].map((match) => ({ mark: match[1] ?? '', code: match[2]! }));
-}
-
-
-function bash(script: string, env: NodeJS.ProcessEnv): ChildProcess & { output: () => string } {
-  const child = spawn('bash', ['-euo', 'pipefail', '-c', script], { cwd: repoRoot, env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  child.stdout!.on('data', (chunk) => (output += chunk));
-  child.stderr!.on('data', (chunk) => (output += chunk));
-  return Object.assign(child, { output: () => output });
-}
 
 describe('README', () => {
   const blocks = shellBlocks();
@@ -82,31 +62,3 @@ describe('README', () => {
     for (const file of ['openapi.json', 'acme.ndjson', 'ann.json', 'ledger.json', 'acme.tar']) expect(existsSync(join(repoRoot, file)), file).toBe(false);
   }, 180_000);
 });
-
-/** The port of the API, from the server's start line (`started: API on http://...`). */
-async function startedPort(server: ReturnType<typeof bash>): Promise<number> {
-  let port: number | null = null;
-  // A deadline: a busy machine may take seconds to start npm, Node and the roles.
-  await until(
-    () => {
-      if (server.exitCode !== null) throw new Error(`the server block exited: ${server.output()}`);
-      port = startLinePort(server.output());
-      return port !== null;
-    },
-    40_000,
-    'the server block\'s start line',
-  );
-  return port!;
-}
-
-function startLinePort(output: string): number | null {
-  for (const line of output.split('\n')) {
-    try {
-      const entry = JSON.parse(line) as { msg?: unknown; url?: unknown };
-      if (typeof entry.msg === 'string' && entry.msg.startsWith('started: ') && typeof entry.url === 'string') return Number(new URL(entry.url).port);
-    } catch {
-      // not a log line
-    }
-  }
-  return null;
-}
