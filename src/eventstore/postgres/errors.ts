@@ -1,22 +1,17 @@
 import { InsufficientStorage } from '../../core/errors.js';
+import { isPostgresDiskFull } from '../../postgres/errors.js';
 import { isUnreachable, unreachable } from '../../postgres/unreachable.js';
 
 /**
- * What a PostgreSQL failure means to a caller of the event store: a full disk (SQLSTATE 53100) is
- * InsufficientStorage, which the API answers with 507, as the embedded store's SQLITE_FULL; a
- * server that cannot be reached, is shutting down or restarting is Unavailable (503: retry), not
- * a fault of the request. In both cases the transaction was rolled back (or, for a connection lost
- * during COMMIT, its outcome is unknown to us, and the caller was never told it succeeded).
+ * What a PostgreSQL failure means to a caller of the event store: a full disk (src/postgres/errors.ts,
+ * the one check every PostgreSQL adapter uses) is InsufficientStorage, which the API answers with
+ * 507, as the embedded store's SQLITE_FULL; a server that cannot be reached, is shutting down or
+ * restarting is Unavailable (503: retry), not a fault of the request. In both cases the transaction
+ * was rolled back (or, for a connection lost during COMMIT, its outcome is unknown to us, and the
+ * caller was never told it succeeded).
  */
-
-export function isDiskFull(error: unknown): boolean {
-  const e = error as { code?: unknown; message?: unknown } | null;
-  if (e?.code === '53100') return true;
-  return typeof e?.message === 'string' && /could not extend file.*No space left on device/i.test(e.message);
-}
-
 export function asStoreError(error: unknown): unknown {
-  if (isDiskFull(error)) return new InsufficientStorage();
+  if (isPostgresDiskFull(error)) return new InsufficientStorage();
   if (isUnreachable(error)) return unreachable();
   return error;
 }
