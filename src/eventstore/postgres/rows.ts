@@ -28,16 +28,10 @@ export function positionSeq(position: Position): string {
 }
 
 export function rowEvent(row: EventRow): RecordedEvent {
-  return {
-    id: row.id,
-    type: row.type,
-    stream: row.stream,
-    revision: row.revision,
-    position: seqPosition(row.seq),
-    created: new Date(Number(row.created_ms)),
-    data: row.data,
-    metadata: row.metadata,
-  };
+  // The stream event with its metadata added in place: one object per event on the log's read path.
+  const event = rowStreamEvent(row) as RecordedEvent;
+  event.metadata = row.metadata;
+  return event;
 }
 
 export function rowStreamEvent(row: Omit<EventRow, 'metadata'>): StreamEvent {

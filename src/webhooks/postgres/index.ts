@@ -5,7 +5,8 @@ import { mappingPostgresErrors } from '../../postgres/errors.js';
 import { migrate } from '../../postgres/migrate.js';
 import { inTransaction, type Pool, type PoolClient } from '../../postgres/pool.js';
 import type { ClaimedDelivery, Delivery, DeliveryStats, DeliveryStatus, Redelivery, Webhook, WebhookPayload, WebhookStore } from '../port.js';
-import { toDelivery, toPayload, toWebhook, type DeliveryRow, type PayloadRow, type WebhookRow } from './rows.js';
+import { toDelivery, toWebhook, type DeliveryRow, type WebhookRow } from './rows.js';
+import { toPayload, type PayloadRow } from '../payloadRow.js';
 import { WEBHOOK_MIGRATION } from './schema.js';
 
 /**

@@ -14,7 +14,8 @@ import type {
   WebhookStore,
 } from '../port.js';
 import { applyWebhookSchema } from './schema.js';
-import { toDelivery, toPayload, toWebhook, type DeliveryRow, type PayloadRow, type WebhookRow } from './rows.js';
+import { toDelivery, toWebhook, type DeliveryRow, type WebhookRow } from './rows.js';
+import { toPayload, type PayloadRow } from '../payloadRow.js';
 import { prepare } from './statements.js';
 
 /**

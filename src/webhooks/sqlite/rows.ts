@@ -1,4 +1,4 @@
-import type { Delivery, DeliveryCause, DeliveryStatus, Webhook, WebhookPayload } from '../port.js';
+import type { Delivery, DeliveryCause, DeliveryStatus, Webhook } from '../port.js';
 
 /** The rows of `webhooks.db` as better-sqlite3 returns them, and their port values. */
 
@@ -36,15 +36,6 @@ export interface DeliveryRow {
   last_signature: string | null;
 }
 
-export interface PayloadRow {
-  id: string;
-  workspace_id: string;
-  event: string;
-  object: string | null;
-  source: string;
-  occurred_at: string;
-  data: string;
-}
 
 export function toWebhook(row: WebhookRow): Webhook {
   return {
@@ -81,17 +72,5 @@ export function toDelivery(row: DeliveryRow): Delivery {
     lastSignature: row.last_signature ?? null,
     cause: row.cause ?? null,
     originalId: row.original_id ?? null,
-  };
-}
-
-export function toPayload(row: PayloadRow): WebhookPayload {
-  return {
-    id: row.id,
-    workspaceId: row.workspace_id,
-    event: row.event,
-    object: row.object,
-    source: row.source,
-    occurredAt: row.occurred_at,
-    data: JSON.parse(row.data) as unknown,
   };
 }
