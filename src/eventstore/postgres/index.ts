@@ -3,6 +3,7 @@ import type { Pool } from '../../postgres/pool.js';
 import { hashOf } from '../chain.js';
 import { ChainCheck } from '../chainCheck.js';
 import { asGroup, DEFAULT_RETRY_BACKOFF } from '../port.js';
+import { validateAppend, validateCount } from '../callChecks.js';
 import type {
   AppendGroup,
   AppendResult,
@@ -56,18 +57,6 @@ export async function openPostgresEventStore(options: PostgresEventStoreOptions)
   return new PostgresEventStore(options.pool, options.claimTimeoutMs ?? DEFAULT_CLAIM_MS);
 }
 
-function validateCount(name: string, value: number, min: number): void {
-  if (!Number.isSafeInteger(value) || value < min) throw new RangeError(`${name} must be an integer >= ${min}, got ${value}`);
-}
-
-function validateAppend(stream: string, events: NewEvent[], expected: ExpectedRevision): void {
-  if (typeof stream !== 'string' || stream.length === 0) throw new RangeError('stream name must be a non-empty string');
-  if (events.length === 0) throw new RangeError(`append to ${stream} needs at least one event`);
-  if (typeof expected === 'number') validateCount('expected revision', expected, 0);
-  else if (expected !== 'any' && expected !== 'no_stream' && expected !== 'stream_exists') {
-    throw new RangeError(`unknown expected revision: ${String(expected)}`);
-  }
-}
 
 function validateGroupName(group: string): void {
   if (typeof group !== 'string' || group.length === 0) throw new RangeError('group name must be a non-empty string');

@@ -1,5 +1,6 @@
 import type { Worker } from 'node:worker_threads';
 import { asGroup, isClaimStream } from '../port.js';
+import { validateAppend, validateCount } from '../callChecks.js';
 import type {
   AppendGroup,
   AppendResult,
@@ -80,18 +81,6 @@ function validateFilter(filter: EventFilter | undefined): void {
   }
 }
 
-function validateCount(name: string, value: number, min: number): void {
-  if (!Number.isSafeInteger(value) || value < min) throw new RangeError(`${name} must be an integer >= ${min}, got ${value}`);
-}
-
-function validateAppend(stream: string, events: NewEvent[], expected: ExpectedRevision): void {
-  if (typeof stream !== 'string' || stream.length === 0) throw new RangeError('stream name must be a non-empty string');
-  if (events.length === 0) throw new RangeError(`append to ${stream} needs at least one event`);
-  if (typeof expected === 'number') validateCount('expected revision', expected, 0);
-  else if (expected !== 'any' && expected !== 'no_stream' && expected !== 'stream_exists') {
-    throw new RangeError(`unknown expected revision: ${String(expected)}`);
-  }
-}
 
 class SqliteEventStore implements EventStore {
   /** One writer holds the file's write lock per commit, so the chain can run along the whole log. */
