@@ -6,7 +6,8 @@ import { csrTool } from '../support/cli.js';
 import { spawnServer, type ServerProcess } from '../support/process.js';
 import { client, type ApiClient } from '../support/service.js';
 import { feedMirror, mirrorScenario, type FeedItem } from '../support/feedMirror.js';
-import { until } from '../support/until.js';
+import { RECEIVER_CA_FILE, startReceiver, type Receiver } from '../support/receiver.js';
+import { eventually, until } from '../support/until.js';
 
 /**
  * Issue 43 item 1: GET /api/v1/events, the change feed. A mirror built from the feed alone, in
@@ -15,7 +16,10 @@ import { until } from '../support/until.js';
  */
 
 const dataDir = mkdtempSync(join(tmpdir(), 'csr-feed-'));
-const csr = csrTool(dataDir);
+// A local HTTPS receiver gets the same changes by webhook.
+const ENV = { WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true', WEBHOOK_CA_FILE: RECEIVER_CA_FILE };
+const csr = csrTool(dataDir, ENV);
+let receiver: Receiver;
 let server: ServerProcess;
 let api: ApiClient;
 let slug: string;
@@ -24,13 +28,15 @@ let key: string;
 beforeAll(async () => {
   ({ slug } = await csr.json<{ slug: string }>('workspaces', 'create', 'feed'));
   ({ key } = await csr.json<{ key: string }>('keys', 'create', '--workspace', slug, '--name', 'sync'));
-  server = await spawnServer({ DATA_DIR: dataDir, API_PROCESSES: '2' });
+  receiver = await startReceiver();
+  server = await spawnServer({ DATA_DIR: dataDir, API_PROCESSES: '2', ...ENV });
   await until(() => server.started().filter((s) => s.roles.join() === 'api').length === 2, 20_000, 'two API processes');
   api = client(server.url, key);
 });
 
 afterAll(async () => {
   await server?.kill();
+  await receiver?.close();
   rmSync(dataDir, { recursive: true, force: true });
 });
 
@@ -38,6 +44,41 @@ describe('the change feed', () => {
   it('builds a mirror equal to the lists, in pages of one, while writers land', async () => {
     await mirrorScenario(api, csr, slug);
   });
+
+  it('each item is exactly the body a webhook receiver gets for that change, without sentAt', async () => {
+    const { slug: other } = await csr.json<{ slug: string }>('workspaces', 'create', 'feedhooks');
+    const { key: otherKey } = await csr.json<{ key: string }>('keys', 'create', '--workspace', other, '--name', 'sync');
+    await csr.json('webhooks', 'create', '--workspace', other, '--name', 'mirror', '--url', `${receiver.origin}/feed`);
+    const otherApi = client(server.url, otherKey);
+    const sync = feedMirror(otherApi);
+    const id = (await otherApi.post('/api/v1/contacts', { firstName: 'Hooked', email: 'hooked@example.com' })).body.ids[0];
+    const steps = [async () => undefined, () => otherApi.patch(`/api/v1/contacts/${id}`, { role: 'Buyer' }), () => otherApi.delete(`/api/v1/contacts/${id}`)];
+    // One change at a time, each compared once delivered: both render the record as it is then.
+    for (const [index, step] of steps.entries()) {
+      await step();
+      const delivered = await receiver.waitFor('/feed', (all) => all.length > index, 60_000);
+      const { sentAt, ...body } = delivered[index]!.body;
+      expect(sentAt).toEqual(expect.any(String));
+      await eventually(() => sync.pull(1000), () => sync.events.length > index, 10_000, 'the change in the feed');
+      expect(sync.events[index]).toEqual(body);
+    }
+    expect(sync.events.map((item) => item.event)).toEqual(['contacts.created', 'contacts.updated', 'contacts.deleted']);
+  }, 120_000);
+
+  it('a cursor from before a rebuild of the read model stays valid: the pages after it are the same', async () => {
+    const before = feedMirror(api);
+    await before.pull(50);
+    const cursor = before.cursor()!;
+    const rebuilt = await csr.run('projections', 'rebuild', 'records', '--json');
+    expect(rebuilt.code, rebuilt.stderr).toBe(0);
+    const answer = await api.get(`/api/v1/events?limit=1000&after=${cursor}`);
+    expect(answer.status).toBe(200);
+    const whole = feedMirror(api);
+    await whole.drain(1000);
+    expect(before.events.map((item) => item.id)).toEqual(whole.events.slice(0, 50).map((item) => item.id));
+    expect(answer.body.data.map((item: FeedItem) => item.id)).toEqual(whole.events.slice(50, 50 + answer.body.data.length).map((item) => item.id));
+    expect(answer.body.data.length).toBeGreaterThan(0);
+  }, 120_000);
 
   it('filters by object and kind, and each item is the webhook body of its change', async () => {
     const created = await api.post('/api/v1/clients', { name: 'Filtered Co' });
