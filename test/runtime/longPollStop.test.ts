@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { csrTool } from '../support/cli.js';
 import { spawnServer } from '../support/process.js';
+import { until } from '../support/until.js';
 
 /**
  * A stop answers the change feed's open long polls at once (issue 43): a `wait=30` would
@@ -13,13 +14,18 @@ import { spawnServer } from '../support/process.js';
  */
 
 describe('a stop and the change feed', () => {
-  it.each(['SIGTERM', 'SIGINT'] as const)('%s answers an open long poll at once with an empty page, and the process exits 0 within a few seconds', async (signal) => {
+  it.each([
+    ['SIGTERM', '1'],
+    ['SIGINT', '1'],
+    ['SIGTERM', '2'],
+  ] as const)('%s with API_PROCESSES=%s answers an open long poll at once with an empty page, and the server exits 0 within a few seconds', async (signal, processes) => {
     const dataDir = mkdtempSync(join(tmpdir(), 'csr-poll-stop-'));
     try {
       const csr = csrTool(dataDir);
       const { slug } = await csr.json<{ slug: string }>('workspaces', 'create', 'poll');
       const { key } = await csr.json<{ key: string }>('keys', 'create', '--workspace', slug, '--name', 'poller');
-      const server = await spawnServer({ DATA_DIR: dataDir, LOG_LEVEL: 'info' });
+      const server = await spawnServer({ DATA_DIR: dataDir, API_PROCESSES: processes });
+      await until(() => server.started().filter((s) => s.roles.join() === 'api').length === Number(processes), 20_000, 'the API processes');
       const headers = { Authorization: `Bearer ${key}` };
       const first = (await (await fetch(`${server.url}/api/v1/events?limit=1000`, { headers })).json()) as { next: string };
       const started = Date.now();
