@@ -1,11 +1,11 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { it } from 'vitest';
+import { expect, it } from 'vitest';
 import { describeBackend } from '../contract/backends.js';
 import { postgresBackend, postgresDatabases } from '../contract/postgres.js';
 import { csrTool } from '../support/cli.js';
-import { mirrorScenario } from '../support/feedMirror.js';
+import { feedMirror, mirrorScenario, type FeedItem } from '../support/feedMirror.js';
 import { spawnServer } from '../support/process.js';
 import { client } from '../support/service.js';
 import { until } from '../support/until.js';
@@ -25,7 +25,7 @@ const backend = await postgresBackend();
 describeBackend('the change feed on PostgreSQL', backend, (adminUrl) => {
   const { database } = postgresDatabases(adminUrl);
 
-  it('builds a mirror equal to the lists, in pages of one, while writers land', async () => {
+  it('builds a mirror equal to the lists, in pages of one, while writers land; a long poll answers a write', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'csr-pg-feed-'));
     const env = { DATABASE_URL: await database(), MASTER_KEY_FILE: masterKeyFile() };
     const csr = csrTool(dataDir, env);
@@ -34,7 +34,18 @@ describeBackend('the change feed on PostgreSQL', backend, (adminUrl) => {
       await until(() => server.started().filter((s) => s.roles.join() === 'api').length === 2, 30_000, 'two API processes');
       const { slug } = await csr.json<{ slug: string }>('workspaces', 'create', 'feed');
       const { key } = await csr.json<{ key: string }>('keys', 'create', '--workspace', slug, '--name', 'sync');
-      await mirrorScenario(client(server.url, key), csr, slug);
+      const api = client(server.url, key);
+      await mirrorScenario(api, csr, slug);
+      // A long poll is answered by a write here too (the PostgreSQL read store's checkpoint waits).
+      const caughtUp = feedMirror(api);
+      await caughtUp.drain(1000);
+      const waiting = api.get(`/api/v1/events?wait=20&after=${caughtUp.cursor()}`);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const started = Date.now();
+      const created = await api.post('/api/v1/contacts', { firstName: 'Polly' });
+      const answer = await waiting;
+      expect(answer.body.data.map((item: FeedItem) => item.data.id)).toEqual([created.body.ids[0]]);
+      expect(Date.now() - started).toBeLessThan(5_000);
     } finally {
       await server.kill();
       rmSync(dataDir, { recursive: true, force: true });
