@@ -41,8 +41,9 @@ export interface Backends {
   /** Sign-ins to the Setup page (links and sessions). */
   sessions: SessionStore;
   /**
-   * API keys' rate-limit buckets: on every backend a file in DATA_DIR, shared by the API
-   * processes of one machine (docs/sync-clients.md: several machines each hold their own).
+   * API keys' rate-limit buckets (docs/sync-clients.md): on the embedded store a file in DATA_DIR,
+   * shared by the API processes of the machine; on PostgreSQL and on EventStoreDB + MongoDB in the
+   * shared database, one bucket per key across every machine.
    */
   rateLimits: RateLimitStore;
   /**
@@ -93,7 +94,7 @@ export function embeddedFiles(dataDir: string): Record<'events' | 'readStore' | 
   };
 }
 
-/** The rate-limit buckets' file: in DATA_DIR whatever the backend, one per machine. */
+/** The embedded store's rate-limit buckets' file in DATA_DIR, one per machine. */
 export function rateLimitFile(dataDir: string): string {
   return join(dataDir, 'ratelimits.db');
 }
@@ -177,6 +178,7 @@ async function openProductionBackends(config: Config, eventStoreUrl: string, mon
     { openMongoIdempotencyStore },
     { openMongoSessionStore },
     { openMongoKeyStore },
+    { openMongoRateLimitStore },
   ] =
     await Promise.all([
       import('./eventstore/eventstoredb/index.js'),
@@ -187,6 +189,7 @@ async function openProductionBackends(config: Config, eventStoreUrl: string, mon
       import('./idempotency/mongodb/index.js'),
       import('./setup/mongodb/sessions.js'),
       import('./privacy/mongodb/index.js'),
+      import('./ratelimit/mongodb/index.js'),
     ]);
   const { client, db } = await mongoDatabase({ url: mongoDbUrl });
   const events = await sealedEventStore(openEventStoreDb({ connectionString: eventStoreUrl, ...(logger ? { logger } : {}) }), await openMongoKeyStore({ client }), config);
@@ -197,7 +200,8 @@ async function openProductionBackends(config: Config, eventStoreUrl: string, mon
     webhooks: await openMongoWebhookStore({ client }),
     idempotency: await openMongoIdempotencyStore({ client }),
     sessions: await openMongoSessionStore({ client }),
-    rateLimits: openSqliteRateLimitStore({ path: rateLimitFile(config.dataDir) }),
+    // In the shared database: a key's one bucket across every process and machine.
+    rateLimits: await openMongoRateLimitStore({ client }),
   };
   return {
     ...stores,

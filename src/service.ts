@@ -63,6 +63,8 @@ export async function startService(
   let app: Hono<AppEnv> | null = null;
   let observability: ApiObservability | null = null;
   let rateLimiter: RateLimiter | null = null;
+  // A stop answers open long polls first: they would otherwise hold it until the shutdown deadline.
+  const stopping = new AbortController();
 
   if (config.roles.includes('projector')) {
     let running: RunningProjection[] = [];
@@ -139,6 +141,7 @@ export async function startService(
       serveMetrics: config.metricsOnApi,
       readiness: observability.readiness,
       rateLimits: { limiter: rateLimiter, defaultLimit: config.rateLimitDefault, metrics: observability.metrics },
+      stopping: stopping.signal,
       setupPage: composeSetupPage(backends, {
         sender: pageSender,
         retryDelaysMs: config.webhookRetryDelaysMs,
@@ -161,6 +164,7 @@ export async function startService(
     app,
     backends,
     async stop() {
+      stopping.abort();
       if (server) await closeGracefully(server, SHUTDOWN_DEADLINE_MS);
       await observability?.stop();
       rateLimiter?.close();

@@ -39,7 +39,7 @@ export function eventRoutes(app: Hono<AppEnv>, deps: ApiDeps): void {
         throw new Gone('this cursor is ahead of the service\'s log (from another service, or from before a restore); start again without "after" and rebuild the copy');
       }
     }
-    const page = await readFeed(renderDeps, { workspaceId: caller.workspaceId, canAccess: caller.canAccess }, query);
+    const page = await readFeed(renderDeps, { workspaceId: caller.workspaceId, canAccess: caller.canAccess }, query, deps.stopping);
     return c.json({ data: page.data, next: encodeCursor(page.next), hasMore: page.hasMore });
   });
   const others = notAllowed('GET');

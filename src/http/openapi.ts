@@ -135,7 +135,8 @@ function errorRef(status: string) {
 }
 
 function errorResponse(status: string, description: string) {
-  const retry = status === '503' || status === '429' ? { headers: { 'Retry-After': { $ref: '#/components/headers/Retry-After' } } } : {};
+  const limits = status === '429' ? { 'RateLimit-Policy': { $ref: '#/components/headers/RateLimit-Policy' }, RateLimit: { $ref: '#/components/headers/RateLimit' } } : {};
+  const retry = status === '503' || status === '429' ? { headers: { 'Retry-After': { $ref: '#/components/headers/Retry-After' }, ...limits } } : {};
   const etag = status === '412' ? { headers: { ETag: { $ref: '#/components/headers/ETag' } } } : {};
   return { description, ...retry, ...etag, content: json(ref('Error')) };
 }
@@ -267,7 +268,11 @@ function feedPath() {
       summary: 'the change feed: record events of the objects this key may read, in log order (docs/sync-clients.md)',
       description:
         'Each item is the body a webhook receives for that change (without sentAt): created, updated (erasures too, the erased fields null) and deleted (the record as last saved); an action on many records is listed record by record. ' +
-        'Pages never skip or repeat an event, also while writes land. The cursor is a log position: it stays valid across read-model rebuilds. A cursor ahead of the log is 410: start again without "after".',
+        'Pages never skip or repeat an event, also while writes land. The cursor is a log position: it stays valid across read-model rebuilds. A cursor ahead of the log is 410: start again without "after".\n\n' +
+        'A sync loop: (1) GET /api/v1/events?limit=1000&after=<stored cursor> (no cursor yet: leave "after" out); ' +
+        '(2) apply the items in order: upsert created and updated by data.id, remove deleted; ' +
+        '(3) only then store "next" as the cursor; (4) while hasMore is true, go to 1 at once; else long-poll with wait=30 and go to 1. ' +
+        'A 410 means: drop the copy and start again without "after". Webhook deliveries share the event ids: skip an id already applied.',
       parameters: [
         parameter('after', 'the "next" of the previous page; absent: from the first event', { type: 'string' }),
         parameter('limit', 'events per page, 1 to 1000', { type: 'integer', minimum: 1, maximum: 1000, default: 100 }),

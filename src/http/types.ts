@@ -31,6 +31,8 @@ export interface ApiDeps {
   readiness?: ReadinessCheck[];
   /** API keys' rate limits (docs/sync-clients.md); absent: none. */
   rateLimits?: RateLimits;
+  /** Aborted when the process begins to stop: long polls (GET /api/v1/events?wait=) answer at once. */
+  stopping?: AbortSignal;
   /** The Setup web page at /setup (docs/setup.md); absent: not served. */
   setupPage?: SetupPageDeps;
   /**

@@ -50,19 +50,34 @@ const SCAN_BATCH = 1_000;
 const SCAN_LIMIT = 20_000;
 const RECORD_EVENTS = { streamPrefixes: [RECORD_STREAM_PREFIX] };
 
-export async function readFeed(deps: RenderDeps, reader: FeedReader, query: FeedQuery): Promise<FeedPage> {
+/**
+ * `stopping`: aborted when the process begins to stop. A long poll then answers at once with what
+ * there is (an empty page, its cursor), so that no open poll holds a stop for up to `wait`.
+ */
+export async function readFeed(deps: RenderDeps, reader: FeedReader, query: FeedQuery, stopping?: AbortSignal): Promise<FeedPage> {
   const deadline = Date.now() + query.waitMs;
   let after = query.after;
   for (;;) {
     const bound = await deps.readStore.checkpoint(RECORDS_PROJECTION);
     const page = await scan(deps, reader, query, after, bound);
     const left = deadline - Date.now();
-    if (page.data.length > 0 || page.hasMore || left <= 0) return page;
+    if (page.data.length > 0 || page.hasMore || left <= 0 || stopping?.aborted) return page;
     // Nothing of this reader's up to the bound: what was looked at is passed for good, and the
     // next look starts once the projection has moved past it.
     after = page.next;
-    await deps.readStore.waitForCheckpoint(RECORDS_PROJECTION, justAfter(bound), left);
+    await untilStopping(deps.readStore.waitForCheckpoint(RECORDS_PROJECTION, justAfter(bound), left), stopping);
   }
+}
+
+/** The wait, cut short when the process begins to stop (the wait itself runs out by its timeout). */
+function untilStopping(waiting: Promise<unknown>, stopping: AbortSignal | undefined): Promise<unknown> {
+  if (!stopping) return waiting;
+  let onAbort = () => {};
+  const aborted = new Promise<void>((resolve) => {
+    onAbort = resolve;
+    stopping.addEventListener('abort', onAbort, { once: true });
+  });
+  return Promise.race([waiting, aborted]).finally(() => stopping.removeEventListener('abort', onAbort));
 }
 
 /** A position compared greater than `position` and not greater than any later one (positions are fixed-width strings). */

@@ -48,6 +48,26 @@ describe('the OpenAPI document', () => {
     expect(document.components.securitySchemes.bearer).toEqual(expect.objectContaining({ type: 'http', scheme: 'bearer' }));
   });
 
+  it('documents the change feed with a sync loop, conditional requests (ETag, If-Match, 412, 304) and rate limits (429 and its headers)', () => {
+    const feed = document.paths['/api/v1/events'].get;
+    expect(feed.description).toMatch(/A sync loop: .*after=<stored cursor>.*apply the items in order.*only then store "next" as the cursor.*hasMore/);
+    expect(feed.parameters.map((parameter: { $ref?: string; name?: string }) => parameter.name)).toEqual(['after', 'limit', 'objects', 'types', 'wait']);
+    expect(Object.keys(feed.responses)).toEqual(expect.arrayContaining(['200', '410', '429']));
+    const one = document.paths['/api/v1/clients/{id}'];
+    expect(one.get.responses['304']).toMatchObject({ headers: { ETag: { $ref: '#/components/headers/ETag' } } });
+    expect(one.get.parameters).toContainEqual({ $ref: '#/components/parameters/If-None-Match' });
+    for (const method of ['patch', 'delete']) {
+      expect(one[method].parameters).toContainEqual({ $ref: '#/components/parameters/If-Match' });
+      expect(one[method].responses['412']).toEqual({ $ref: '#/components/responses/412' });
+    }
+    expect(document.components.responses['412'].headers).toEqual({ ETag: { $ref: '#/components/headers/ETag' } });
+    expect(document.components.responses['429'].headers).toEqual({
+      'Retry-After': { $ref: '#/components/headers/Retry-After' },
+      'RateLimit-Policy': { $ref: '#/components/headers/RateLimit-Policy' },
+      RateLimit: { $ref: '#/components/headers/RateLimit' },
+    });
+  });
+
   it('describes every object, with formats, enums, read-only and personal fields, and every parameter', () => {
     for (const key of ['clients', 'contacts', 'billing', 'opportunities', 'renewalRisks']) {
       expect(document.paths[`/api/v1/${key}`]).toHaveProperty('get');

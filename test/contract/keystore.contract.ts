@@ -31,6 +31,18 @@ export function keyStoreContract(name: string, open: () => Promise<KeyStore> | K
       expect((await other.getMany([id, randomUUID()])).size).toBe(1);
     });
 
+    it('creates of one id racing from two stores all answer the one key kept', async () => {
+      // Two events of one request, or two processes, may make a record's first key at once.
+      for (let round = 0; round < 20; round++) {
+        const id = randomUUID();
+        const offered = Array.from({ length: 6 }, () => randomBytes(60));
+        const kept = await Promise.all(offered.map((wrapped, i) => (i % 2 === 0 ? store : other).create(id, wrapped)));
+        const stored = (await store.getMany([id])).get(id);
+        expect(offered.some((wrapped) => wrapped.equals(stored!))).toBe(true);
+        for (const answer of kept) expect(answer).toEqual(stored);
+      }
+    });
+
     it('deletes keys for good and counts those that existed', async () => {
       const ids = [randomUUID(), randomUUID()];
       for (const id of ids) await store.create(id, randomBytes(60));

@@ -35,12 +35,15 @@ export async function openPostgresKeyStore(options: { pool: Pool }): Promise<Pos
   return {
     async create(id, wrapped) {
       // Theirs wins a race: the insert does nothing when a key exists, and the kept one is read back.
-      const result = await pool.query<{ wrapped: Buffer }>(
-        `WITH inserted AS (INSERT INTO csr_data_keys (id, wrapped) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING RETURNING wrapped)
-         SELECT wrapped FROM inserted UNION ALL SELECT wrapped FROM csr_data_keys WHERE id = $1 LIMIT 1`,
-        [id, wrapped],
-      );
-      return result.rows[0]!.wrapped;
+      // Read by a statement of its own: an insert that waited on a concurrent one's row reads with
+      // the snapshot it began with, where that row is not there yet (one statement found nothing).
+      for (;;) {
+        const inserted = await pool.query<{ wrapped: Buffer }>('INSERT INTO csr_data_keys (id, wrapped) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING RETURNING wrapped', [id, wrapped]);
+        if (inserted.rows[0]) return inserted.rows[0].wrapped;
+        const kept = await pool.query<{ wrapped: Buffer }>('SELECT wrapped FROM csr_data_keys WHERE id = $1', [id]);
+        // Erased in between: this key is the record's new one.
+        if (kept.rows[0]) return kept.rows[0].wrapped;
+      }
     },
     async getMany(ids) {
       const found = new Map<string, Buffer>();
@@ -64,12 +67,10 @@ export async function openPostgresKeyStore(options: { pool: Pool }): Promise<Pos
       return result.rows[0]?.value ?? null;
     },
     async setMasterCheck(sealed) {
-      const result = await pool.query<{ value: Buffer }>(
-        `WITH inserted AS (INSERT INTO csr_data_key_meta (name, value) VALUES ('master-check', $1) ON CONFLICT (name) DO NOTHING RETURNING value)
-         SELECT value FROM inserted UNION ALL SELECT value FROM csr_data_key_meta WHERE name = 'master-check' LIMIT 1`,
-        [sealed],
-      );
-      return result.rows[0]!.value;
+      // As create: two processes' first starts may race, and the winner's row is read by a statement of its own.
+      const inserted = await pool.query<{ value: Buffer }>("INSERT INTO csr_data_key_meta (name, value) VALUES ('master-check', $1) ON CONFLICT (name) DO NOTHING RETURNING value", [sealed]);
+      if (inserted.rows[0]) return inserted.rows[0].value;
+      return (await pool.query<{ value: Buffer }>("SELECT value FROM csr_data_key_meta WHERE name = 'master-check'")).rows[0]!.value;
     },
     scrub,
     async close() {},
