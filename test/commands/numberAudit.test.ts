@@ -3,16 +3,16 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { AutoNumbers, type AssignedNumber } from '../../commands/autoNumbers.js';
+import { AutoNumbers } from '../../commands/autoNumbers.js';
 import { fieldsKey, reservationStream } from '../../commands/reservations/keys.js';
 import { claimAppend, type ReservationScope } from '../../commands/reservations/store.js';
 import { blocksToJudge, numberFate, type ClaimEvent, type ReservedBlock } from '../../commands/numberAudit/judge.js';
 import { listSkippedNumbers } from '../../queries/skippedNumbers.js';
-import { appendInOrder } from '../../src/eventstore/eventstoredb/appendInOrder.js';
-import { asGroup, type AppendResult, type EventMetadata, type EventStore, type StreamAppend } from '../../src/eventstore/port.js';
+import type { EventMetadata, EventStore } from '../../src/eventstore/port.js';
 import { openSqliteEventStore } from '../../src/eventstore/sqlite/index.js';
 import { skippedNumbersStream } from '../../src/events/numbers.js';
 import { defaultObject } from '../../src/schema/catalogue.js';
+import { eventStoreDbRules, numberedRecord } from '../support/numberAudit.js';
 
 /**
  * Issue 39 item 2 on EventStoreDB: a number reserved and never used by a record (its writer died
@@ -65,29 +65,7 @@ const clients = defaultObject('clients')!;
 const numbered = { object: clients, field: 'clientNumber', prefix: 'CL-' };
 const metadata: EventMetadata = { source: 'api', actor: { type: 'system', id: 't', name: 't' }, actionId: 'a', correlationId: 'c', causationId: 'c' };
 
-/**
- * The embedded log with EventStoreDB's write rules: groups are not atomic, and appendThen is the
- * adapter's appendInOrder over single-stream appends. `crashAfter(n)`: the process dies after its
- * n-th append from now on (every later append of this handle never answers, and writes nothing).
- */
-function eventStoreDbRules(store: EventStore) {
-  let left = Infinity;
-  const append = (part: StreamAppend): Promise<AppendResult> => {
-    if (left <= 0) return new Promise(() => undefined);
-    left -= 1;
-    return store.append(part.stream, part.events, { expectedRevision: part.expectedRevision });
-  };
-  const events: EventStore = Object.assign(Object.create(store) as EventStore, {
-    atomicGroups: false,
-    append: (stream: string, written: StreamAppend['events'], options: { expectedRevision: StreamAppend['expectedRevision'] }) => append({ stream, events: written, expectedRevision: options.expectedRevision }),
-    appendThen: (first: Parameters<EventStore['appendThen']>[0], then: Parameters<EventStore['appendThen']>[1]) => appendInOrder(append, [first, ...then].map(asGroup)),
-  });
-  return { events, crashAfter: (appends: number) => (left = appends) };
-}
-
-const record = (recordId: string) => ([assigned]: AssignedNumber[]) => [
-  [assigned!.claim(recordId), { stream: `record-${recordId}`, events: [{ id: randomUUID(), type: 'RecordCreated', data: { fields: { clientNumber: assigned!.value } }, metadata }], expectedRevision: 'no_stream' as const }],
-];
+const record = (recordId: string) => numberedRecord(recordId, metadata);
 
 describe('the number audit on EventStoreDB rules', () => {
   let store: EventStore;
