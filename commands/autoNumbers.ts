@@ -6,7 +6,7 @@ import type { ObjectDef } from '../src/schema/types.js';
 import { fieldsKey, reservationStream } from './reservations/keys.js';
 import { reservationState } from './reservations/reservation.js';
 import { claimAppend, type ReservationScope } from './reservations/store.js';
-import { auditNumbers } from './numberAudit/audit.js';
+import { auditNumbers, type AuditOutcome } from './numberAudit/audit.js';
 
 /**
  * Gap-free auto numbers per workspace and object. A counter stream records every reservation;
@@ -116,14 +116,15 @@ export class AutoNumbers {
   }
 
   /**
-   * Audits the counter of this workspace and object now (unless a run is under way, which it
-   * then waits for): for `csr` and tests; the server runs it by itself as it takes numbers.
+   * Audits the counter of this workspace and object now, through every block old enough (after
+   * the run under way, if any): `csr numbers skipped` lists complete, and tests. Does nothing where
+   * numbers cannot be skipped (atomic groups). The server runs it by itself as it takes numbers.
    */
   async audit(workspaceId: string, numbered: NumberedField): Promise<void> {
+    if (!this.auditing) return;
     const stream = counterStream(workspaceId, numbered.object.key);
-    const state = this.auditState(stream);
-    if (state.running) return state.running;
-    await this.runAudit(stream, workspaceId, numbered);
+    await this.auditState(stream).running;
+    while ((await this.runAudit(stream, workspaceId, numbered)).more);
   }
 
   private auditState(stream: string): AuditState {
@@ -140,15 +141,15 @@ export class AutoNumbers {
     void this.runAudit(stream, workspaceId, numbered);
   }
 
-  private runAudit(stream: string, workspaceId: string, numbered: NumberedField): Promise<void> {
+  private runAudit(stream: string, workspaceId: string, numbered: NumberedField): Promise<AuditOutcome> {
     const state = this.auditState(stream);
     if (state.timer) clearTimeout(state.timer);
     state.timer = null;
     state.lastRun = this.now().getTime();
     const scope = { events: this.events, workspaceId, object: numbered.object.key, field: numbered.field, prefix: numbered.prefix, counter: stream, now: this.now };
-    state.running = auditNumbers(scope).then(
+    const run = auditNumbers(scope).finally(() => (state.running = null));
+    state.running = run.then(
       (outcome) => {
-        state.running = null;
         // More blocks old enough: go on shortly; a block too young: look again once it is old enough.
         const at = outcome.more ? this.now().getTime() + 1_000 : outcome.waitUntil?.getTime();
         if (at !== undefined) {
@@ -156,12 +157,9 @@ export class AutoNumbers {
           state.timer.unref();
         }
       },
-      (error: unknown) => {
-        state.running = null;
-        this.options.report?.(error);
-      },
+      (error: unknown) => this.options.report?.(error),
     );
-    return state.running;
+    return run;
   }
 
   /**
