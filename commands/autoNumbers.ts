@@ -6,6 +6,7 @@ import type { ObjectDef } from '../src/schema/types.js';
 import { fieldsKey, reservationStream } from './reservations/keys.js';
 import { reservationState } from './reservations/reservation.js';
 import { claimAppend, type ReservationScope } from './reservations/store.js';
+import { auditNumbers, type AuditOutcome } from './numberAudit/audit.js';
 
 /**
  * Gap-free auto numbers per workspace and object. A counter stream records every reservation;
@@ -31,6 +32,12 @@ import { claimAppend, type ReservationScope } from './reservations/store.js';
  * group: the claims, the reservation and the records commit together, one commit per create, and a
  * claim that conflicts writes nothing at all; its request alone fails with the Conflict and the
  * others try again at once. Elsewhere the caller writes them on its own before asking for a number.
+ *
+ * Where a reservation and the records that use it are separate appends (EventStoreDB: no atomic
+ * groups), a writer that dies between them leaves numbers no record took. There the counter is
+ * audited (numberAudit/audit.ts) when this process first takes a number of it, then at most once
+ * per AUDIT_EVERY_MS while it takes numbers, and again once a block too young to judge is old
+ * enough: each number no record took is recorded as a NumberSkipped event with its reason.
  */
 
 /** A claim stream (src/eventstore/port.ts): the embedded store keeps it beside the log. */
@@ -70,6 +77,23 @@ interface Counter {
   last: number;
 }
 
+export interface AutoNumbersOptions {
+  /** Audit counters for numbers no record took (default: where groups are not atomic, i.e. EventStoreDB). */
+  audit?: boolean;
+  now?: () => Date;
+  /** Told when an audit fails (it runs again with the next number taken). */
+  report?: (error: unknown) => void;
+}
+
+/** How often, at most, one process audits one counter while it takes numbers. */
+export const AUDIT_EVERY_MS = 30_000;
+
+interface AuditState {
+  running: Promise<void> | null;
+  lastRun: number;
+  timer: NodeJS.Timeout | null;
+}
+
 export class AutoNumbers {
   private readonly queues = new Map<string, Waiter[]>();
   /**
@@ -79,7 +103,64 @@ export class AutoNumbers {
    */
   private readonly counters = new Map<string, Counter>();
 
-  constructor(private readonly events: EventStore) {}
+  private readonly audits = new Map<string, AuditState>();
+  private readonly auditing: boolean;
+  private readonly now: () => Date;
+
+  constructor(
+    private readonly events: EventStore,
+    private readonly options: AutoNumbersOptions = {},
+  ) {
+    this.auditing = options.audit ?? !events.atomicGroups;
+    this.now = options.now ?? (() => new Date());
+  }
+
+  /**
+   * Audits the counter of this workspace and object now, through every block old enough (after
+   * the run under way, if any): `csr numbers skipped` lists complete, and tests. Does nothing where
+   * numbers cannot be skipped (atomic groups). The server runs it by itself as it takes numbers.
+   */
+  async audit(workspaceId: string, numbered: NumberedField): Promise<void> {
+    if (!this.auditing) return;
+    const stream = counterStream(workspaceId, numbered.object.key);
+    await this.auditState(stream).running;
+    while ((await this.runAudit(stream, workspaceId, numbered)).more);
+  }
+
+  private auditState(stream: string): AuditState {
+    let state = this.audits.get(stream);
+    if (!state) this.audits.set(stream, (state = { running: null, lastRun: -Infinity, timer: null }));
+    return state;
+  }
+
+  /** After a reservation: audit when this process has not lately (the first time at once). */
+  private auditSoon(stream: string, workspaceId: string, numbered: NumberedField): void {
+    if (!this.auditing) return;
+    const state = this.auditState(stream);
+    if (state.running || state.timer || this.now().getTime() - state.lastRun < AUDIT_EVERY_MS) return;
+    void this.runAudit(stream, workspaceId, numbered);
+  }
+
+  private runAudit(stream: string, workspaceId: string, numbered: NumberedField): Promise<AuditOutcome> {
+    const state = this.auditState(stream);
+    if (state.timer) clearTimeout(state.timer);
+    state.timer = null;
+    state.lastRun = this.now().getTime();
+    const scope = { events: this.events, workspaceId, object: numbered.object.key, field: numbered.field, prefix: numbered.prefix, counter: stream, now: this.now };
+    const run = auditNumbers(scope).finally(() => (state.running = null));
+    state.running = run.then(
+      (outcome) => {
+        // More blocks old enough: go on shortly; a block too young: look again once it is old enough.
+        const at = outcome.more ? this.now().getTime() + 1_000 : outcome.waitUntil?.getTime();
+        if (at !== undefined) {
+          state.timer = setTimeout(() => void this.runAudit(stream, workspaceId, numbered), Math.max(0, at - this.now().getTime()) + 100);
+          state.timer.unref();
+        }
+      },
+      (error: unknown) => this.options.report?.(error),
+    );
+    return run;
+  }
 
   /**
    * Reserves `count` consecutive numbers and appends what `use` builds from the first of them.
@@ -133,7 +214,8 @@ export class AutoNumbers {
       const metadata = batch[0]!.metadata;
       const free = await this.freeNumbers(scope, numbered, first, count, metadata);
       const built = batch.map((waiter) => waiter.use(free.assigned.splice(0, waiter.count)));
-      const data = { schemaVersion: 1, workspaceId, object: numbered.object.key, first, last: free.last };
+      // The prefix and field the values were made with: the audit makes them again.
+      const data = { schemaVersion: 1, workspaceId, object: numbered.object.key, first, last: free.last, field: numbered.field, prefix: numbered.prefix };
       const reservation: StreamAppend = {
         stream,
         events: [{ id: newId(), type: 'NumbersReserved', data, metadata }],
@@ -147,6 +229,7 @@ export class AutoNumbers {
         this.counters.set(stream, { revision: counter ? counter.revision + 1 : 0, last: free.last });
         let offset = 0;
         batch.forEach((waiter, i) => waiter.resolve(then.slice(offset, (offset += built[i]!.length))));
+        this.auditSoon(stream, workspaceId, numbered);
         return;
       } catch (error) {
         if (!(error instanceof Conflict)) throw error;

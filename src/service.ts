@@ -123,7 +123,7 @@ export async function startService(
     const commands: CommandDeps = {
       events,
       readStore: backends.readStore,
-      autoNumbers: new AutoNumbers(events),
+      autoNumbers: new AutoNumbers(events, { report: (err) => logger.warn({ err }, 'the audit of skipped auto numbers failed; it runs again as numbers are taken') }),
       listUsers: (workspaceId) => backends.setup.listUsers(workspaceId),
       waitVisible: (position: Position, object?: string) => waitVisible(backends.readStore, position, object),
       reportInternal: (err) => logger.error({ err }, 'a record of an upsert failed unexpectedly'),

@@ -7,6 +7,7 @@ import { backup, restore } from './backups.js';
 import { privacy } from './privacy.js';
 import { fields } from './fields.js';
 import { keys } from './keys.js';
+import { numbers } from './numbers.js';
 import { objects } from './objects.js';
 import { openapi } from './openapi.js';
 import { projections } from './projections.js';
@@ -28,7 +29,7 @@ import { workspaces } from './workspaces.js';
  * code 2 for wrong usage and 1 for anything else, and then stdout stays empty.
  */
 
-const RESOURCES: readonly CliResource[] = [workspaces, keys, users, webhooks, records, objects, fields, openapi, history, get, audit, projections, backup, restore, playbooks, automation, imports, setupPage, privacy];
+const RESOURCES: readonly CliResource[] = [workspaces, keys, users, webhooks, records, numbers, objects, fields, openapi, history, get, audit, projections, backup, restore, playbooks, automation, imports, setupPage, privacy];
 
 const GLOBAL_OPTIONS = {
   json: { type: 'boolean' },

@@ -210,7 +210,7 @@ describe('csr help and version (exit 0, on stdout)', () => {
 
 describe('csr usage errors (exit 2, one line on stderr saying what to do, nothing on stdout)', () => {
   /** The commands, in the order `csr --help` lists them. */
-  const COMMANDS = 'workspaces, keys, users, webhooks, records, objects, fields, openapi, history, get, audit, projections, backup, restore, playbooks, automation, import, setup, privacy';
+  const COMMANDS = 'workspaces, keys, users, webhooks, records, numbers, objects, fields, openapi, history, get, audit, projections, backup, restore, playbooks, automation, import, setup, privacy';
 
   it.each([
     ['unknown command', ['spaceships', 'launch'], `csr: unknown command "spaceships". Commands: ${COMMANDS} (see csr --help)`],

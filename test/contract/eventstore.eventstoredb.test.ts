@@ -2,6 +2,10 @@ import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openEventStoreDb } from '../../src/eventstore/eventstoredb/index.js';
 import type { EventStore, PersistentEvent, RecordedEvent } from '../../src/eventstore/port.js';
+import { AutoNumbers } from '../../commands/autoNumbers.js';
+import { listSkippedNumbers } from '../../queries/skippedNumbers.js';
+import { defaultObject } from '../../src/schema/catalogue.js';
+import { eventStoreDbRules, numberedRecord } from '../support/numberAudit.js';
 import { describeBackend, eventStoreBackend } from './backends.js';
 import { eventStoreContract, newEvent, nextWithin } from './eventstore.contract.js';
 
@@ -90,5 +94,46 @@ describeBackend('EventStoreDB', backend, (url) => {
       await catchUp.close();
       await group.close();
     }, 240_000);
+  });
+
+  // Issue 39 item 2 on a real server: test/commands/numberAudit.test.ts runs the same on the
+  // embedded log with EventStoreDB's rules.
+  describe('auto numbers on EventStoreDB', () => {
+    const opened: EventStore[] = [];
+    afterEach(async () => {
+      for (const store of opened.splice(0)) await store.close();
+    });
+    const clients = defaultObject('clients')!;
+    const numbered = { object: clients, field: 'clientNumber', prefix: 'CL-' };
+    const metadata = newEvent().metadata;
+
+    it('a writer that dies after reserving numbers leaves them unused, and the audit records each once with its reason', async () => {
+      const store = openEventStoreDb({ connectionString: url });
+      opened.push(store);
+      const workspaceId = randomUUID();
+      const dying = eventStoreDbRules(store);
+      const first = new AutoNumbers(dying.events, { audit: false });
+      await first.reserveAndAppend(workspaceId, numbered, 1, metadata, numberedRecord(randomUUID(), metadata));
+      dying.crashAfter(1);
+      for (let i = 0; i < 2; i++) void first.reserveAndAppend(workspaceId, numbered, 1, metadata, numberedRecord(randomUUID(), metadata));
+      const counter = `autonumber-${workspaceId}-clients`;
+      for (const deadline = Date.now() + WAIT_MS; (await store.readStream(counter)).length < 2; ) {
+        if (Date.now() > deadline) throw new Error('the second reservation was not written');
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      const later = () => new Date(Date.now() + 31_000);
+      const restarted = new AutoNumbers(store, { now: later });
+      expect(store.atomicGroups).toBe(false);
+      const recordId = randomUUID();
+      await restarted.reserveAndAppend(workspaceId, numbered, 1, metadata, numberedRecord(recordId, metadata));
+      expect((await store.readStream(`record-${recordId}`))[0]!.data).toEqual({ fields: { clientNumber: 'CL-00004' } });
+      await restarted.audit(workspaceId, numbered);
+      await new AutoNumbers(store, { now: later }).audit(workspaceId, numbered);
+      const skipped = await listSkippedNumbers(store, workspaceId, ['clients']);
+      expect(skipped.map(({ value, reason }) => ({ value, reason }))).toEqual([
+        { value: 'CL-00002', reason: 'unclaimed' },
+        { value: 'CL-00003', reason: 'unclaimed' },
+      ]);
+    }, 60_000);
   });
 });

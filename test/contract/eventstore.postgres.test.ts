@@ -140,7 +140,7 @@ describeBackend('PostgreSQL event store', backend, (adminUrl) => {
       await again.ack();
     });
 
-    it('writes a group and its claim all or none, and answers a full disk with InsufficientStorage, writing nothing', async () => {
+    it('writes a group and its claim all or none, a claim and its dependents too, and answers a full disk with InsufficientStorage, writing nothing', async () => {
       const url = await database();
       const store = await open(() => Promise.resolve(url));
       expect(store.atomicGroups).toBe(true);
@@ -156,6 +156,12 @@ describeBackend('PostgreSQL event store', backend, (adminUrl) => {
       await expect(
         store.appendThen([{ stream: 'claim-1', events: [newEvent()], expectedRevision: 'no_stream' }, { stream: 'full-2', events: [newEvent()], expectedRevision: 'no_stream' }], []),
       ).rejects.toBeInstanceOf(InsufficientStorage);
+      // A claim and what depends on it (an auto number's reservation and its record) share the
+      // transaction: the record not written, its number is not taken either (issue 39 item 2).
+      await expect(
+        store.appendThen({ stream: 'claim-2', events: [newEvent()], expectedRevision: 'no_stream' }, [{ stream: 'full-3', events: [newEvent()], expectedRevision: 'no_stream' }]),
+      ).rejects.toBeInstanceOf(InsufficientStorage);
+      expect(await store.readStream('claim-2')).toEqual([]);
       expect(await store.readAll({ from: 'start', maxCount: 10 })).toEqual([]);
       expect(await store.headPosition()).toBeNull();
       // The same write succeeds once there is room again; positions go on without a gap.

@@ -30,10 +30,10 @@ import type {
   ReadAllOptions,
   ReadStreamOptions,
   RecordedEvent,
-  StreamAppend,
 } from '../port.js';
 import { chainForStream, hashOf } from '../chain.js';
 import { checkChainByPages } from '../chainCheck.js';
+import { appendInOrder } from './appendInOrder.js';
 import { streamsByFirstEvent } from './streams.js';
 import { readFullPage } from './readPage.js';
 import type { Position } from '../position.js';
@@ -151,10 +151,7 @@ export function openEventStoreDb(options: EventStoreDbOptions): EventStore {
     return { position, nextRevision: Number(result.nextExpectedRevision) };
   }
 
-  /**
-   * EventStoreDB 24 has no multi-stream transaction: the claim is acknowledged before the rest is
-   * sent, and a group's appends are sent one after another, stopping at the first that fails.
-   */
+  /** EventStoreDB 24 has no multi-stream transaction: the appends go one after another (appendInOrder.ts). */
   async function appendThen(first: AppendGroup, then: AppendGroup[]): Promise<ChainResult> {
     const groups = [first, ...then].map(asGroup);
     // Checked before the claim is sent: an append refused for its shape must not leave the claim written.
@@ -162,14 +159,7 @@ export function openEventStoreDb(options: EventStoreDbOptions): EventStore {
       assertSomeEvents(part.stream, part.events);
       toExpectedRevision(part.expectedRevision); // throws RangeError for a negative revision
     }
-    const inOrder = async (group: StreamAppend[]): Promise<AppendResult> => {
-      let last!: AppendResult;
-      for (const part of group) last = await append(part.stream, part.events, { expectedRevision: part.expectedRevision });
-      return last;
-    };
-    const claimed = await inOrder(groups[0]!);
-    const written = await Promise.allSettled(groups.slice(1).map(inOrder));
-    return { first: claimed, then: written };
+    return appendInOrder((part) => append(part.stream, part.events, { expectedRevision: part.expectedRevision }), groups);
   }
 
   async function readAll(readOptions: ReadAllOptions): Promise<RecordedEvent[]> {
