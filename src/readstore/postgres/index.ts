@@ -139,6 +139,14 @@ export async function openPostgresReadStore(options: PostgresReadStoreOptions): 
         const row = await getIn(client, '$4', [workspaceId, object, id, generation]);
         return row && fromRow(row);
       },
+      async getMany(workspaceId, object, ids) {
+        if (ids.length === 0) return [];
+        const found = await client.query<DocumentRow>(
+          `SELECT ${DOCUMENT_COLUMNS} FROM csr_records r WHERE r.generation = $4 AND r.workspace_id = $1 AND r.object = $2 AND r.id = ANY ($3::text[])`,
+          [workspaceId, object, [...new Set(ids)], generation],
+        );
+        return found.rows.map(fromRow);
+      },
       async findAll(workspaceId, object, filters) {
         const plan = findPlan({ workspaceId, object, filters }, { value: generation }, DOCUMENT_COLUMNS, null);
         const found = await client.query<DocumentRow>(plan.sql, plan.params);
