@@ -4,6 +4,7 @@ import { migrate } from '../../postgres/migrate.js';
 import { inTransaction, type Pool, type PoolClient } from '../../postgres/pool.js';
 import { REBUILD_SUPERSEDED } from '../port.js';
 import type { BeginGeneration, FindQuery, FindResult, LinkEdge, ReadStore, ReadTransaction, RecordDocument, RunnerStatus } from '../port.js';
+import { Analyzer } from './analyze.js';
 import { CheckpointWatcher } from './checkpointWatcher.js';
 import { findPlan } from './findPlan.js';
 import { createPartitions, dropPartitions, fromPointer, lockPointer, partitionedGenerations, type PointerRow } from './generations.js';
@@ -112,6 +113,7 @@ export async function openPostgresReadStore(options: PostgresReadStoreOptions): 
   }
 
   const watcher = new CheckpointWatcher(pool, (projection) => checkpoint(projection), options.checkpointPollMs);
+  const analyzer = new Analyzer(pool);
   let closed = false;
 
   async function getIn(db: Pick<Pool, 'query'>, generation: string, params: unknown[]): Promise<DocumentRow | null> {
@@ -127,6 +129,7 @@ export async function openPostgresReadStore(options: PostgresReadStoreOptions): 
     const last = new Map<string, RecordDocument>();
     for (const document of documents) last.set(JSON.stringify([document.workspaceId, document.object, document.id]), document);
     const rows = [...last.values()].map(toWrittenRow);
+    analyzer.wrote(generation, rows.length);
     for (let at = 0; at < rows.length; at += WRITE_CHUNK) {
       await client.query(WRITE_DOCUMENTS, [generation, JSON.stringify(rows.slice(at, at + WRITE_CHUNK))]);
     }
@@ -270,13 +273,16 @@ export async function openPostgresReadStore(options: PostgresReadStoreOptions): 
 
     transaction<T>(fn: (tx: ReadTransaction) => Promise<T>, transactionOptions?: { generation?: number }): Promise<T> {
       if (closed) return Promise.reject(new Error('the read store is closed'));
-      return inTransaction(pool, async (client) => {
+      const committed = inTransaction(pool, async (client) => {
         const state = await lockPointer(client, 'SHARE');
         const generation = transactionOptions?.generation;
         if (generation !== undefined && state.building !== generation) throw new Error(REBUILD_SUPERSEDED);
         await client.query('SELECT pg_advisory_xact_lock($1, $2)', [WRITER_LOCK, generation ?? state.live]);
         return fn(transactionApi(client, generation ?? state.live, generation !== undefined));
       });
+      // After the commit, and not waited for: statistics for what the batch wrote, when due.
+      void committed.then(() => analyzer.settle(), () => undefined);
+      return committed;
     },
 
     async generations() {
@@ -309,6 +315,8 @@ export async function openPostgresReadStore(options: PostgresReadStoreOptions): 
     },
 
     async promoteGeneration(generation, projection, catchUp) {
+      // Read as the live generation from the next statement on: planned with statistics of what the rebuild filled.
+      await analyzer.analyze(generation);
       // The pointer is locked for the whole switch: the live projector's next batch waits for it,
       // then writes to the new live generation.
       await inTransaction(pool, async (client) => {
