@@ -140,6 +140,27 @@ describeBackend('PostgreSQL event store', backend, (adminUrl) => {
       await again.ack();
     });
 
+    it('the acks of a batch given at once are one statement (not a commit per event), and each resolves once its event is done', async () => {
+      const url = await database();
+      const group = 'batched';
+      const { store, pool } = await openWithPool(() => Promise.resolve(url));
+      await store.ensurePersistentGroup(group);
+      for (let i = 0; i < 5; i++) await store.append(`record-${i}`, [newEvent()], { expectedRevision: 'no_stream' });
+      const consumer = store.persistentSubscription(group)[Symbol.asyncIterator]();
+      const batch = [];
+      for (let i = 0; i < 5; i++) batch.push(await nextWithin(consumer, 10_000));
+      const statements: string[] = [];
+      const query = pool.query.bind(pool) as (...args: unknown[]) => unknown;
+      (pool as { query: unknown }).query = (...args: unknown[]) => {
+        if (typeof args[0] === 'string') statements.push(args[0]);
+        return query(...args);
+      };
+      await Promise.all(batch.map((item) => item.ack()));
+      expect(statements.filter((sql) => sql.startsWith('DELETE FROM csr_group_events'))).toHaveLength(1);
+      expect((await pool.query('SELECT count(*)::int AS left FROM csr_group_events WHERE grp = $1', [group])).rows).toEqual([{ left: 0 }]);
+      expect(await store.groupCheckpoint(group)).toEqual({ position: batch.at(-1)!.event.position });
+    });
+
     it('writes a group and its claim all or none, and answers a full disk with InsufficientStorage, writing nothing', async () => {
       const url = await database();
       const store = await open(() => Promise.resolve(url));
