@@ -69,6 +69,34 @@ describeBackend('PostgreSQL read store', backend, (adminUrl) => {
       }
     });
 
+    it('once a checkpoint has been read while listening, later waits for it are answered by the notifications alone (no query per write)', async () => {
+      const url = await database();
+      const pool = openPool({ url, max: 4 });
+      const api = await openPostgresReadStore({ pool });
+      const projector = await onOwnPool(url, openPostgresReadStore);
+      try {
+        await projector.transaction((tx) => tx.setCheckpoint('records', formatPosition(1n)));
+        expect(await api.waitForCheckpoint('records', formatPosition(1n), 5_000)).toBe(true);
+        const reads: string[] = [];
+        const query = pool.query.bind(pool) as (...args: unknown[]) => unknown;
+        (pool as { query: unknown }).query = (...args: unknown[]) => {
+          if (typeof args[0] === 'string' && args[0].includes('FROM csr_checkpoints')) reads.push(args[0]);
+          return query(...args);
+        };
+        for (let n = 2n; n <= 4n; n++) {
+          const waiting = api.waitForCheckpoint('records', formatPosition(n), 5_000);
+          await projector.transaction((tx) => tx.setCheckpoint('records', formatPosition(n)));
+          expect(await beforeTimer(waiting, 900)).toBe(true);
+        }
+        expect(await api.waitForCheckpoint('records', formatPosition(3n), 0)).toBe(true);
+        expect(reads).toEqual([]);
+      } finally {
+        await api.close();
+        await projector.close();
+        await pool.end();
+      }
+    });
+
     it('a waiter whose listening connection is cut (a server restart, a proxy) is still woken by the commit', async () => {
       const url = await database();
       const api = await onOwnPool(url, openPostgresReadStore);
