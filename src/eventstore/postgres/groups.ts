@@ -3,7 +3,7 @@ import type { Pool } from '../../postgres/pool.js';
 import { retryDelayMs, type EventFilter, type PersistentEvent, type PersistentSubscription, type RecordedEvent, type RetryBackoff } from '../port.js';
 import { sleep } from './catchUp.js';
 import type { Notifier } from './notifier.js';
-import { COLUMNS, filterSql, rowEvent, seqPosition, type EventRow } from './rows.js';
+import { COLUMNS, filterSql, HEAD, rowEvent, seqPosition, type EventRow } from './rows.js';
 
 /**
  * Persistent subscription groups as tables, served by any number of consumers in any number of
@@ -188,7 +188,7 @@ export class GroupConsumer implements PersistentSubscription {
       }
       const where = filterSql(this.settings.filter, 3);
       const page = await client.query<{ head: string; seq: string | null }>(
-        `SELECT h.seq AS head, e.seq FROM csr_event_head h LEFT JOIN LATERAL (
+        `SELECT h.seq AS head, e.seq FROM ${HEAD} h LEFT JOIN LATERAL (
            SELECT seq FROM csr_events WHERE seq > $1 AND seq <= h.seq${where.sql} ORDER BY seq LIMIT $2
          ) e ON true`,
         [cursor, FEED_PAGE, ...where.values],
