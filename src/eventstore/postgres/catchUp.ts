@@ -1,4 +1,4 @@
-import type { Pool } from '../../postgres/pool.js';
+import { preparedQuery, type Pool } from '../../postgres/pool.js';
 import type { EventFilter, RecordedEvent, Subscription } from '../port.js';
 import type { Notifier } from './notifier.js';
 import { COLUMNS, filterSql, HEAD, rowEvent, type EventRow } from './rows.js';
@@ -81,7 +81,7 @@ export class CatchUpSubscription implements Subscription {
  */
 export async function readAfter(pool: Pool, cursor: string, filter: EventFilter | undefined, limit: number): Promise<{ events: RecordedEvent[]; cursor: string }> {
   const statement = readAfterStatement(cursor, filter, limit);
-  const result = await pool.query<EventRow & { head: string }>(statement.sql, statement.values);
+  const result = await preparedQuery<EventRow & { head: string }>(pool, statement.sql, statement.values);
   const rows = result.rows.filter((row) => row.seq !== null);
   const head = result.rows[0]?.head ?? cursor;
   const events = rows.map(rowEvent);

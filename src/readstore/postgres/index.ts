@@ -1,7 +1,7 @@
 import type { Position } from '../../eventstore/position.js';
 import { mappingPostgresErrors } from '../../postgres/errors.js';
 import { migrate } from '../../postgres/migrate.js';
-import { inTransaction, type Pool, type PoolClient } from '../../postgres/pool.js';
+import { inTransaction, preparedQuery, type Pool, type PoolClient } from '../../postgres/pool.js';
 import { REBUILD_SUPERSEDED } from '../port.js';
 import type { BeginGeneration, FindQuery, FindResult, LinkEdge, ReadStore, ReadTransaction, RecordDocument, RunnerStatus } from '../port.js';
 import { Analyzer } from './analyze.js';
@@ -117,10 +117,8 @@ export async function openPostgresReadStore(options: PostgresReadStoreOptions): 
   let closed = false;
 
   async function getIn(db: Pick<Pool, 'query'>, generation: string, params: unknown[]): Promise<DocumentRow | null> {
-    const found = await db.query<DocumentRow>(
-      `SELECT ${DOCUMENT_COLUMNS} FROM csr_records r WHERE r.generation = ${generation} AND r.workspace_id = $1 AND r.object = $2 AND r.id = $3`,
-      params,
-    );
+    const sql = `SELECT ${DOCUMENT_COLUMNS} FROM csr_records r WHERE r.generation = ${generation} AND r.workspace_id = $1 AND r.object = $2 AND r.id = $3`;
+    const found = db === pool ? await preparedQuery<DocumentRow>(pool, sql, params) : await db.query<DocumentRow>(sql, params);
     return found.rows[0] ?? null;
   }
 
@@ -208,7 +206,7 @@ export async function openPostgresReadStore(options: PostgresReadStoreOptions): 
 
   async function find(query: FindQuery): Promise<FindResult> {
     const plan = findPlan(query, { sql: LIVE }, DOCUMENT_COLUMNS, query);
-    const { rows, total } = pageOf((await pool.query<PageRow>(plan.sql, plan.params)).rows);
+    const { rows, total } = pageOf((await preparedQuery<PageRow>(pool, plan.sql, plan.params)).rows);
     return { documents: rows.map(fromRow), total };
   }
 
@@ -226,7 +224,7 @@ export async function openPostgresReadStore(options: PostgresReadStoreOptions): 
         return { records: documents.map((document) => ({ id: document.id, rendered: document.rendered ?? null, document: () => document })), total };
       }
       const plan = findPlan(query, { sql: LIVE }, (bind) => storedColumns(bind(shape)), query);
-      const { rows, total } = pageOf((await pool.query<PageRow>(plan.sql, plan.params)).rows);
+      const { rows, total } = pageOf((await preparedQuery<PageRow>(pool, plan.sql, plan.params)).rows);
       return { records: rows.map(toStoredRecord), total };
     },
 
