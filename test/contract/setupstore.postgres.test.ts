@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { ValidationFailed } from '../../src/core/errors.js';
 import { NUL_TEXT_MESSAGE } from '../../src/postgres/errors.js';
 import { openPostgresSetupStore } from '../../src/setup/postgres/index.js';
+import { KEY_TRUST_MS } from '../../src/setup/postgres/keyCache.js';
 import { describeBackend } from './backends.js';
 import { postgresBackend, postgresDatabases } from './postgres.js';
 import { onOwnPool } from './postgresStores.js';
@@ -55,6 +56,10 @@ describeBackend('PostgreSQL setup store', backend, (adminUrl) => {
         await eventually(async () => api.keyByFingerprintNow(key.fingerprint), (found) => found === undefined, 1_000, 'the revoked key forgotten');
         expect((await api.keyByFingerprint(key.fingerprint))?.revokedAt).toBe('2026-01-01T00:00:00.000Z');
         expect(api.keyByFingerprintNow(key.fingerprint)?.revokedAt).toBe('2026-01-01T00:00:00.000Z');
+        // Trusted for KEY_TRUST_MS at most (behind a proxy that never delivers the announcement).
+        await new Promise((resolve) => setTimeout(resolve, KEY_TRUST_MS));
+        expect(api.keyByFingerprintNow(key.fingerprint)).toBeUndefined();
+        await api.keyByFingerprint(key.fingerprint);
         // Changed through the store itself: forgotten at once.
         await api.renameKey(key.id, 'renamed');
         expect(api.keyByFingerprintNow(key.fingerprint)).toBeUndefined();

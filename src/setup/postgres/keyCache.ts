@@ -6,6 +6,12 @@ export const KEYS_CHANNEL = 'csr_api_keys';
 
 /** At most this many keys are remembered; more distinct keys in use just mean more lookups. */
 const KEY_CACHE_SIZE = 1_000;
+/**
+ * How long a remembered key is trusted at most. Behind a transaction-pooling proxy LISTEN succeeds
+ * but nothing is ever delivered; this bounds how long another process's revocation can go unseen
+ * there. With the server reached directly the announcement comes first.
+ */
+export const KEY_TRUST_MS = 500;
 
 /**
  * Keys by fingerprint, trusted only while this process listens for key changes: a lookup per
@@ -15,10 +21,11 @@ const KEY_CACHE_SIZE = 1_000;
  * process takes effect as soon as its commit is delivered (as the SQLite store's cache rechecks
  * the file within 2 ms). Nothing is trusted without a listener: from the start until LISTEN is in
  * place, and from the moment the listening connection fails until it listens again, every lookup
- * asks the server. A key read while a change was announced is not remembered.
+ * asks the server. A key read while a change was announced is not remembered, and none is trusted
+ * for longer than KEY_TRUST_MS.
  */
 export class KeyCache {
-  private readonly keys = new Map<string, ApiKey>();
+  private readonly keys = new Map<string, { key: ApiKey; until: number }>();
   private listener: PoolClient | null = null;
   private connecting: Promise<void> | null = null;
   /** Bumped by every change seen (and by losing the listener): a lookup that spans one is not remembered. */
@@ -33,17 +40,20 @@ export class KeyCache {
       this.listen();
       return undefined;
     }
-    return this.keys.get(fingerprint);
+    const known = this.keys.get(fingerprint);
+    if (known === undefined || performance.now() >= known.until) return undefined;
+    return known.key;
   }
 
   /** A lookup of the server, remembered when nothing changed meanwhile and this process listened throughout. */
   async lookUp(fingerprint: string, read: () => Promise<ApiKey | null>): Promise<ApiKey | null> {
     const listener = this.listener;
     const changes = this.changes;
+    const askedAt = performance.now();
     const key = await read();
     if (key && listener !== null && listener === this.listener && changes === this.changes) {
       if (this.keys.size >= KEY_CACHE_SIZE) this.keys.clear();
-      this.keys.set(fingerprint, key);
+      this.keys.set(fingerprint, { key, until: askedAt + KEY_TRUST_MS });
     }
     return key;
   }
