@@ -3,6 +3,7 @@ import type { EventStore, RecordedEvent } from '../src/eventstore/port.js';
 import type { Position } from '../src/eventstore/position.js';
 import { readyBatches } from '../src/eventstore/readyBatches.js';
 import type { ReadStore } from '../src/readstore/port.js';
+import { BatchOverlay } from './batchOverlay.js';
 import { DeferredCheckpoint } from './deferredCheckpoint.js';
 import { appendedCheckpoint, type Projection } from './projection.js';
 import { StatusReporter } from './runnerStatus.js';
@@ -51,7 +52,14 @@ export function startProjection(
           }
           deferred.drop();
           await deps.readStore.transaction(async (tx) => {
-            await projection.apply(tx, batch);
+            // A read model's batch writes each record once, as a rebuild's does (batchOverlay.ts).
+            if (projection.kind === 'read-model') {
+              const overlay = new BatchOverlay(tx);
+              await projection.apply(overlay, batch);
+              await overlay.flush();
+            } else {
+              await projection.apply(tx, batch);
+            }
             await tx.setCheckpoint(projection.name, batch.at(-1)!.position);
             if (appended) await tx.setCheckpoint(appendedCheckpoint(projection.name), appended);
           });

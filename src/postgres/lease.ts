@@ -81,6 +81,8 @@ export function keepLease(pool: Pool, options: KeepLeaseOptions): LeaseKeeper {
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<void> = Promise.resolve();
+  /** The table is made once per keeper: a migration per renewal cost three round trips and a schema lock every ttl/4. */
+  let prepared = false;
 
   async function change(next: boolean): Promise<void> {
     if (next === held) return;
@@ -92,7 +94,10 @@ export function keepLease(pool: Pool, options: KeepLeaseOptions): LeaseKeeper {
   async function attempt(): Promise<void> {
     const sentAt = performance.now();
     try {
-      await prepareLeases(pool);
+      if (!prepared) {
+        await prepareLeases(pool);
+        prepared = true;
+      }
       const taken = await acquireLease(pool, options.name, options.holder, ttlMs);
       if (stopped) return;
       if (taken !== null) {

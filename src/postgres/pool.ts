@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import pg from 'pg';
 
 /**
@@ -51,5 +52,35 @@ export async function inTransaction<T>(pool: Pool, work: (client: PoolClient) =>
     throw error;
   } finally {
     client.release();
+  }
+}
+
+/** Pools behind which named statements failed (a transaction-pooling proxy that does not keep them): plain statements from then on. */
+const unprepared = new WeakSet<object>();
+const statementNames = new Map<string, string>();
+
+/**
+ * A read outside any transaction as a named statement, parsed and planned once per connection:
+ * on the partitioned read model the server spent more time planning a GET or a list than running
+ * it (docs/performance.md). Behind a transaction-pooling proxy that does not keep named statements
+ * (PgBouncer before 1.21, or without max_prepared_statements) the server answers that the statement
+ * does not exist, or exists already, on another of its connections: the read is asked again as a
+ * plain statement, and so is every later one on this pool. Only for statements of fixed columns
+ * (no `SELECT *`), whose result type a migration cannot change under a cached plan.
+ */
+export async function preparedQuery<R extends pg.QueryResultRow>(pool: Pool, text: string, values: unknown[]): Promise<pg.QueryResult<R>> {
+  if (unprepared.has(pool)) return pool.query<R>(text, values);
+  let name = statementNames.get(text);
+  if (name === undefined) {
+    name = `csr_${createHash('sha256').update(text).digest('hex').slice(0, 24)}`;
+    statementNames.set(text, name);
+  }
+  try {
+    return await pool.query<R>({ name, text, values });
+  } catch (error) {
+    const code = (error as { code?: unknown }).code;
+    if (code !== '26000' && code !== '42P05') throw error;
+    unprepared.add(pool);
+    return pool.query<R>(text, values);
   }
 }

@@ -97,6 +97,12 @@ export interface LinkEdge {
 
 export interface ReadTransaction {
   get(workspaceId: string, object: string, id: string): Promise<RecordDocument | null>;
+  /**
+   * `get` of many records of one object at once, those that exist (any order): one round trip where
+   * the store is a server away (PostgreSQL), instead of one per record. Absent where a `get` answers
+   * without waiting (the embedded store); callers then get one by one.
+   */
+  getMany?(workspaceId: string, object: string, ids: string[]): Promise<RecordDocument[]>;
   /** Every document of the object matching all filters (used for roll-ups), in creation order. */
   findAll(workspaceId: string, object: string, filters: FieldFilter[]): Promise<RecordDocument[]>;
   put(document: RecordDocument): Promise<void>;

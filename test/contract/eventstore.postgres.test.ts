@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { Conflict, InsufficientStorage } from '../../src/core/errors.js';
 import type { EventStore, RecordedEvent } from '../../src/eventstore/port.js';
+import { readAfterStatement } from '../../src/eventstore/postgres/catchUp.js';
 import { openPostgresEventStore } from '../../src/eventstore/postgres/index.js';
 import { openPool, type Pool } from '../../src/postgres/pool.js';
 import { describeBackend } from './backends.js';
@@ -138,6 +139,37 @@ describeBackend('PostgreSQL event store', backend, (adminUrl) => {
       const again = await nextWithin(survivor, 10_000);
       expect(again.event.id).toBe(event.id);
       await again.ack();
+    });
+
+    it("a follower's read is planned as the cheap read it is on a log never analyzed (below jit_above_cost: no JIT compilation per read)", async () => {
+      const url = await database();
+      const { store, pool } = await openWithPool(() => Promise.resolve(url));
+      for (let i = 0; i < 20; i++) await store.append(`record-${i}`, [newEvent(), newEvent()], { expectedRevision: 'no_stream' });
+      const { sql, values } = readAfterStatement('10', { streamPrefixes: ['record-'] }, 500);
+      const explained = await pool.query<{ 'QUERY PLAN': [{ Plan: { 'Total Cost': number } }] }>(`EXPLAIN (FORMAT JSON) ${sql}`, values);
+      const jitAbove = Number((await pool.query<{ jit_above_cost: string }>('SHOW jit_above_cost')).rows[0]!.jit_above_cost);
+      expect(explained.rows[0]!['QUERY PLAN'][0].Plan['Total Cost']).toBeLessThan(Math.min(jitAbove, 10_000));
+    });
+
+    it('the acks of a batch given at once are one statement (not a commit per event), and each resolves once its event is done', async () => {
+      const url = await database();
+      const group = 'batched';
+      const { store, pool } = await openWithPool(() => Promise.resolve(url));
+      await store.ensurePersistentGroup(group);
+      for (let i = 0; i < 5; i++) await store.append(`record-${i}`, [newEvent()], { expectedRevision: 'no_stream' });
+      const consumer = store.persistentSubscription(group)[Symbol.asyncIterator]();
+      const batch = [];
+      for (let i = 0; i < 5; i++) batch.push(await nextWithin(consumer, 10_000));
+      const statements: string[] = [];
+      const query = pool.query.bind(pool) as (...args: unknown[]) => unknown;
+      (pool as { query: unknown }).query = (...args: unknown[]) => {
+        if (typeof args[0] === 'string') statements.push(args[0]);
+        return query(...args);
+      };
+      await Promise.all(batch.map((item) => item.ack()));
+      expect(statements.filter((sql) => sql.startsWith('DELETE FROM csr_group_events'))).toHaveLength(1);
+      expect((await pool.query('SELECT count(*)::int AS left FROM csr_group_events WHERE grp = $1', [group])).rows).toEqual([{ left: 0 }]);
+      expect(await store.groupCheckpoint(group)).toEqual({ position: batch.at(-1)!.event.position });
     });
 
     it('writes a group and its claim all or none, a claim and its dependents too, and answers a full disk with InsufficientStorage, writing nothing', async () => {

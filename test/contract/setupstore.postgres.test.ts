@@ -3,10 +3,12 @@ import { describe, expect, it } from 'vitest';
 import { ValidationFailed } from '../../src/core/errors.js';
 import { NUL_TEXT_MESSAGE } from '../../src/postgres/errors.js';
 import { openPostgresSetupStore } from '../../src/setup/postgres/index.js';
+import { KEY_TRUST_MS } from '../../src/setup/postgres/keyCache.js';
 import { describeBackend } from './backends.js';
 import { postgresBackend, postgresDatabases } from './postgres.js';
 import { onOwnPool } from './postgresStores.js';
 import { setupStoreContract } from './setupstore.contract.js';
+import { eventually } from '../support/until.js';
 
 /**
  * The SetupStore contract against a real PostgreSQL (DATABASE_URL or the local server; skipped
@@ -34,6 +36,36 @@ describeBackend('PostgreSQL setup store', backend, (adminUrl) => {
       } finally {
         await a.close();
         await b.close();
+      }
+    });
+
+    it('remembers a key only while listening for key changes, and a revocation by another process takes effect as soon as its commit is delivered', async () => {
+      const url = await database();
+      const [api, cli] = [await onOwnPool(url, openPostgresSetupStore), await onOwnPool(url, openPostgresSetupStore)];
+      try {
+        const workspaceId = randomUUID();
+        await cli.createWorkspace({ id: workspaceId, slug: `keys-${workspaceId.slice(0, 8)}`, name: 'Keys', createdAt: new Date().toISOString() });
+        const key = { id: randomUUID(), workspaceId, name: 'k', fingerprint: 'b'.repeat(64), access: 'read-write' as const, objects: 'all' as const, createdAt: new Date().toISOString(), lastUsedAt: null, revokedAt: null };
+        await cli.createKey(key);
+        // Not listening yet: nothing is trusted, the server is asked.
+        expect(api.keyByFingerprintNow(key.fingerprint)).toBeUndefined();
+        await eventually(async () => (await api.keyByFingerprint(key.fingerprint), api.keyByFingerprintNow(key.fingerprint)), (found) => found !== undefined, 5_000, 'the key remembered');
+        expect(api.keyByFingerprintNow(key.fingerprint)?.revokedAt).toBeNull();
+        await cli.revokeKey(key.id, '2026-01-01T00:00:00.000Z');
+        // Either asked again or already forgotten: never the key as it was.
+        await eventually(async () => api.keyByFingerprintNow(key.fingerprint), (found) => found === undefined, 1_000, 'the revoked key forgotten');
+        expect((await api.keyByFingerprint(key.fingerprint))?.revokedAt).toBe('2026-01-01T00:00:00.000Z');
+        expect(api.keyByFingerprintNow(key.fingerprint)?.revokedAt).toBe('2026-01-01T00:00:00.000Z');
+        // Trusted for KEY_TRUST_MS at most (behind a proxy that never delivers the announcement).
+        await new Promise((resolve) => setTimeout(resolve, KEY_TRUST_MS));
+        expect(api.keyByFingerprintNow(key.fingerprint)).toBeUndefined();
+        await api.keyByFingerprint(key.fingerprint);
+        // Changed through the store itself: forgotten at once.
+        await api.renameKey(key.id, 'renamed');
+        expect(api.keyByFingerprintNow(key.fingerprint)).toBeUndefined();
+      } finally {
+        await api.close();
+        await cli.close();
       }
     });
 

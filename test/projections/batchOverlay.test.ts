@@ -54,4 +54,25 @@ describe('BatchOverlay', () => {
     await overlay.flush();
     expect(calls).toEqual(['putMany a@0', 'findAll']);
   });
+
+  it('reads ahead many records in one call where the store has one, and answers them (and those missing) from memory', async () => {
+    const { tx, calls } = store([doc('old', 0), doc('other', 0)]);
+    tx.getMany = async (_w, _o, ids) => {
+      calls.push(`getMany ${ids.join(' ')}`);
+      return ids.flatMap((id) => (id === 'old' || id === 'other' ? [doc(id, 0)] : []));
+    };
+    const overlay = new BatchOverlay(tx);
+    await overlay.put(doc('a', 0));
+    expect((await overlay.getMany!('w', 'clients', ['a', 'old', 'new', 'old'])).map((d) => `${d.id}@${d.revision}`)).toEqual(['a@0', 'old@0']);
+    expect(calls).toEqual(['getMany old new']);
+    expect(await overlay.get('w', 'clients', 'new')).toBeNull();
+    await overlay.put({ ...(await overlay.get('w', 'clients', 'old'))!, revision: 1 });
+    expect((await overlay.get('w', 'clients', 'old'))!.revision).toBe(1);
+    expect(await overlay.get('w', 'clients', 'other')).not.toBeNull();
+    expect(calls).toEqual(['getMany old new', 'get other']);
+  });
+
+  it('offers no read-ahead over a store without a bulk read (its gets answer at once)', () => {
+    expect(new BatchOverlay(store().tx).getMany).toBeUndefined();
+  });
 });

@@ -1,7 +1,7 @@
-import type { Pool } from '../../postgres/pool.js';
+import { preparedQuery, type Pool } from '../../postgres/pool.js';
 import type { EventFilter, RecordedEvent, Subscription } from '../port.js';
 import type { Notifier } from './notifier.js';
-import { COLUMNS, filterSql, rowEvent, type EventRow } from './rows.js';
+import { COLUMNS, filterSql, HEAD, rowEvent, type EventRow } from './rows.js';
 
 const PAGE = 500;
 /** After a failed read (the server restarting) the subscription tries again this much later. */
@@ -80,18 +80,24 @@ export class CatchUpSubscription implements Subscription {
  * filtered follower move past a stretch of events it does not want without reading it again.
  */
 export async function readAfter(pool: Pool, cursor: string, filter: EventFilter | undefined, limit: number): Promise<{ events: RecordedEvent[]; cursor: string }> {
-  const where = filterSql(filter, 3);
-  const result = await pool.query<EventRow & { head: string }>(
-    `SELECT h.seq AS head, e.* FROM csr_event_head h LEFT JOIN LATERAL (
-       SELECT ${COLUMNS} FROM csr_events WHERE seq > $1 AND seq <= h.seq${where.sql} ORDER BY seq LIMIT $2
-     ) e ON true`,
-    [cursor, limit, ...where.values],
-  );
+  const statement = readAfterStatement(cursor, filter, limit);
+  const result = await preparedQuery<EventRow & { head: string }>(pool, statement.sql, statement.values);
   const rows = result.rows.filter((row) => row.seq !== null);
   const head = result.rows[0]?.head ?? cursor;
   const events = rows.map(rowEvent);
   const next = rows.length === limit ? rows.at(-1)!.seq : BigInt(head) > BigInt(cursor) ? head : cursor;
   return { events, cursor: next };
+}
+
+/** The statement of readAfter (with the head it saw on every row). */
+export function readAfterStatement(cursor: string, filter: EventFilter | undefined, limit: number): { sql: string; values: unknown[] } {
+  const where = filterSql(filter, 3);
+  return {
+    sql: `SELECT h.seq AS head, e.* FROM ${HEAD} h LEFT JOIN LATERAL (
+       SELECT ${COLUMNS} FROM csr_events WHERE seq > $1 AND seq <= h.seq${where.sql} ORDER BY seq LIMIT $2
+     ) e ON true`,
+    values: [cursor, limit, ...where.values],
+  };
 }
 
 /** A wait that close() can cut short. */

@@ -3,7 +3,7 @@ import type { Pool } from '../../postgres/pool.js';
 import { retryDelayMs, type EventFilter, type PersistentEvent, type PersistentSubscription, type RecordedEvent, type RetryBackoff } from '../port.js';
 import { sleep } from './catchUp.js';
 import type { Notifier } from './notifier.js';
-import { COLUMNS, filterSql, rowEvent, seqPosition, type EventRow } from './rows.js';
+import { COLUMNS, filterSql, HEAD, rowEvent, seqPosition, type EventRow } from './rows.js';
 
 /**
  * Persistent subscription groups as tables, served by any number of consumers in any number of
@@ -73,6 +73,8 @@ export class GroupConsumer implements PersistentSubscription {
   private ensured = false;
   private cancelWait: (() => void) | undefined;
   private readonly renewTimer: NodeJS.Timeout;
+  /** Acks given in the same turn (a batch's, all at once), deleted by one statement. */
+  private acks: { seqs: string[]; deleted: Promise<void> } | null = null;
 
   constructor(
     private readonly pool: Pool,
@@ -186,7 +188,7 @@ export class GroupConsumer implements PersistentSubscription {
       }
       const where = filterSql(this.settings.filter, 3);
       const page = await client.query<{ head: string; seq: string | null }>(
-        `SELECT h.seq AS head, e.seq FROM csr_event_head h LEFT JOIN LATERAL (
+        `SELECT h.seq AS head, e.seq FROM ${HEAD} h LEFT JOIN LATERAL (
            SELECT seq FROM csr_events WHERE seq > $1 AND seq <= h.seq${where.sql} ORDER BY seq LIMIT $2
          ) e ON true`,
         [cursor, FEED_PAGE, ...where.values],
@@ -230,14 +232,32 @@ export class GroupConsumer implements PersistentSubscription {
       .catch(() => undefined);
   }
 
+  /**
+   * Deletes `seq` with the other acks of this turn in one statement: a consumer acks a batch at
+   * once, and a commit per event (each waiting for its own WAL flush) was most of the fan-out's
+   * cost on the server. Each ack still resolves only once its row is gone.
+   */
+  private ackTogether(seq: string): Promise<void> {
+    if (!this.acks) {
+      const seqs: string[] = [];
+      const deleted = Promise.resolve().then(async () => {
+        this.acks = null;
+        await this.pool.query('DELETE FROM csr_group_events WHERE grp = $1 AND seq = ANY($2::bigint[])', [this.group, seqs]);
+      });
+      this.acks = { seqs, deleted };
+    }
+    this.acks.seqs.push(seq);
+    return this.acks.deleted;
+  }
+
   private delivery(seq: string, event: RecordedEvent, retryCount: number): PersistentEvent {
     let settled = false;
-    const settle = async (sql: string, values: unknown[]) => {
+    const settle = async (sql: string | null, values: unknown[]) => {
       if (settled) return;
       settled = true;
       this.mine.delete(seq);
       // Settled after close (work done meanwhile) is still written; the store may be gone by then.
-      const writing = this.pool.query(sql, [this.group, seq, ...values]);
+      const writing = sql === null ? this.ackTogether(seq) : this.pool.query(sql, [this.group, seq, ...values]);
       if (this.closed) return void (await writing.catch(() => undefined));
       await writing;
       // A consumer of this process waiting for room, or for this retry's due time, looks again.
@@ -246,7 +266,7 @@ export class GroupConsumer implements PersistentSubscription {
     return {
       event,
       retryCount,
-      ack: () => settle('DELETE FROM csr_group_events WHERE grp = $1 AND seq = $2', []),
+      ack: () => settle(null, []),
       nack: (action, reason) => {
         if (action === 'park') {
           return settle('UPDATE csr_group_events SET parked = true, reason = $3, claimed_by = NULL, claimed_until = NULL WHERE grp = $1 AND seq = $2', [reason]);

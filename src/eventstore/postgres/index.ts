@@ -1,5 +1,5 @@
 import { migrate } from '../../postgres/migrate.js';
-import type { Pool } from '../../postgres/pool.js';
+import { preparedQuery, type Pool } from '../../postgres/pool.js';
 import { hashOf } from '../chain.js';
 import { ChainCheck } from '../chainCheck.js';
 import { asGroup, DEFAULT_RETRY_BACKOFF } from '../port.js';
@@ -101,9 +101,12 @@ class PostgresEventStore implements EventStore {
     if (options.fromRevision !== undefined) validateCount('fromRevision', options.fromRevision, 0);
     const backwards = options.direction === 'backwards';
     const from = options.fromRevision ?? (backwards ? 2 ** 31 - 1 : 0);
-    const result = await this.query<EventRow>(
-      `SELECT ${COLUMNS} FROM csr_events WHERE stream = $1 AND revision ${backwards ? '<=' : '>='} $2 ORDER BY revision ${backwards ? 'DESC' : 'ASC'} LIMIT $3`,
-      [stream, Math.min(from, 2 ** 31 - 1), options.maxCount ?? null],
+    const result = await this.run(() =>
+      preparedQuery<EventRow>(
+        this.pool,
+        `SELECT ${COLUMNS} FROM csr_events WHERE stream = $1 AND revision ${backwards ? '<=' : '>='} $2 ORDER BY revision ${backwards ? 'DESC' : 'ASC'} LIMIT $3`,
+        [stream, Math.min(from, 2 ** 31 - 1), options.maxCount ?? null],
+      ),
     );
     return result.rows.map(rowEvent);
   }

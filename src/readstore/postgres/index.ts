@@ -1,9 +1,10 @@
 import type { Position } from '../../eventstore/position.js';
 import { mappingPostgresErrors } from '../../postgres/errors.js';
 import { migrate } from '../../postgres/migrate.js';
-import { inTransaction, type Pool, type PoolClient } from '../../postgres/pool.js';
+import { inTransaction, preparedQuery, type Pool, type PoolClient } from '../../postgres/pool.js';
 import { REBUILD_SUPERSEDED } from '../port.js';
 import type { BeginGeneration, FindQuery, FindResult, LinkEdge, ReadStore, ReadTransaction, RecordDocument, RunnerStatus } from '../port.js';
+import { Analyzer } from './analyze.js';
 import { CheckpointWatcher } from './checkpointWatcher.js';
 import { findPlan } from './findPlan.js';
 import { createPartitions, dropPartitions, fromPointer, lockPointer, partitionedGenerations, type PointerRow } from './generations.js';
@@ -112,13 +113,12 @@ export async function openPostgresReadStore(options: PostgresReadStoreOptions): 
   }
 
   const watcher = new CheckpointWatcher(pool, (projection) => checkpoint(projection), options.checkpointPollMs);
+  const analyzer = new Analyzer(pool);
   let closed = false;
 
   async function getIn(db: Pick<Pool, 'query'>, generation: string, params: unknown[]): Promise<DocumentRow | null> {
-    const found = await db.query<DocumentRow>(
-      `SELECT ${DOCUMENT_COLUMNS} FROM csr_records r WHERE r.generation = ${generation} AND r.workspace_id = $1 AND r.object = $2 AND r.id = $3`,
-      params,
-    );
+    const sql = `SELECT ${DOCUMENT_COLUMNS} FROM csr_records r WHERE r.generation = ${generation} AND r.workspace_id = $1 AND r.object = $2 AND r.id = $3`;
+    const found = db === pool ? await preparedQuery<DocumentRow>(pool, sql, params) : await db.query<DocumentRow>(sql, params);
     return found.rows[0] ?? null;
   }
 
@@ -127,6 +127,7 @@ export async function openPostgresReadStore(options: PostgresReadStoreOptions): 
     const last = new Map<string, RecordDocument>();
     for (const document of documents) last.set(JSON.stringify([document.workspaceId, document.object, document.id]), document);
     const rows = [...last.values()].map(toWrittenRow);
+    analyzer.wrote(generation, rows.length);
     for (let at = 0; at < rows.length; at += WRITE_CHUNK) {
       await client.query(WRITE_DOCUMENTS, [generation, JSON.stringify(rows.slice(at, at + WRITE_CHUNK))]);
     }
@@ -138,6 +139,14 @@ export async function openPostgresReadStore(options: PostgresReadStoreOptions): 
       async get(workspaceId, object, id) {
         const row = await getIn(client, '$4', [workspaceId, object, id, generation]);
         return row && fromRow(row);
+      },
+      async getMany(workspaceId, object, ids) {
+        if (ids.length === 0) return [];
+        const found = await client.query<DocumentRow>(
+          `SELECT ${DOCUMENT_COLUMNS} FROM csr_records r WHERE r.generation = $4 AND r.workspace_id = $1 AND r.object = $2 AND r.id = ANY ($3::text[])`,
+          [workspaceId, object, [...new Set(ids)], generation],
+        );
+        return found.rows.map(fromRow);
       },
       async findAll(workspaceId, object, filters) {
         const plan = findPlan({ workspaceId, object, filters }, { value: generation }, DOCUMENT_COLUMNS, null);
@@ -197,7 +206,7 @@ export async function openPostgresReadStore(options: PostgresReadStoreOptions): 
 
   async function find(query: FindQuery): Promise<FindResult> {
     const plan = findPlan(query, { sql: LIVE }, DOCUMENT_COLUMNS, query);
-    const { rows, total } = pageOf((await pool.query<PageRow>(plan.sql, plan.params)).rows);
+    const { rows, total } = pageOf((await preparedQuery<PageRow>(pool, plan.sql, plan.params)).rows);
     return { documents: rows.map(fromRow), total };
   }
 
@@ -215,7 +224,7 @@ export async function openPostgresReadStore(options: PostgresReadStoreOptions): 
         return { records: documents.map((document) => ({ id: document.id, rendered: document.rendered ?? null, document: () => document })), total };
       }
       const plan = findPlan(query, { sql: LIVE }, (bind) => storedColumns(bind(shape)), query);
-      const { rows, total } = pageOf((await pool.query<PageRow>(plan.sql, plan.params)).rows);
+      const { rows, total } = pageOf((await preparedQuery<PageRow>(pool, plan.sql, plan.params)).rows);
       return { records: rows.map(toStoredRecord), total };
     },
 
@@ -262,13 +271,16 @@ export async function openPostgresReadStore(options: PostgresReadStoreOptions): 
 
     transaction<T>(fn: (tx: ReadTransaction) => Promise<T>, transactionOptions?: { generation?: number }): Promise<T> {
       if (closed) return Promise.reject(new Error('the read store is closed'));
-      return inTransaction(pool, async (client) => {
+      const committed = inTransaction(pool, async (client) => {
         const state = await lockPointer(client, 'SHARE');
         const generation = transactionOptions?.generation;
         if (generation !== undefined && state.building !== generation) throw new Error(REBUILD_SUPERSEDED);
         await client.query('SELECT pg_advisory_xact_lock($1, $2)', [WRITER_LOCK, generation ?? state.live]);
         return fn(transactionApi(client, generation ?? state.live, generation !== undefined));
       });
+      // After the commit, and not waited for: statistics for what the batch wrote, when due.
+      void committed.then(() => analyzer.settle(), () => undefined);
+      return committed;
     },
 
     async generations() {
@@ -301,6 +313,8 @@ export async function openPostgresReadStore(options: PostgresReadStoreOptions): 
     },
 
     async promoteGeneration(generation, projection, catchUp) {
+      // Read as the live generation from the next statement on: planned with statistics of what the rebuild filled.
+      await analyzer.analyze(generation);
       // The pointer is locked for the whole switch: the live projector's next batch waits for it,
       // then writes to the new live generation.
       await inTransaction(pool, async (client) => {

@@ -3,6 +3,7 @@ import { mappingPostgresErrors } from '../../postgres/errors.js';
 import { migrate } from '../../postgres/migrate.js';
 import type { Pool } from '../../postgres/pool.js';
 import type { ApiKey, KeyAccess, SetupStore, User, Workspace } from '../port.js';
+import { KeyCache, KEYS_CHANNEL } from './keyCache.js';
 
 /**
  * Setup data on PostgreSQL: workspaces (unique slug), API keys (unique fingerprint) and users
@@ -10,8 +11,9 @@ import type { ApiKey, KeyAccess, SetupStore, User, Workspace } from '../port.js'
  * the server's constraints, so concurrent `csr` runs on any machine cannot make duplicates.
  * Lists are in creation order, ties in insertion order (`seq`), as the embedded store's rowid.
  * Times are the port's ISO strings in the C collation (they order as text, whatever the locale).
- * Nothing is remembered here (keyByFingerprintNow is always undefined): a revocation made by any
- * process takes effect on the next request.
+ * Keys are remembered by fingerprint only while this process listens for key changes, which every
+ * change announces (./keyCache.ts): a revocation made by any process takes effect as soon as its
+ * commit is delivered.
  */
 
 const MIGRATION = {
@@ -119,6 +121,19 @@ export async function openPostgresSetupStore(options: { pool: Pool }): Promise<S
     return (result.rows[0] as Row | undefined) ?? null;
   };
   const all = async <Row>(sql: string, values: unknown[]): Promise<Row[]> => (await pool.query(sql, values)).rows as Row[];
+  const keyCache = new KeyCache(pool);
+  /** One key's change, announced to every listening process at commit, and dropped from this one's cache. */
+  const changeKey = async (set: string, values: unknown[]): Promise<ApiKey | null> => {
+    try {
+      const row = await one<KeyRow>(
+        `WITH changed AS (UPDATE csr_api_keys SET ${set} WHERE id = $1 RETURNING *) SELECT changed.*, pg_notify('${KEYS_CHANNEL}', '') FROM changed`,
+        values,
+      );
+      return row && keyFrom(row);
+    } finally {
+      keyCache.changed();
+    }
+  };
 
   return mappingPostgresErrors<SetupStore>({
     async createWorkspace(workspace) {
@@ -160,14 +175,15 @@ export async function openPostgresSetupStore(options: { pool: Pool }): Promise<S
       }
     },
 
-    async keyByFingerprint(fingerprint) {
-      const row = await one<KeyRow>('SELECT * FROM csr_api_keys WHERE fingerprint = $1', [fingerprint]);
-      return row && keyFrom(row);
+    keyByFingerprint(fingerprint) {
+      return keyCache.lookUp(fingerprint, async () => {
+        const row = await one<KeyRow>('SELECT * FROM csr_api_keys WHERE fingerprint = $1', [fingerprint]);
+        return row && keyFrom(row);
+      });
     },
 
-    // Nothing is remembered: a revocation by any process must take effect on the next request.
-    keyByFingerprintNow() {
-      return undefined;
+    keyByFingerprintNow(fingerprint) {
+      return keyCache.get(fingerprint);
     },
 
     async keyById(id) {
@@ -181,8 +197,7 @@ export async function openPostgresSetupStore(options: { pool: Pool }): Promise<S
 
     async revokeKey(id, at) {
       // Only the first revocation sets the time; later ones answer the key as it is.
-      const row = await one<KeyRow>('UPDATE csr_api_keys SET revoked_at = COALESCE(revoked_at, $2) WHERE id = $1 RETURNING *', [id, at]);
-      return row && keyFrom(row);
+      return changeKey('revoked_at = COALESCE(revoked_at, $2)', [id, at]);
     },
 
     async touchKey(id, at) {
@@ -191,13 +206,11 @@ export async function openPostgresSetupStore(options: { pool: Pool }): Promise<S
     },
 
     async setKeyRateLimit(id, rateLimit) {
-      const row = await one<KeyRow>('UPDATE csr_api_keys SET rate_limit = $2 WHERE id = $1 RETURNING *', [id, rateLimit]);
-      return row && keyFrom(row);
+      return changeKey('rate_limit = $2', [id, rateLimit]);
     },
 
     async renameKey(id, name) {
-      const row = await one<KeyRow>('UPDATE csr_api_keys SET name = $2 WHERE id = $1 RETURNING *', [id, name]);
-      return row && keyFrom(row);
+      return changeKey('name = $2', [id, name]);
     },
 
     async addUser(user) {
@@ -220,6 +233,8 @@ export async function openPostgresSetupStore(options: { pool: Pool }): Promise<S
     },
 
     // The pool is the process's, shared by every adapter: its owner ends it.
-    async close() {},
+    async close() {
+      keyCache.close();
+    },
   });
 }
