@@ -276,6 +276,30 @@ describeBackend('PostgreSQL read store', backend, (adminUrl) => {
       }
     });
 
+    it("a filtered list's count and page are read from the filter keys' index alone once its writers have filled a generation (no visit of the keys' table)", async () => {
+      const url = await database();
+      const store = await onOwnPool(url, openPostgresReadStore);
+      const pool = openPool({ url, max: 1 });
+      try {
+        await pool.query('ALTER TABLE csr_records_g1 SET (autovacuum_enabled = false); ALTER TABLE csr_record_keys_g1 SET (autovacuum_enabled = false)');
+        for (let batch = 0; batch < 3; batch++) {
+          await store.transaction((tx) => tx.putMany(Array.from({ length: 400 }, (_, i) => doc('ws', batch * 400 + i + 1))));
+        }
+        const plan = findPlan({ workspaceId: 'ws', object: 'clients', filters: [{ field: 'tier', value: 'smb' }] }, { sql: LIVE }, DOCUMENT_COLUMNS, { limit: 100, offset: 0 });
+        // The last batch too (written after the last analysis): settled within a few seconds of its commit.
+        const keyScans = async () => {
+          const explained = await pool.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`EXPLAIN (ANALYZE, FORMAT JSON) ${plan.sql}`, plan.params);
+          const keys = flatten(explained.rows[0]!['QUERY PLAN'][0].Plan).filter((node) => node['Relation Name'] === 'csr_record_keys_g1');
+          return keys.map((node) => [node['Node Type'], node['Heap Fetches']]);
+        };
+        const scans = await eventually(keyScans, (found) => found.length > 0 && found.every(([type, fetches]) => type === 'Index Only Scan' && fetches === 0), 5_000, 'keys read from their index alone');
+        expect(scans.length).toBeGreaterThan(0);
+      } finally {
+        await store.close();
+        await pool.end();
+      }
+    });
+
     it('a promotion while the live projector writes: its batches before land in the old generation and are caught up, those after in the new one', async () => {
       const url = await database();
       const projector = await onOwnPool(url, openPostgresReadStore);
@@ -321,6 +345,7 @@ interface PlanNode {
   'Relation Name'?: string;
   'Index Cond'?: string;
   'Index Name'?: string;
+  'Heap Fetches'?: number;
   Plans?: PlanNode[];
 }
 

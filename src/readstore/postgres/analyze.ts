@@ -2,48 +2,101 @@ import type { Pool } from '../../postgres/pool.js';
 import { partitionsOf } from './schema.js';
 
 /**
- * Planner statistics for the generations' partitions, kept up to date by the writers themselves.
- * Without statistics the planner takes a table for one row and may join a page of filter keys to
- * the records by reading every record of the object for each key (docs/performance.md). Autovacuum
- * analyzes where it runs, but it may be off, and a generation just filled by a rebuild is read
- * before it comes round. So a writer analyzes a generation's partitions once it has written as
- * many rows to it as were written before the last analysis (the first time after FIRST_AFTER):
- * a handful of ANALYZEs while a table grows, each a sample of at most 30,000 rows, run after the
- * commit on a connection of their own, never in a batch's transaction.
+ * Planner statistics and the visibility map of the generations' partitions, kept up to date by
+ * the writers themselves. Without statistics the planner takes a table for one row and may join a
+ * page of filter keys to the records by reading every record of the object for each key
+ * (docs/performance.md). Autovacuum does both where it runs, but it may be off, and a generation
+ * just filled by a rebuild is read before it comes round.
+ *
+ * Statistics: a writer analyzes a generation's partitions once it has written as many rows to it
+ * as were written before the last analysis (the first time after FIRST_AFTER): a handful of
+ * analyses while a table grows, each a sample of at most 30,000 rows.
+ *
+ * Visibility: a filtered list counts its matches, and reads its page, from the filter keys' index;
+ * an index-only scan skips a key's table page only when the visibility map says the page is
+ * settled, which only a VACUUM records. Without it every key counted visits its table page too,
+ * most of a filtered list's time in the server (docs/performance.md). So every analysis is a
+ * VACUUM (ANALYZE), and the rows written after it are vacuumed at most SETTLE_MS after their
+ * commit (one VACUUM per generation at a time and per SETTLE_MS at most; a vacuum skips the
+ * pages already settled, so it costs what was written since).
+ *
+ * All of it runs after the commit on a connection of the pool, never in a batch's transaction
+ * (a VACUUM cannot run in one).
  */
 
 const FIRST_AFTER = 500;
+const SETTLE_MS = 1_000;
+
+interface Counts {
+  /** Rows written to the generation by this process. */
+  written: number;
+  /** `written` due for the next analysis. */
+  next: number;
+  /** `written` when the last vacuum started. */
+  vacuumed: number;
+  running: boolean;
+  timer: NodeJS.Timeout | null;
+}
 
 export class Analyzer {
-  private readonly counts = new Map<number, { written: number; next: number; running: boolean }>();
+  private readonly counts = new Map<number, Counts>();
+  private closed = false;
 
   constructor(
     private readonly pool: Pool,
     private readonly onError: (error: unknown) => void = () => undefined,
   ) {}
 
-  /** Rows written to `generation` (counted when written; analyzed after a commit, by `settle`). */
+  /** Rows written to `generation` (counted when written; analyzed or vacuumed after a commit, by `settle`). */
   wrote(generation: number, rows: number): void {
-    const count = this.counts.get(generation) ?? { written: 0, next: FIRST_AFTER, running: false };
+    const count = this.counts.get(generation) ?? { written: 0, next: FIRST_AFTER, vacuumed: 0, running: false, timer: null };
     count.written += rows;
     this.counts.set(generation, count);
   }
 
-  /** Analyzes the generations that grew past their mark; resolves when done (callers need not wait). */
+  /** Analyzes the generations that grew past their mark, and arms the vacuum of the others written to; resolves when done (callers need not wait). */
   async settle(): Promise<void> {
     for (const [generation, count] of this.counts) {
-      if (count.running || count.written < count.next) continue;
-      count.running = true;
-      count.next = count.written * 2;
-      await this.analyze(generation).finally(() => (count.running = false));
+      if (this.closed) return;
+      if (!count.running && count.written >= count.next) {
+        count.next = count.written * 2;
+        await this.run(generation, count, true);
+      } else if (count.written > count.vacuumed && count.timer === null) {
+        count.timer = setTimeout(() => {
+          count.timer = null;
+          if (count.running) return void this.settle();
+          void this.run(generation, count, false);
+        }, SETTLE_MS);
+        count.timer.unref();
+      }
     }
   }
 
   /** At once: a generation that is about to be read (promoted) after being filled. */
   async analyze(generation: number): Promise<void> {
+    await this.statement(generation, true);
+  }
+
+  /** No vacuum or analysis starts after this (the pool may be ended next). */
+  close(): void {
+    this.closed = true;
+    for (const count of this.counts.values()) {
+      if (count.timer !== null) clearTimeout(count.timer);
+      count.timer = null;
+    }
+  }
+
+  private async run(generation: number, count: Counts, analyze: boolean): Promise<void> {
+    if (this.closed) return;
+    count.running = true;
+    count.vacuumed = count.written;
+    await this.statement(generation, analyze).finally(() => (count.running = false));
+  }
+
+  private async statement(generation: number, analyze: boolean): Promise<void> {
     const { records, keys } = partitionsOf(generation);
     try {
-      await this.pool.query(`ANALYZE ${records}, ${keys}`);
+      await this.pool.query(`VACUUM${analyze ? ' (ANALYZE)' : ''} ${records}, ${keys}`);
     } catch (error) {
       // A generation dropped meanwhile, or the server away: the next mark tries again.
       this.onError(error);

@@ -374,6 +374,7 @@ export async function openPostgresReadStore(options: PostgresReadStoreOptions): 
       if (closed) return;
       closed = true;
       watcher.close();
+      analyzer.close();
     },
   });
 }
