@@ -35,6 +35,9 @@ export class Appender {
   private queue: Job[] = [];
   private running = false;
   private readonly metadataJson = new WeakMap<EventMetadata, string>();
+  /** The head seq of this appender's last commit (0 before any): what its own NOTIFY will carry. */
+  committedSeq = 0;
+  private writtenSeq = 0;
 
   constructor(private readonly pool: Pool) {}
 
@@ -77,6 +80,7 @@ export class Appender {
       try {
         const settle = await this.write(client, jobs);
         await client.query('COMMIT');
+        this.committedSeq = Math.max(this.committedSeq, this.writtenSeq);
         return settle;
       } catch (error) {
         await client.query('ROLLBACK').catch((rollbackError: unknown) => (broken = rollbackError));
@@ -153,6 +157,7 @@ export class Appender {
       else outcomes.push(() => job.resolve({ first: (results[0] as PromiseFulfilledResult<AppendResult>).value, then: results.slice(1) }));
     }
     if (rows.length > 0) {
+      this.writtenSeq = seq;
       await client.query(
         `WITH written AS (
            INSERT INTO csr_events (seq, id, stream, revision, type, created_ms, data, metadata)

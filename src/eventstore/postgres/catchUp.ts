@@ -19,6 +19,14 @@ export class CatchUpSubscription implements Subscription {
   private buffer: RecordedEvent[] = [];
   private closed = false;
   private cancelWait: (() => void) | undefined;
+  /**
+   * The notifier's generation before the last read, when that read reached the head it saw (a
+   * page not full): nothing after it existed then, and an append committed since has bumped the
+   * generation (it is read before the statement is sent, as the wait after an empty read relies
+   * on), so once the buffer is drained the follower waits on it instead of reading again only to
+   * find nothing. That read was one of a follower's two statements per wake.
+   */
+  private caughtUpAt: number | undefined;
 
   constructor(
     private readonly pool: Pool,
@@ -44,10 +52,16 @@ export class CatchUpSubscription implements Subscription {
     while (!this.closed) {
       const buffered = this.buffer.shift();
       if (buffered) return { value: buffered, done: false };
+      if (this.caughtUpAt !== undefined) {
+        const caughtUpAt = this.caughtUpAt;
+        this.caughtUpAt = undefined;
+        await this.pause(this.notifier.wait(caughtUpAt));
+        continue;
+      }
       const generation = this.notifier.generation;
       let found: boolean;
       try {
-        found = await this.readPage();
+        found = await this.readPage(generation);
       } catch {
         await this.pause(sleep(RETRY_MS));
         continue;
@@ -64,11 +78,12 @@ export class CatchUpSubscription implements Subscription {
   }
 
   /** Reads the next page into the buffer; false when there was nothing new. */
-  private async readPage(): Promise<boolean> {
+  private async readPage(generation: number): Promise<boolean> {
     const page = await readAfter(this.pool, this.cursor, this.filter, PAGE);
     if (this.closed) return true;
     this.buffer = page.events;
     this.cursor = page.cursor;
+    if (page.events.length > 0 && !page.full) this.caughtUpAt = generation;
     return page.events.length > 0;
   }
 }
@@ -79,14 +94,15 @@ export class CatchUpSubscription implements Subscription {
  * events are written in one transaction, so one snapshot sees both or neither), which lets a
  * filtered follower move past a stretch of events it does not want without reading it again.
  */
-export async function readAfter(pool: Pool, cursor: string, filter: EventFilter | undefined, limit: number): Promise<{ events: RecordedEvent[]; cursor: string }> {
+export async function readAfter(pool: Pool, cursor: string, filter: EventFilter | undefined, limit: number): Promise<{ events: RecordedEvent[]; cursor: string; full: boolean }> {
   const statement = readAfterStatement(cursor, filter, limit);
   const result = await preparedQuery<EventRow & { head: string }>(pool, statement.sql, statement.values);
   const rows = result.rows.filter((row) => row.seq !== null);
   const head = result.rows[0]?.head ?? cursor;
   const events = rows.map(rowEvent);
-  const next = rows.length === limit ? rows.at(-1)!.seq : BigInt(head) > BigInt(cursor) ? head : cursor;
-  return { events, cursor: next };
+  const full = rows.length === limit;
+  const next = full ? rows.at(-1)!.seq : BigInt(head) > BigInt(cursor) ? head : cursor;
+  return { events, cursor: next, full };
 }
 
 /** The statement of readAfter (with the head it saw on every row). */

@@ -82,7 +82,7 @@ class PostgresEventStore implements EventStore {
     this.assertOpen();
     validateAppend(stream, events, options.expectedRevision);
     const result = await this.appender.enqueue([[{ stream, events, expectedRevision: options.expectedRevision }]]);
-    this.notifier.notify();
+    this.notifier.notify(this.appender.committedSeq);
     return result.first;
   }
 
@@ -91,7 +91,7 @@ class PostgresEventStore implements EventStore {
     const groups = [first, ...then].map(asGroup);
     for (const append of groups.flat()) validateAppend(append.stream, append.events, append.expectedRevision);
     const result = await this.appender.enqueue(groups);
-    this.notifier.notify();
+    this.notifier.notify(this.appender.committedSeq);
     return result;
   }
 

@@ -25,6 +25,8 @@ export class Notifier {
   private readonly waiters = new Set<() => void>();
   private reconnectTimer: NodeJS.Timeout | undefined;
   private started = false;
+  /** The highest head seq this process's own appends have woken its followers for. */
+  private announced = 0;
 
   constructor(private readonly pool: Pool) {}
 
@@ -45,8 +47,12 @@ export class Notifier {
     return { promise, cancel: done };
   }
 
-  /** Wakes this process's followers at once (after its own append, which they need not wait for). */
-  notify(): void {
+  /**
+   * Wakes this process's followers at once (after its own append, which they need not wait for,
+   * given the head seq it committed).
+   */
+  notify(ownSeq?: number): void {
+    if (ownSeq !== undefined && ownSeq > this.announced) this.announced = ownSeq;
     this.generation += 1;
     for (const waiter of [...this.waiters]) waiter();
   }
@@ -58,6 +64,18 @@ export class Notifier {
     const client = this.client;
     this.client = undefined;
     await client?.end().catch(() => undefined);
+  }
+
+  /**
+   * A notification carries the head seq an append committed (a replay of parked events: none). Its followers
+   * were woken already when this process appended that seq or a later one itself (an append's
+   * commit makes every seq below it visible, positions being given in commit order), and each wake
+   * is a read per follower: the echo of the process's own append, which arrives after its local
+   * wake nearly always, is passed over. One that arrives first still wakes them.
+   */
+  private notified(payload: string | undefined): void {
+    if (payload !== undefined && /^[0-9]+$/.test(payload) && Number(payload) <= this.announced) return;
+    this.notify();
   }
 
   private start(): void {
@@ -79,7 +97,7 @@ export class Notifier {
     };
     client.on('error', lost);
     client.on('end', lost);
-    client.on('notification', () => this.notify());
+    client.on('notification', (message) => this.notified(message.payload));
     try {
       await client.connect();
       await client.query(`LISTEN ${NOTIFY_CHANNEL}`);
