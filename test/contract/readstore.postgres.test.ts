@@ -253,16 +253,21 @@ describeBackend('PostgreSQL read store', backend, (adminUrl) => {
       }
     });
 
-    it('a generation its writers fill gets planner statistics without autovacuum, so a filtered page finds each record by its key', async () => {
-      const url = await database();
+    /** 1,200 records written by the store's own writers in three batches, with autovacuum off for the live generation's tables: whatever plans well here, the store did. */
+    async function filledWithoutAutovacuum(url: string) {
       const store = await onOwnPool(url, openPostgresReadStore);
       const pool = openPool({ url, max: 1 });
+      // Not autovacuum's doing: it may be off on a server (it is on some), and here it is for these tables.
+      await pool.query('ALTER TABLE csr_records_g1 SET (autovacuum_enabled = false); ALTER TABLE csr_record_keys_g1 SET (autovacuum_enabled = false)');
+      for (let batch = 0; batch < 3; batch++) {
+        await store.transaction((tx) => tx.putMany(Array.from({ length: 400 }, (_, i) => doc('ws', batch * 400 + i + 1))));
+      }
+      return { store, pool };
+    }
+
+    it('a generation its writers fill gets planner statistics without autovacuum, so a filtered page finds each record by its key', async () => {
+      const { store, pool } = await filledWithoutAutovacuum(await database());
       try {
-        // Not autovacuum's doing: it may be off on a server (it is on some), and here it is for these tables.
-        await pool.query('ALTER TABLE csr_records_g1 SET (autovacuum_enabled = false); ALTER TABLE csr_record_keys_g1 SET (autovacuum_enabled = false)');
-        for (let batch = 0; batch < 3; batch++) {
-          await store.transaction((tx) => tx.putMany(Array.from({ length: 400 }, (_, i) => doc('ws', batch * 400 + i + 1))));
-        }
         const analyzed = () =>
           pool.query<{ relname: string }>("SELECT relname FROM pg_stat_user_tables WHERE relname IN ('csr_records_g1', 'csr_record_keys_g1') AND last_analyze IS NOT NULL");
         await eventually(analyzed, (found) => found.rowCount === 2, 5_000, 'both partitions analyzed');
@@ -277,14 +282,8 @@ describeBackend('PostgreSQL read store', backend, (adminUrl) => {
     });
 
     it("a filtered list's count and page are read from the filter keys' index alone once its writers have filled a generation (no visit of the keys' table)", async () => {
-      const url = await database();
-      const store = await onOwnPool(url, openPostgresReadStore);
-      const pool = openPool({ url, max: 1 });
+      const { store, pool } = await filledWithoutAutovacuum(await database());
       try {
-        await pool.query('ALTER TABLE csr_records_g1 SET (autovacuum_enabled = false); ALTER TABLE csr_record_keys_g1 SET (autovacuum_enabled = false)');
-        for (let batch = 0; batch < 3; batch++) {
-          await store.transaction((tx) => tx.putMany(Array.from({ length: 400 }, (_, i) => doc('ws', batch * 400 + i + 1))));
-        }
         const plan = findPlan({ workspaceId: 'ws', object: 'clients', filters: [{ field: 'tier', value: 'smb' }] }, { sql: LIVE }, DOCUMENT_COLUMNS, { limit: 100, offset: 0 });
         // The last batch too (written after the last analysis): settled within a few seconds of its commit.
         const keyScans = async () => {
