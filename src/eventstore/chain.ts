@@ -173,3 +173,21 @@ export function chainForStream(stream: string, firstRevision: number, previous: 
     return { ...event, metadata: { ...(metadata as unknown as EventMetadata), hash: head } };
   });
 }
+
+/**
+ * The canonical JSON of an event's metadata (without its hash), made once per metadata object: the
+ * events of one action share one (a create's claims and its record), and nothing changes metadata
+ * once built. One per appender, as each keeps its own objects.
+ */
+export function canonicalMetadataOnce(): (given: EventMetadata) => string {
+  const made = new WeakMap<EventMetadata, string>();
+  return (given) => {
+    let json = made.get(given);
+    if (json === undefined) {
+      const { hash: _ignored, ...metadata } = given as EventMetadata & { hash?: unknown };
+      json = canonicalJson(metadata);
+      made.set(given, json);
+    }
+    return json;
+  };
+}

@@ -1,7 +1,7 @@
 import { Conflict } from '../../core/errors.js';
 import type { Pool, PoolClient } from '../../postgres/pool.js';
-import { canonicalJson, chainHashOfJson, storedMetadataJson } from '../chain.js';
-import type { AppendResult, EventMetadata, ExpectedRevision, StreamAppend } from '../port.js';
+import { canonicalJson, canonicalMetadataOnce, chainHashOfJson, storedMetadataJson } from '../chain.js';
+import type { AppendResult, ExpectedRevision, StreamAppend } from '../port.js';
 import { asStoreError } from './errors.js';
 import { seqPosition } from './rows.js';
 
@@ -34,7 +34,7 @@ export const NOTIFY_CHANNEL = 'csr_events';
 export class Appender {
   private queue: Job[] = [];
   private running = false;
-  private readonly metadataJson = new WeakMap<EventMetadata, string>();
+  private readonly canonicalMetadata = canonicalMetadataOnce();
   /** The head seq of this appender's last commit (0 before any): what its own NOTIFY will carry. */
   committedSeq = 0;
   private writtenSeq = 0;
@@ -174,16 +174,6 @@ export class Appender {
     };
   }
 
-  /** The events of one action share one metadata object: its canonical JSON is made once. */
-  private canonicalMetadata(given: EventMetadata): string {
-    let json = this.metadataJson.get(given);
-    if (json === undefined) {
-      const { hash: _ignored, ...metadata } = given as EventMetadata & { hash?: unknown };
-      json = canonicalJson(metadata);
-      this.metadataJson.set(given, json);
-    }
-    return json;
-  }
 }
 
 /** The rows of one commit, column by column (unnest takes one array per column). */

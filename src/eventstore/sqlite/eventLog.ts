@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import { CLAIM_STREAM_PREFIXES, type EventFilter, type EventMetadata, type NewEvent, type RecordedEvent, type StreamEvent } from '../port.js';
-import { canonicalJson, chainHashOfJson, GENESIS, storedMetadataJson } from '../chain.js';
+import { canonicalJson, canonicalMetadataOnce, chainHashOfJson, GENESIS, storedMetadataJson } from '../chain.js';
 import type { StoredText } from '../chainCheck.js';
 import { formatPosition, type Position } from '../position.js';
 import { applySchema, BOUND_COUNT, BOUND_VALUE, changeSchema, openSqliteFile } from '../../sqlite/file.js';
@@ -160,7 +160,7 @@ export class EventLog {
   private readonly backwardsStmt;
   /** Page queries by number of filter prefixes (-1: no filter). */
   private readonly pageStmts = new Map<number, Database.Statement<unknown[], EventRow>>();
-  private readonly metadataJson = new WeakMap<EventMetadata, string>();
+  private readonly canonicalMetadata = canonicalMetadataOnce();
   /** The last page read per filter (readAfter). */
   private readonly lastPages = new Map<string | null, { cursor: number; head: number; limit: number; page: Page }>();
   private readonly storedStmt;
@@ -229,19 +229,6 @@ export class EventLog {
     return { seq, hash, bytes: data.length + stored.length };
   }
 
-  /**
-   * The events of one action share one metadata object (a create's claims and its record), and
-   * nothing changes metadata once built: its canonical JSON is made once per object.
-   */
-  private canonicalMetadata(given: EventMetadata): string {
-    let json = this.metadataJson.get(given);
-    if (json === undefined) {
-      const { hash: _ignored, ...metadata } = given as EventMetadata & { hash?: unknown };
-      json = canonicalJson(metadata);
-      this.metadataJson.set(given, json);
-    }
-    return json;
-  }
 
   /** Read inside the write transaction: the hash the next event chains on (GENESIS before the chain began). */
   chainHead(): string {
