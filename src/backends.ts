@@ -256,7 +256,7 @@ async function openPostgresBackends(config: Config, url: string, logger?: Logger
     import('./postgres/unreachable.js'),
   ]);
   const pool = openPool({ url, applicationName: `csr ${config.roles.join(',')}` });
-  let lease: { fence(client: import('./postgres/pool.js').PoolClient): Promise<void> } | null = null;
+  let lease: { fenceSql(): string } | null = null;
   try {
     const keys = await openPostgresKeyStore({ pool });
     const events = await sealedEventStore(await openPostgresEventStore({ pool }), keys, config);
@@ -264,7 +264,7 @@ async function openPostgresBackends(config: Config, url: string, logger?: Logger
     const stores: Stores = {
       events,
       // Only a process that asked to be the projector holds a lease; its live checkpoint writes are fenced by it.
-      readStore: mappingUnreachable(await openPostgresReadStore({ pool, fence: async (client) => lease?.fence(client) })),
+      readStore: mappingUnreachable(await openPostgresReadStore({ pool, fence: () => lease?.fenceSql() ?? null })),
       setup: mappingUnreachable(await openPostgresSetupStore({ pool })),
       webhooks: mappingUnreachable(await openPostgresWebhookStore({ pool })),
       idempotency: mappingUnreachable(await openPostgresIdempotencyStore({ pool })),

@@ -1,3 +1,4 @@
+import pg from 'pg';
 import { migrate } from './migrate.js';
 import type { Pool, PoolClient } from './pool.js';
 
@@ -18,9 +19,24 @@ import type { Pool, PoolClient } from './pool.js';
  * that wakes after losing the lease can never commit a batch.
  */
 
+/** The SQLSTATE csr_lease_fence raises (class CS: this service's own). */
+const LEASE_LOST_CODE = 'CSL01';
+
 const MIGRATION = {
   component: 'leases',
-  steps: ['CREATE TABLE csr_leases (name text PRIMARY KEY, holder text NOT NULL, token bigint NOT NULL, expires_at timestamptz NOT NULL)'],
+  steps: [
+    'CREATE TABLE csr_leases (name text PRIMARY KEY, holder text NOT NULL, token bigint NOT NULL, expires_at timestamptz NOT NULL)',
+    // The fence as an expression (fenceSql): it raises, so that a statement holding it fails and its
+    // transaction cannot commit, even one sent together with its COMMIT.
+    `CREATE FUNCTION csr_lease_fence(lease text, by_holder text, with_token bigint) RETURNS boolean LANGUAGE plpgsql VOLATILE AS $$
+     BEGIN
+       PERFORM 1 FROM csr_leases WHERE name = lease AND holder = by_holder AND token = with_token AND expires_at > clock_timestamp() FOR SHARE;
+       IF NOT FOUND THEN
+         RAISE EXCEPTION 'this process no longer holds the % lease; another took it over', lease USING ERRCODE = '${LEASE_LOST_CODE}';
+       END IF;
+       RETURN true;
+     END $$`,
+  ],
 };
 
 export class LeaseLost extends Error {
@@ -53,6 +69,12 @@ export interface LeaseKeeper {
   readonly held: boolean;
   /** For the checkpoint transaction: throws LeaseLost unless this keeper still holds the lease. */
   fence(client: PoolClient): Promise<void>;
+  /**
+   * The same check as an SQL expression (values inlined) for a statement of the checkpoint
+   * transaction, which then fails unless this keeper still holds the lease, and keeps a take-over
+   * waiting until that transaction ends. Throws LeaseLost when this keeper knows it holds none.
+   */
+  fenceSql(): string;
   /** Stops trying, releases the lease if held, and reports the loss through onChange. */
   stop(): Promise<void>;
 }
@@ -121,20 +143,23 @@ export function keepLease(pool: Pool, options: KeepLeaseOptions): LeaseKeeper {
 
   running = attempt().finally(schedule);
 
+  function fenceSql(): string {
+    const mine = token;
+    if (!held || mine === null) throw new LeaseLost(options.name);
+    return `csr_lease_fence(${pg.escapeLiteral(options.name)}, ${pg.escapeLiteral(options.holder)}, ${pg.escapeLiteral(mine)}::bigint)`;
+  }
+
   return {
     get held() {
       return held;
     },
     async fence(client) {
-      const mine = token;
-      if (!held || mine === null) throw new LeaseLost(options.name);
-      const found = await client.query('SELECT 1 FROM csr_leases WHERE name = $1 AND holder = $2 AND token = $3 AND expires_at > clock_timestamp() FOR SHARE', [
-        options.name,
-        options.holder,
-        mine,
-      ]);
-      if (found.rowCount === 0) throw new LeaseLost(options.name);
+      const condition = fenceSql();
+      await client.query(`SELECT ${condition}`).catch((error: unknown) => {
+        throw (error as { code?: unknown } | null)?.code === LEASE_LOST_CODE ? new LeaseLost(options.name) : error;
+      });
     },
+    fenceSql,
     async stop() {
       stopped = true;
       clearTimeout(timer);

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { InsufficientStorage } from '../../src/core/errors.js';
 import { formatPosition } from '../../src/eventstore/position.js';
-import { openPool, type Pool } from '../../src/postgres/pool.js';
+import { openPool } from '../../src/postgres/pool.js';
 import { findPlan } from '../../src/readstore/postgres/findPlan.js';
 import { openPostgresReadStore } from '../../src/readstore/postgres/index.js';
 import { DOCUMENT_COLUMNS } from '../../src/readstore/postgres/rows.js';
@@ -136,10 +136,12 @@ describeBackend('PostgreSQL read store', backend, (adminUrl) => {
       try {
         await pool.query('CREATE TABLE lease (holder text, token integer)');
         await pool.query("INSERT INTO lease VALUES ('a', 1)");
-        const fence = async (client: Pick<Pool, 'query'>) => {
-          const held = await client.query("SELECT 1 FROM lease WHERE holder = 'a' AND token = 1 FOR SHARE");
-          if (held.rowCount !== 1) throw new Error('the projector lease was taken over');
-        };
+        // The fence is an expression the checkpoint's statement evaluates: it raises once the lease is another's.
+        await pool.query(`CREATE FUNCTION fence() RETURNS boolean LANGUAGE plpgsql AS $$ BEGIN
+          PERFORM 1 FROM lease WHERE holder = 'a' AND token = 1 FOR SHARE;
+          IF NOT FOUND THEN RAISE EXCEPTION 'the projector lease was taken over'; END IF;
+          RETURN true; END $$`);
+        const fence = () => 'fence()';
         const store = await openPostgresReadStore({ pool, fence });
         const kept = doc('ws', 1);
         await store.transaction(async (tx) => {

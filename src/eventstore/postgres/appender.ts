@@ -1,7 +1,9 @@
 import { Conflict } from '../../core/errors.js';
+import pg, { type QueryResult } from 'pg';
 import type { Pool, PoolClient } from '../../postgres/pool.js';
 import { canonicalJson, canonicalMetadataOnce, chainHashOfJson, storedMetadataJson } from '../chain.js';
 import type { AppendResult, ExpectedRevision, StreamAppend } from '../port.js';
+import { announcementPayload, kindOf, type Announcement } from './announcement.js';
 import { asStoreError } from './errors.js';
 import { seqPosition } from './rows.js';
 
@@ -35,11 +37,14 @@ export class Appender {
   private queue: Job[] = [];
   private running = false;
   private readonly canonicalMetadata = canonicalMetadataOnce();
-  /** The head seq of this appender's last commit (0 before any): what its own NOTIFY will carry. */
-  committedSeq = 0;
-  private writtenSeq = 0;
+  /** What the transaction being written will announce once committed (null: it wrote nothing). */
+  private written: Announcement | null = null;
 
-  constructor(private readonly pool: Pool) {}
+  /** `committed` hears of every commit before its appends' callers do (to wake this process's followers). */
+  constructor(
+    private readonly pool: Pool,
+    private readonly committed: (announcement: Announcement) => void,
+  ) {}
 
   enqueue(groups: StreamAppend[][]): Promise<{ first: AppendResult; then: PromiseSettledResult<AppendResult>[] }> {
     return new Promise((resolve, reject) => {
@@ -76,11 +81,11 @@ export class Appender {
     const client = await this.pool.connect();
     let broken: unknown;
     try {
-      await client.query('BEGIN');
       try {
+        this.written = null;
         const settle = await this.write(client, jobs);
         await client.query('COMMIT');
-        this.committedSeq = Math.max(this.committedSeq, this.writtenSeq);
+        if (this.written !== null) this.committed(this.written);
         return settle;
       } catch (error) {
         await client.query('ROLLBACK').catch((rollbackError: unknown) => (broken = rollbackError));
@@ -96,17 +101,19 @@ export class Appender {
   }
 
   private async write(client: PoolClient, jobs: Job[]): Promise<() => void> {
-    const head = (
-      await client.query<{ seq: string; hash: string; created_ms: string; now_ms: string }>(
-        "SELECT seq, hash, created_ms, (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS now_ms FROM csr_event_head WHERE one FOR UPDATE",
-      )
-    ).rows[0]!;
     const streams = [...new Set(jobs.flatMap((job) => job.groups.flatMap((group) => group.map((append) => append.stream))))];
+    // BEGIN, the head's lock and the streams' revisions in one round trip: three statements of one
+    // simple query, each with a snapshot of its own, so the revisions are read after the lock was
+    // granted and see every append committed before it (a single statement's snapshot would be
+    // taken before its wait for the lock). The stream names go in as escaped literals (a simple
+    // query has no parameters).
+    const [, locked, found] = (await client.query(
+      `BEGIN;
+       SELECT seq, hash, created_ms, (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS now_ms FROM csr_event_head WHERE one FOR UPDATE;
+       SELECT stream, max(revision) AS revision FROM csr_events WHERE stream IN (${streams.map((stream) => pg.escapeLiteral(stream)).join(', ') || 'NULL'}) GROUP BY stream`,
+    )) as unknown as [unknown, QueryResult<{ seq: string; hash: string; created_ms: string; now_ms: string }>, QueryResult<{ stream: string; revision: number }>];
+    const head = locked.rows[0]!;
     const revisions = new Map<string, number>();
-    const found = await client.query<{ stream: string; revision: number }>(
-      'SELECT stream, max(revision) AS revision FROM csr_events WHERE stream = ANY($1::text[]) GROUP BY stream',
-      [streams],
-    );
     for (const row of found.rows) revisions.set(row.stream, row.revision);
 
     // Commit times never go backwards along the log, even when the server's clock does.
@@ -157,7 +164,7 @@ export class Appender {
       else outcomes.push(() => job.resolve({ first: (results[0] as PromiseFulfilledResult<AppendResult>).value, then: results.slice(1) }));
     }
     if (rows.length > 0) {
-      this.writtenSeq = seq;
+      this.written = { from: Number(head.seq), to: seq, kinds: [...new Set(rows.streams.map(kindOf))] };
       await client.query(
         `WITH written AS (
            INSERT INTO csr_events (seq, id, stream, revision, type, created_ms, data, metadata)
@@ -165,8 +172,8 @@ export class Appender {
          ), moved AS (
            UPDATE csr_event_head SET seq = $9, hash = $10, created_ms = $6 WHERE one
          )
-         SELECT pg_notify('${NOTIFY_CHANNEL}', $9::text)`,
-        [rows.seq, rows.ids, rows.streams, rows.revisions, rows.types, created, rows.data, rows.metadata, seq, hash],
+         SELECT pg_notify('${NOTIFY_CHANNEL}', $11)`,
+        [rows.seq, rows.ids, rows.streams, rows.revisions, rows.types, created, rows.data, rows.metadata, seq, hash, announcementPayload(this.written)],
       );
     }
     return () => {

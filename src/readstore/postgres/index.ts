@@ -1,4 +1,5 @@
 import type { Position } from '../../eventstore/position.js';
+import pg from 'pg';
 import { mappingPostgresErrors } from '../../postgres/errors.js';
 import { migrate } from '../../postgres/migrate.js';
 import { inTransaction, preparedQuery, type Pool, type PoolClient } from '../../postgres/pool.js';
@@ -24,11 +25,12 @@ export interface PostgresReadStoreOptions {
   /** The process's pool, shared with the other adapters: close() never ends it. */
   pool: Pool;
   /**
-   * Runs inside every live checkpoint write, before it: throws when the writer may no longer write
-   * (its projector lease was taken over), which rolls the whole batch back. Optional: without it,
-   * only the never-backwards rule applies.
+   * An SQL expression (its values inlined) that every live checkpoint write evaluates first, in the
+   * same statement: it raises when the writer may no longer write (its projector lease was taken
+   * over), which fails the statement and rolls the whole batch back; it may also throw at once.
+   * Null or absent: only the never-backwards rule applies.
    */
-  fence?: (client: PoolClient) => Promise<void>;
+  fence?: () => string | null;
   /** How often waiters look at the checkpoints while notifications arrive (a safety net; ./checkpointWatcher.ts). */
   checkpointPollMs?: number;
 }
@@ -133,8 +135,11 @@ export async function openPostgresReadStore(options: PostgresReadStoreOptions): 
     }
   }
 
-  /** The transaction API on `client` for `generation` (`building`: a generation being built, whose checkpoint lives in the pointer). */
-  function transactionApi(client: PoolClient, generation: number, building: boolean): ReadTransaction {
+  /**
+   * The transaction API on `client` for `generation` (`building`: a generation being built, whose
+   * checkpoint lives in the pointer). Live checkpoints set go to `pending`, written with the COMMIT.
+   */
+  function transactionApi(client: PoolClient, generation: number, building: boolean, pending: Map<string, Position>): ReadTransaction {
     return {
       async get(workspaceId, object, id) {
         const row = await getIn(client, '$4', [workspaceId, object, id, generation]);
@@ -173,7 +178,10 @@ export async function openPostgresReadStore(options: PostgresReadStoreOptions): 
         );
       },
       async checkpoint(projection) {
-        if (!building) return checkpoint(projection, client);
+        if (!building) {
+          await writePending(client, pending);
+          return checkpoint(projection, client);
+        }
         const found = await client.query<{ position: string | null }>('SELECT building_position AS position FROM csr_read_model WHERE id = $1', [POINTER_ID]);
         return found.rows[0]?.position ?? null;
       },
@@ -186,10 +194,63 @@ export async function openPostgresReadStore(options: PostgresReadStoreOptions): 
           ]);
           return;
         }
-        await fence?.(client);
-        await setLiveCheckpoint(client, projection, position);
+        // Written with the COMMIT (commitWith), fenced there; the later of two positions counts, as GREATEST would keep it.
+        const earlier = pending.get(projection);
+        if (earlier === undefined || earlier < position) pending.set(projection, position);
       },
     };
+  }
+
+  /**
+   * The live checkpoints set in a transaction as one statement (values inlined, so that it can go
+   * with the COMMIT in one simple query): the fence first, then each checkpoint moved forward only,
+   * and announced to the waiting processes when the transaction commits.
+   */
+  function checkpointsStatement(pending: Map<string, Position>): string {
+    const fenced = fence?.() ?? null;
+    const values = [...pending].map(([projection, position]) => `(${pg.escapeLiteral(projection)}, ${pg.escapeLiteral(position)})`).join(', ');
+    return `WITH fenced AS MATERIALIZED (SELECT ${fenced ?? 'true'} AS ok),
+      kept AS (
+        INSERT INTO csr_checkpoints (projection, position)
+        SELECT v.projection, v.position FROM fenced, (VALUES ${values}) AS v (projection, position) WHERE fenced.ok
+        ON CONFLICT (projection) DO UPDATE SET position = GREATEST(csr_checkpoints.position, EXCLUDED.position)
+        RETURNING projection, position)
+      SELECT pg_notify('${CHECKPOINT_CHANNEL}', json_build_array(kept.projection, kept.position)::text) FROM kept`;
+  }
+
+  async function writePending(client: PoolClient, pending: Map<string, Position>): Promise<void> {
+    if (pending.size === 0) return;
+    const statement = checkpointsStatement(pending);
+    pending.clear();
+    await client.query(statement);
+  }
+
+  /**
+   * A projection's transaction, in as few round trips as the work allows: BEGIN goes with the
+   * pointer's lock and the writer lock, and the checkpoints with the COMMIT (each a simple query of
+   * two statements). A statement that fails stops the ones after it, so a failed fence never commits.
+   */
+  async function projectionTransaction<T>(generation: number | undefined, fn: (tx: ReadTransaction) => Promise<T>): Promise<T> {
+    if (generation !== undefined && !Number.isSafeInteger(generation)) throw new RangeError(`not a generation: ${generation}`);
+    const client = await pool.connect();
+    try {
+      const [, locked] = (await client.query(
+        `BEGIN;
+         WITH p AS MATERIALIZED (SELECT * FROM csr_read_model WHERE id = '${POINTER_ID}' FOR SHARE)
+         SELECT p.*, pg_advisory_xact_lock(${WRITER_LOCK}, ${generation ?? 'p.live'})::text AS locked FROM p`,
+      )) as unknown as [unknown, pg.QueryResult<PointerRow>];
+      const state = locked.rows[0]!;
+      if (generation !== undefined && state.building !== generation) throw new Error(REBUILD_SUPERSEDED);
+      const pending = new Map<string, Position>();
+      const result = await fn(transactionApi(client, generation ?? state.live, generation !== undefined, pending));
+      await client.query(pending.size > 0 ? `${checkpointsStatement(pending)}; COMMIT` : 'COMMIT');
+      return result;
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => {});
+      throw error;
+    } finally {
+      client.release();
+    }
   }
 
   /** Never backwards, and announced (the position kept) to the waiting processes when the transaction commits; one statement. */
@@ -271,13 +332,7 @@ export async function openPostgresReadStore(options: PostgresReadStoreOptions): 
 
     transaction<T>(fn: (tx: ReadTransaction) => Promise<T>, transactionOptions?: { generation?: number }): Promise<T> {
       if (closed) return Promise.reject(new Error('the read store is closed'));
-      const committed = inTransaction(pool, async (client) => {
-        const state = await lockPointer(client, 'SHARE');
-        const generation = transactionOptions?.generation;
-        if (generation !== undefined && state.building !== generation) throw new Error(REBUILD_SUPERSEDED);
-        await client.query('SELECT pg_advisory_xact_lock($1, $2)', [WRITER_LOCK, generation ?? state.live]);
-        return fn(transactionApi(client, generation ?? state.live, generation !== undefined));
-      });
+      const committed = projectionTransaction(transactionOptions?.generation, fn);
       // After the commit, and not waited for: statistics for what the batch wrote, when due.
       void committed.then(() => analyzer.settle(), () => undefined);
       return committed;
@@ -321,7 +376,7 @@ export async function openPostgresReadStore(options: PostgresReadStoreOptions): 
         const state = await lockPointer(client, 'UPDATE');
         if (state.building !== generation) throw new Error(REBUILD_SUPERSEDED);
         await client.query('SELECT pg_advisory_xact_lock($1, $2)', [WRITER_LOCK, generation]);
-        const tx = transactionApi(client, generation, true);
+        const tx = transactionApi(client, generation, true, new Map());
         const live = await checkpoint(projection, client);
         const built = await tx.checkpoint(projection);
         if (live !== null && (built === null || built < live)) await catchUp(tx, built, live);
