@@ -56,6 +56,7 @@ export class CatchUpSubscription implements Subscription {
         const caughtUpAt = this.caughtUpAt;
         this.caughtUpAt = undefined;
         await this.pause(this.notifier.wait(caughtUpAt));
+        this.passOver(caughtUpAt);
         continue;
       }
       const generation = this.notifier.generation;
@@ -66,9 +67,25 @@ export class CatchUpSubscription implements Subscription {
         await this.pause(sleep(RETRY_MS));
         continue;
       }
-      if (!found) await this.pause(this.notifier.wait(generation));
+      if (!found) {
+        await this.pause(this.notifier.wait(generation));
+        this.passOver(generation);
+      }
     }
     return { value: undefined, done: true };
+  }
+
+  /**
+   * After a wake, with everything up to the cursor read when the notifier stood at `generation`:
+   * when the appends announced since wrote nothing this filter wants, the cursor moves past them and
+   * the follower waits again without a read (notifier.ts, passOver).
+   */
+  private passOver(generation: number): void {
+    if (this.closed || this.filter === undefined || this.buffer.length > 0) return;
+    const passed = this.notifier.passOver(generation, this.cursor, this.filter);
+    if (passed === undefined) return;
+    this.cursor = passed.cursor;
+    this.caughtUpAt = passed.generation;
   }
 
   private async pause(wait: { promise: Promise<void>; cancel(): void }): Promise<void> {

@@ -74,15 +74,14 @@ class PostgresEventStore implements EventStore {
     private readonly pool: Pool,
     private readonly claimMs: number,
   ) {
-    this.appender = new Appender(pool);
     this.notifier = new Notifier(pool);
+    this.appender = new Appender(pool, (announcement) => this.notifier.announce(announcement));
   }
 
   async append(stream: string, events: NewEvent[], options: { expectedRevision: ExpectedRevision }): Promise<AppendResult> {
     this.assertOpen();
     validateAppend(stream, events, options.expectedRevision);
     const result = await this.appender.enqueue([[{ stream, events, expectedRevision: options.expectedRevision }]]);
-    this.notifier.notify(this.appender.committedSeq);
     return result.first;
   }
 
@@ -90,9 +89,7 @@ class PostgresEventStore implements EventStore {
     this.assertOpen();
     const groups = [first, ...then].map(asGroup);
     for (const append of groups.flat()) validateAppend(append.stream, append.events, append.expectedRevision);
-    const result = await this.appender.enqueue(groups);
-    this.notifier.notify(this.appender.committedSeq);
-    return result;
+    return this.appender.enqueue(groups);
   }
 
   async readStream(stream: string, options: ReadStreamOptions = {}): Promise<RecordedEvent[]> {

@@ -1,5 +1,7 @@
 import pg from 'pg';
 import type { Pool } from '../../postgres/pool.js';
+import type { EventFilter } from '../port.js';
+import { mayMatch, parseAnnouncement, payloadSeq, type Announcement } from './announcement.js';
 import { NOTIFY_CHANNEL } from './appender.js';
 
 /**
@@ -15,6 +17,9 @@ import { NOTIFY_CHANNEL } from './appender.js';
 const POLL_MS = 2_000;
 const POLL_WHILE_DOWN_MS = 500;
 const RECONNECT_MS = 1_000;
+/** Wakes remembered with what they announced (./announcement.ts): a follower further behind reads. */
+const REMEMBERED = 256;
+const NOTHING_APPENDED = 'nothing appended';
 
 export class Notifier {
   /** Bumped by every notification: a follower compares it across its read to not miss one. */
@@ -27,6 +32,8 @@ export class Notifier {
   private started = false;
   /** The highest head seq this process's own appends have woken its followers for. */
   private announced = 0;
+  /** The last REMEMBERED wakes, oldest first: the generation each made, and its announcement (null: unknown). */
+  private readonly wakes: Array<{ generation: number; announcement: Announcement | null | typeof NOTHING_APPENDED }> = [];
 
   constructor(private readonly pool: Pool) {}
 
@@ -47,13 +54,55 @@ export class Notifier {
     return { promise, cancel: done };
   }
 
+  /** Wakes this process's followers at once, telling them nothing about what changed. */
+  notify(): void {
+    this.wake(null);
+  }
+
   /**
-   * Wakes this process's followers at once (after its own append, which they need not wait for,
-   * given the head seq it committed).
+   * Wakes this process's followers for a change that added nothing to the log (a persistent
+   * group's event settled or handed back: a consumer may have room again): catch-up followers
+   * waiting on the log pass it over without a read.
    */
-  notify(ownSeq?: number): void {
-    if (ownSeq !== undefined && ownSeq > this.announced) this.announced = ownSeq;
+  nudge(): void {
+    this.wake(NOTHING_APPENDED);
+  }
+  /** Wakes this process's followers for its own append transaction, with what it wrote. */
+  announce(announcement: Announcement): void {
+    if (announcement.to > this.announced) this.announced = announcement.to;
+    this.wake(announcement);
+  }
+
+  /**
+   * For a filtered follower that had read everything up to `cursor` when the notifier stood at
+   * `generation`: when every wake since then announced an append that continues from the cursor
+   * (in commit order, the next starting at or before where the last ended) with no stream the
+   * filter can match, the cursor those appends end at and the generation that reached it, so the
+   * follower moves there without reading. Otherwise (a wake without an announcement, one it cannot
+   * chain, a poll with no wake at all, wakes forgotten) undefined: it reads.
+   */
+  passOver(generation: number, cursor: string, filter: EventFilter): { cursor: string; generation: number } | undefined {
+    if (generation >= this.generation) return undefined;
+    const first = this.wakes[0];
+    if (first === undefined || first.generation > generation + 1) return undefined;
+    let at = Number(cursor);
+    if (!Number.isSafeInteger(at)) return undefined;
+    for (const wake of this.wakes) {
+      if (wake.generation <= generation) continue;
+      const announced = wake.announcement;
+      if (announced === NOTHING_APPENDED) continue;
+      if (announced === null) return undefined;
+      if (announced.to <= at) continue;
+      if (announced.from > at || mayMatch(filter, announced.kinds)) return undefined;
+      at = announced.to;
+    }
+    return { cursor: String(at), generation: this.generation };
+  }
+
+  private wake(announcement: Announcement | null | typeof NOTHING_APPENDED): void {
     this.generation += 1;
+    this.wakes.push({ generation: this.generation, announcement });
+    if (this.wakes.length > REMEMBERED) this.wakes.shift();
     for (const waiter of [...this.waiters]) waiter();
   }
 
@@ -74,8 +123,9 @@ export class Notifier {
    * wake nearly always, is passed over. One that arrives first still wakes them.
    */
   private notified(payload: string | undefined): void {
-    if (payload !== undefined && /^[0-9]+$/.test(payload) && Number(payload) <= this.announced) return;
-    this.notify();
+    const seq = payloadSeq(payload);
+    if (seq !== null && seq <= this.announced) return;
+    this.wake(parseAnnouncement(payload));
   }
 
   private start(): void {
