@@ -104,7 +104,7 @@ export class GroupConsumer implements PersistentSubscription {
     if (held.length > 0) {
       await this.pool
         .query('UPDATE csr_group_events SET claimed_by = NULL, claimed_until = NULL WHERE grp = $1 AND claimed_by = $2 AND seq = ANY($3::bigint[])', [this.group, this.me, held])
-        .then(() => this.notifier.notify())
+        .then(() => this.notifier.nudge())
         .catch(() => undefined);
     }
   }
@@ -126,9 +126,9 @@ export class GroupConsumer implements PersistentSubscription {
         }
         const room = this.settings.bufferSize - this.mine.size;
         if (room > 0) {
-          if ((await this.claim(Math.min(room, CLAIM_PAGE))) > 0) continue;
-          if (await this.feed()) continue;
-          dueInMs = await this.nextDueInMs();
+          const turn = await this.claimAndFeed(Math.min(room, CLAIM_PAGE));
+          if (turn.handed > 0 || turn.fed > 0) continue;
+          dueInMs = turn.dueInMs;
         }
         this.healthy = true;
       } catch {
@@ -148,11 +148,29 @@ export class GroupConsumer implements PersistentSubscription {
     this.cancelWait = undefined;
   }
 
-  /** Claims up to `limit` due rows into the buffer; answers how many. */
-  private async claim(limit: number): Promise<number> {
-    const result = await this.pool.query<EventRow & { retry_count: number }>(
-      `WITH claimed AS (
-         UPDATE csr_group_events g SET claimed_by = $2, claimed_until = clock_timestamp() + make_interval(secs => $3::double precision / 1000)
+  /**
+   * One turn of the consumer, one statement (it was three round trips when there was nothing to
+   * do, and six for each wake of the fan-out): claims up to `limit` due rows, feeds the group
+   * (moves its cursor on over the log, adding the matching events after it) and claims what it
+   * added up to what room is left, and tells when the next retry falls due. Answers how many events
+   * it handed into the buffer, how many it added to the group (added beyond the room, they are
+   * claimable at once), and the due time (meaningful when both are 0: the statement then changed
+   * nothing, and its snapshot is the group as it stands).
+   *
+   * Feeding: the group row is locked with SKIP LOCKED (none locked: another consumer is feeding,
+   * and what it adds is claimable in a moment), the page after the cursor and the head are read in
+   * one snapshot, the page is added and the cursor moved. The cursor the lock returns may be newer
+   * than that snapshot (a feeder that committed in between): the page is then empty or after it, and
+   * the cursor only ever moves forward (the UPDATE's condition is checked again on the locked row),
+   * so nothing is added twice or skipped. Claims use FOR UPDATE SKIP LOCKED on the rows, so two
+   * consumers never take the same row.
+   */
+  private async claimAndFeed(limit: number): Promise<{ handed: number; fed: number; dueInMs: number | null }> {
+    const where = filterSql(this.settings.filter, 6);
+    const claimedUntil = 'clock_timestamp() + make_interval(secs => $3::double precision / 1000)';
+    const result = await this.pool.query<EventRow & { retry_count: number; fed: number; ms: number | null }>(
+      `WITH due AS (
+         UPDATE csr_group_events g SET claimed_by = $2, claimed_until = ${claimedUntil}
          FROM (
            SELECT seq FROM csr_group_events
            WHERE grp = $1 AND NOT parked AND due_at <= clock_timestamp() AND (claimed_until IS NULL OR claimed_until < clock_timestamp())
@@ -160,60 +178,47 @@ export class GroupConsumer implements PersistentSubscription {
          ) c
          WHERE g.grp = $1 AND g.seq = c.seq
          RETURNING g.seq, g.retry_count
-       )
-       SELECT c.retry_count, ${COLUMNS.split(', ').map((column) => `e.${column}`).join(', ')}
-       FROM claimed c JOIN csr_events e ON e.seq = c.seq ORDER BY e.seq`,
-      [this.group, this.me, this.settings.claimMs, limit],
-    );
-    if (this.closed) return 0;
-    for (const row of result.rows) {
-      this.mine.add(row.seq);
-      this.buffer.push(this.delivery(row.seq, rowEvent(row), row.retry_count));
-    }
-    return result.rows.length;
-  }
-
-  /**
-   * Moves the group's cursor on over the log; true when it added events to hand out. One statement
-   * (it was a transaction of six, a round trip each, for every wake of the fan-out): it locks the
-   * group row with SKIP LOCKED (none locked: another consumer is feeding, and what it adds is
-   * claimable in a moment), reads the page after the cursor and the head in one snapshot, adds the
-   * page and moves the cursor. The cursor the lock returns may be newer than that snapshot (a feeder
-   * that committed in between): the page is then empty or after it, and the cursor only ever moves
-   * forward (the UPDATE's condition is checked again on the locked row), so nothing is added twice
-   * or skipped.
-   */
-  private async feed(): Promise<boolean> {
-    const where = filterSql(this.settings.filter, 3);
-    const result = await this.pool.query<{ added: number }>(
-      `WITH g AS (
+       ), g AS (
          SELECT cursor FROM csr_groups WHERE name = $1 FOR UPDATE SKIP LOCKED
        ), page AS (
-         SELECT h.seq AS head, e.seq FROM g CROSS JOIN ${HEAD} h LEFT JOIN LATERAL (
-           SELECT seq FROM csr_events WHERE seq > g.cursor AND seq <= h.seq${where.sql} ORDER BY seq LIMIT $2
+         SELECT h.seq AS head, e.seq, row_number() OVER (ORDER BY e.seq) AS n FROM g CROSS JOIN ${HEAD} h LEFT JOIN LATERAL (
+           SELECT seq FROM csr_events WHERE seq > g.cursor AND seq <= h.seq${where.sql} ORDER BY seq LIMIT $5
          ) e ON true
        ), added AS (
-         INSERT INTO csr_group_events (grp, seq) SELECT $1, seq FROM page WHERE seq IS NOT NULL ON CONFLICT DO NOTHING
+         INSERT INTO csr_group_events (grp, seq, claimed_by, claimed_until)
+         SELECT $1, p.seq, CASE WHEN p.n <= r.room THEN $2 END, CASE WHEN p.n <= r.room THEN ${claimedUntil} END
+         FROM page p CROSS JOIN (SELECT $4 - count(*) AS room FROM due) r WHERE p.seq IS NOT NULL
+         ON CONFLICT DO NOTHING
+         RETURNING seq, retry_count, claimed_by
        ), moved AS (
          UPDATE csr_groups c SET cursor = n.next
-         FROM (SELECT CASE WHEN count(seq) = $2 THEN max(seq) ELSE max(head) END AS next FROM page) n
+         FROM (SELECT CASE WHEN count(seq) = $5 THEN max(seq) ELSE max(head) END AS next FROM page) n
          WHERE c.name = $1 AND n.next > c.cursor
+       ), handed AS (
+         SELECT seq, retry_count FROM due UNION ALL SELECT seq, retry_count FROM added WHERE claimed_by IS NOT NULL
        )
-       SELECT count(seq)::integer AS added FROM page`,
-      [this.group, FEED_PAGE, ...where.values],
+       SELECT t.fed, t.ms, c.retry_count, ${COLUMNS.split(', ').map((column) => `e.${column}`).join(', ')}
+       FROM (
+         SELECT (SELECT count(seq) FROM page)::integer AS fed,
+           (SELECT (extract(epoch FROM min(due_at) - clock_timestamp()) * 1000)::double precision
+            FROM csr_group_events WHERE grp = $1 AND NOT parked AND claimed_by IS NULL) AS ms
+       ) t LEFT JOIN (handed c JOIN csr_events e ON e.seq = c.seq) ON true
+       ORDER BY e.seq`,
+      [this.group, this.me, this.settings.claimMs, limit, FEED_PAGE, ...where.values],
     );
-    return (result.rows[0]?.added ?? 0) > 0;
-  }
-
-  /** Milliseconds until the group's next retry falls due (by the server's clock); null: none waits. */
-  private async nextDueInMs(): Promise<number | null> {
-    const result = await this.pool.query<{ ms: number | null }>(
-      `SELECT (extract(epoch FROM min(due_at) - clock_timestamp()) * 1000)::double precision AS ms
-       FROM csr_group_events WHERE grp = $1 AND NOT parked AND claimed_by IS NULL`,
-      [this.group],
-    );
-    const ms = result.rows[0]?.ms;
-    return ms === null || ms === undefined ? null : Math.max(0, Math.ceil(ms));
+    const first = result.rows[0];
+    const fed = first?.fed ?? 0;
+    const ms = first?.ms;
+    const dueInMs = ms === null || ms === undefined ? null : Math.max(0, Math.ceil(ms));
+    if (this.closed) return { handed: 0, fed, dueInMs };
+    let handed = 0;
+    for (const row of result.rows) {
+      if (row.seq === null) continue;
+      this.mine.add(row.seq);
+      this.buffer.push(this.delivery(row.seq, rowEvent(row), row.retry_count));
+      handed += 1;
+    }
+    return { handed, fed, dueInMs };
   }
 
   private async renew(): Promise<void> {
@@ -255,7 +260,7 @@ export class GroupConsumer implements PersistentSubscription {
       if (this.closed) return void (await writing.catch(() => undefined));
       await writing;
       // A consumer of this process waiting for room, or for this retry's due time, looks again.
-      this.notifier.notify();
+      this.notifier.nudge();
     };
     return {
       event,
