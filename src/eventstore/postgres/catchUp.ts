@@ -4,6 +4,8 @@ import type { Notifier } from './notifier.js';
 import { COLUMNS, filterSql, HEAD, rowEvent, type EventRow } from './rows.js';
 
 const PAGE = 500;
+/** Pages SharedPages keeps (the followers of one process number a handful). */
+const KEPT_PAGES = 8;
 /** After a failed read (the server restarting) the subscription tries again this much later. */
 const RETRY_MS = 1_000;
 
@@ -30,6 +32,7 @@ export class CatchUpSubscription implements Subscription {
 
   constructor(
     private readonly pool: Pool,
+    private readonly pages: SharedPages,
     private readonly notifier: Notifier,
     from: string,
     private readonly filter: EventFilter | undefined,
@@ -96,13 +99,48 @@ export class CatchUpSubscription implements Subscription {
 
   /** Reads the next page into the buffer; false when there was nothing new. */
   private async readPage(generation: number): Promise<boolean> {
-    const page = await readAfter(this.pool, this.cursor, this.filter, PAGE);
+    const page = await this.pages.read(this.pool, this.cursor, this.filter, generation);
     if (this.closed) return true;
-    this.buffer = page.events;
+    // The page may be another follower's too: this one's buffer is a copy it can take from.
+    this.buffer = page.events.slice();
     this.cursor = page.cursor;
     if (page.events.length > 0 && !page.full) this.caughtUpAt = generation;
     return page.events.length > 0;
   }
+}
+
+/**
+ * The pages this process's followers read, shared by those that ask for the same page (same
+ * cursor and filter) while no wake has come since it was asked for: the projector's four followers
+ * of the record streams wake together at the same cursor, and each read (and parsed) the same
+ * events. A shared page is as good as a page of one's own: it holds every event after the cursor
+ * up to a head (positions are given in commit order), and the generation it was asked at is the
+ * follower's too, so an append committed since wakes it to read on. A few pages are kept, so that
+ * a follower catching up through the log holds on to no more than that.
+ */
+export class SharedPages {
+  private readonly pages = new Map<string, { generation: number; page: Promise<Page> }>();
+
+  read(pool: Pool, cursor: string, filter: EventFilter | undefined, generation: number): Promise<Page> {
+    const key = filter === undefined ? cursor : `${cursor} ${JSON.stringify(filter.streamPrefixes)}`;
+    const kept = this.pages.get(key);
+    if (kept !== undefined && kept.generation === generation) return kept.page;
+    const page = readAfter(pool, cursor, filter, PAGE);
+    this.pages.delete(key);
+    this.pages.set(key, { generation, page });
+    if (this.pages.size > KEPT_PAGES) this.pages.delete(this.pages.keys().next().value!);
+    // A failed read is not handed to the next follower: it reads for itself.
+    page.catch(() => {
+      if (this.pages.get(key)?.page === page) this.pages.delete(key);
+    });
+    return page;
+  }
+}
+
+interface Page {
+  events: RecordedEvent[];
+  cursor: string;
+  full: boolean;
 }
 
 /**
@@ -111,7 +149,7 @@ export class CatchUpSubscription implements Subscription {
  * events are written in one transaction, so one snapshot sees both or neither), which lets a
  * filtered follower move past a stretch of events it does not want without reading it again.
  */
-export async function readAfter(pool: Pool, cursor: string, filter: EventFilter | undefined, limit: number): Promise<{ events: RecordedEvent[]; cursor: string; full: boolean }> {
+export async function readAfter(pool: Pool, cursor: string, filter: EventFilter | undefined, limit: number): Promise<Page> {
   const statement = readAfterStatement(cursor, filter, limit);
   const result = await preparedQuery<EventRow & { head: string }>(pool, statement.sql, statement.values);
   const rows = result.rows.filter((row) => row.seq !== null);

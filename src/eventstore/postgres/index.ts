@@ -26,7 +26,7 @@ import type {
 } from '../port.js';
 import type { Position } from '../position.js';
 import { Appender } from './appender.js';
-import { CatchUpSubscription, readAfter } from './catchUp.js';
+import { CatchUpSubscription, readAfter, SharedPages } from './catchUp.js';
 import { asStoreError } from './errors.js';
 import { ensureGroup, GroupConsumer, groupCheckpoint, replayParked } from './groups.js';
 import { Notifier } from './notifier.js';
@@ -68,6 +68,7 @@ class PostgresEventStore implements EventStore {
   private closed = false;
   private readonly appender: Appender;
   private readonly notifier: Notifier;
+  private readonly pages = new SharedPages();
   private readonly followers = new Set<{ close(): Promise<void> }>();
 
   constructor(
@@ -185,7 +186,7 @@ class PostgresEventStore implements EventStore {
     this.assertOpen();
     validateFilter(options.filter);
     const from = options.from === 'start' ? '0' : positionSeq(options.from);
-    const subscription = new CatchUpSubscription(this.pool, this.notifier, from, options.filter, (s) => this.followers.delete(s));
+    const subscription = new CatchUpSubscription(this.pool, this.pages, this.notifier, from, options.filter, (s) => this.followers.delete(s));
     this.followers.add(subscription);
     return subscription;
   }
