@@ -254,13 +254,16 @@ export class GroupConsumer implements PersistentSubscription {
     const settle = async (sql: string | null, values: unknown[]) => {
       if (settled) return;
       settled = true;
+      const wasFull = this.mine.size >= this.settings.bufferSize;
       this.mine.delete(seq);
       // Settled after close (work done meanwhile) is still written; the store may be gone by then.
       const writing = sql === null ? this.ackTogether(seq) : this.pool.query(sql, [this.group, seq, ...values]);
       if (this.closed) return void (await writing.catch(() => undefined));
       await writing;
-      // A consumer of this process waiting for room, or for this retry's due time, looks again.
-      this.notifier.nudge();
+      // This consumer, when it waits for room, or a consumer of this process waiting for a due time
+      // this retry may come before, looks again. An ack that gave no consumer room changes nothing
+      // they wait for (a wake per ack was a turn of the fan-out, a statement, for nothing).
+      if (wasFull || sql !== null) this.notifier.nudge();
     };
     return {
       event,
