@@ -7,6 +7,7 @@ import { openPostgresEventStore } from '../src/eventstore/postgres/index.js';
 import { openPool } from '../src/postgres/pool.js';
 import { openPostgresReadStore } from '../src/readstore/postgres/index.js';
 import { Catalogues } from '../src/setup/catalogues.js';
+import { processCpuMs } from './cpu.js';
 import type { TextRow } from './measure.js';
 import { benchDatabase, postgresReachable } from './postgres.js';
 import { projectToHead, rate, writeLog } from './rebuildLog.js';
@@ -26,22 +27,16 @@ const EVENTS = Number(process.env['BENCH_PG_REBUILD_EVENTS'] ?? 100_000);
 const RAW_PAGE = 10_000;
 
 /** The log as a client would read it: every column of every event, in pages by position. */
-async function rawRead(url: string): Promise<number> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    let count = 0;
-    for (let after = '0'; ; ) {
-      const page = await client.query<{ seq: string }>(
-        'SELECT seq, id, stream, revision, type, created_ms, data, metadata FROM csr_events WHERE seq > $1 ORDER BY seq LIMIT $2',
-        [after, RAW_PAGE],
-      );
-      count += page.rows.length;
-      if (page.rows.length < RAW_PAGE) return count;
-      after = page.rows.at(-1)!.seq;
-    }
-  } finally {
-    await client.end();
+async function rawRead(client: pg.Client): Promise<number> {
+  let count = 0;
+  for (let after = '0'; ; ) {
+    const page = await client.query<{ seq: string }>(
+      'SELECT seq, id, stream, revision, type, created_ms, data, metadata FROM csr_events WHERE seq > $1 ORDER BY seq LIMIT $2',
+      [after, RAW_PAGE],
+    );
+    count += page.rows.length;
+    if (page.rows.length < RAW_PAGE) return count;
+    after = page.rows.at(-1)!.seq;
   }
 }
 
@@ -74,6 +69,28 @@ async function copyFloorMs(pool: pg.Pool): Promise<number> {
   }
 }
 
+/**
+ * CPU milliseconds of this process and of the database's server backends (when the server runs on
+ * this machine: /proc) spent by `work`: a rate moves with what else the machine runs, the CPU per
+ * event much less, so a change is judged by it.
+ */
+async function cpuOf<T>(pool: pg.Pool, work: () => Promise<T>): Promise<{ result: T; nodeMs: number; serverMs: number | null }> {
+  const backends = async () => {
+    const { rows } = await pool.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE datname = current_database()');
+    return new Map(rows.map(({ pid }) => [pid, processCpuMs(pid)]));
+  };
+  const before = await backends();
+  const node = process.cpuUsage();
+  const result = await work();
+  const { user, system } = process.cpuUsage(node);
+  let serverMs: number | null = 0;
+  for (const [pid, ms] of await backends()) serverMs = ms === null || serverMs === null ? null : serverMs + ms - (before.get(pid) ?? 0)!;
+  return { result, nodeMs: (user + system) / 1000, serverMs };
+}
+
+const perEvent = (events: number, { nodeMs, serverMs }: { nodeMs: number; serverMs: number | null }) =>
+  `CPU per event: ${Math.round((1000 * nodeMs) / events)} µs here${serverMs === null ? '' : ` + ${Math.round((1000 * serverMs) / events)} µs in the server`}`;
+
 export async function postgresRebuildBench(): Promise<TextRow[]> {
   const reachable = await postgresReachable();
   if (reachable !== true) return [{ scenario: 'PostgreSQL rebuild', result: `skipped: ${reachable}`, target: '' }];
@@ -91,12 +108,16 @@ export async function postgresRebuildBench(): Promise<TextRow[]> {
     // Statistics as a running server's would be: this server may run without autovacuum.
     await pool.query('VACUUM ANALYZE csr_events');
 
+    const client = new pg.Client({ connectionString: database.url });
+    await client.connect();
     // Once unmeasured: the log was just written, and every later read finds it in the server's cache.
-    await rawRead(database.url);
+    await rawRead(client);
     let started = performance.now();
-    const count = await rawRead(database.url);
+    const raw = await cpuOf(pool, () => rawRead(client));
+    await client.end();
+    const count = raw.result;
     const rawRate = rate(count, performance.now() - started);
-    rows.push({ scenario: `PostgreSQL: raw SELECT of the log, ${count} events`, result: `${rawRate} events/s`, target: '-' });
+    rows.push({ scenario: `PostgreSQL: raw SELECT of the log, ${count} events`, result: `${rawRate} events/s; ${perEvent(count, raw)}`, target: '-' });
 
     started = performance.now();
     let followed = 0;
@@ -108,11 +129,12 @@ export async function postgresRebuildBench(): Promise<TextRow[]> {
     rows.push({ scenario: `PostgreSQL: live projector from empty, ${count} events`, result: `${rate(count, liveMs)} events/s (${Math.round((100 * rate(count, liveMs)) / rawRate)}% of raw)`, target: '-' });
 
     started = performance.now();
-    const result = await rebuildReadModel({ events, readStore }, recordProjection);
+    const rebuilt = await cpuOf(pool, () => rebuildReadModel({ events, readStore }, recordProjection));
+    const result = rebuilt.result;
     const rebuildRate = rate(result.events, performance.now() - started);
     rows.push({
       scenario: `PostgreSQL: blue/green rebuild, ${result.events} events`,
-      result: `${rebuildRate} events/s (${Math.round((100 * rebuildRate) / rawRate)}% of raw SELECT)`,
+      result: `${rebuildRate} events/s (${Math.round((100 * rebuildRate) / rawRate)}% of raw SELECT); ${perEvent(result.events, rebuilt)}`,
       target: '>= 30% of raw SELECT',
     });
     const floorMs = await copyFloorMs(pool);
