@@ -122,12 +122,12 @@ export async function openPostgresReadStore(options: PostgresReadStoreOptions): 
     return found.rows[0] ?? null;
   }
 
-  async function writeDocuments(client: PoolClient, generation: number, documents: RecordDocument[]): Promise<void> {
+  async function writeDocuments(client: PoolClient, generation: number, building: boolean, documents: RecordDocument[]): Promise<void> {
     // Several writes of one record in a batch: the last one counts (one statement cannot upsert a row twice).
     const last = new Map<string, RecordDocument>();
     for (const document of documents) last.set(JSON.stringify([document.workspaceId, document.object, document.id]), document);
     const rows = [...last.values()].map(toWrittenRow);
-    analyzer.wrote(generation, rows.length);
+    analyzer.wrote(generation, rows.length, building);
     for (let at = 0; at < rows.length; at += WRITE_CHUNK) {
       await client.query(WRITE_DOCUMENTS, [generation, JSON.stringify(rows.slice(at, at + WRITE_CHUNK))]);
     }
@@ -153,8 +153,8 @@ export async function openPostgresReadStore(options: PostgresReadStoreOptions): 
         const found = await client.query<DocumentRow>(plan.sql, plan.params);
         return found.rows.map(fromRow);
       },
-      put: (document) => writeDocuments(client, generation, [document]),
-      putMany: (documents) => writeDocuments(client, generation, documents),
+      put: (document) => writeDocuments(client, generation, building, [document]),
+      putMany: (documents) => writeDocuments(client, generation, building, documents),
       async addLinks(edges: LinkEdge[]) {
         if (edges.length === 0) return;
         await client.query(
@@ -275,7 +275,11 @@ export async function openPostgresReadStore(options: PostgresReadStoreOptions): 
         const state = await lockPointer(client, 'SHARE');
         const generation = transactionOptions?.generation;
         if (generation !== undefined && state.building !== generation) throw new Error(REBUILD_SUPERSEDED);
-        await client.query('SELECT pg_advisory_xact_lock($1, $2)', [WRITER_LOCK, generation ?? state.live]);
+        if (generation === undefined) await client.query('SELECT pg_advisory_xact_lock($1, $2)', [WRITER_LOCK, state.live]);
+        // A rebuild's batch need not wait for its WAL flush: it commits with its own checkpoint, so
+        // a crash loses whole batches that the rebuild then does again, and the promotion's
+        // synchronous commit flushes every one before the generation is read.
+        else await client.query("SELECT pg_advisory_xact_lock($1, $2), set_config('synchronous_commit', 'off', true)", [WRITER_LOCK, generation]);
         return fn(transactionApi(client, generation ?? state.live, generation !== undefined));
       });
       // After the commit, and not waited for: statistics for what the batch wrote, when due.
