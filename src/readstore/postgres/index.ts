@@ -233,8 +233,12 @@ export async function openPostgresReadStore(options: PostgresReadStoreOptions): 
       return row && fromRow(row);
     },
 
-    async getStored(workspaceId, object, id) {
-      const row = await getIn(pool, LIVE, [workspaceId, object, id]);
+    async getStored(workspaceId, object, id, shape) {
+      // With a shape, a record rendered with it comes without its values: no jsonb parsed for a GET.
+      const row =
+        shape === undefined
+          ? await getIn(pool, LIVE, [workspaceId, object, id])
+          : (await preparedQuery<DocumentRow>(pool, `SELECT ${storedColumns('$4')} FROM csr_records r WHERE r.generation = ${LIVE} AND r.workspace_id = $1 AND r.object = $2 AND r.id = $3`, [workspaceId, object, id, shape])).rows[0] ?? null;
       return row && toStoredRecord(row);
     },
 
