@@ -3,7 +3,7 @@ import type { EventFilter, RecordedEvent, Subscription } from '../port.js';
 import type { Notifier } from './notifier.js';
 import { COLUMNS, filterSql, HEAD, rowEvent, type EventRow } from './rows.js';
 
-const PAGE = 500;
+const PAGE = 2_000;
 /** After a failed read (the server restarting) the subscription tries again this much later. */
 const RETRY_MS = 1_000;
 
