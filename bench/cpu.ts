@@ -43,6 +43,12 @@ function readStat(pid: number): ProcessStat | null {
   }
 }
 
+/** CPU milliseconds used so far by the process `pid` alone (a PostgreSQL backend); null off Linux or once it is gone. */
+export function processCpuMs(pid: number): number | null {
+  const stat = TICKS_PER_SECOND === null ? null : readStat(pid);
+  return stat && (stat.ticks * 1000) / TICKS_PER_SECOND!;
+}
+
 /** CPU milliseconds used so far by `pid` and all its descendants; null off Linux. */
 export function treeCpuMs(pid: number): number | null {
   if (TICKS_PER_SECOND === null) return null;

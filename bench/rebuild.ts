@@ -5,21 +5,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from './servers.js';
 import { fileURLToPath } from 'node:url';
-import pino from 'pino';
 import { eventsUpTo } from '../projections/logRange.js';
 import { recordProjection as recordProjectionOf } from '../projections/recordProjection.js';
 import { Catalogues } from '../src/setup/catalogues.js';
-import type { Projection } from '../projections/projection.js';
 import { rebuildReadModel } from '../projections/rebuild.js';
-import { startProjection } from '../projections/runner.js';
-import { recordStream } from '../src/events/records.js';
-import type { EventStore, NewEvent } from '../src/eventstore/port.js';
 import { openSqliteEventStore } from '../src/eventstore/sqlite/index.js';
-import { RECORDS_PROJECTION, type ReadStore } from '../src/readstore/port.js';
 import { openSqliteReadStore } from '../src/readstore/sqlite/index.js';
 import { fingerprint, generateApiKey } from '../src/setup/apiKeys.js';
 import { openSqliteSetupStore } from '../src/setup/sqlite/index.js';
 import { copyFloorMs } from './rebuildFloor.js';
+import { projectToHead, rate, writeLog } from './rebuildLog.js';
 import { wrk } from './wrk.js';
 
 /**
@@ -33,56 +28,11 @@ const root = fileURLToPath(new URL('../..', import.meta.url));
 const EVENTS = Number(process.env['BENCH_REBUILD_EVENTS'] ?? 200_000);
 const WORKSPACE = randomUUID();
 const GET_SECONDS = Number(process.env['BENCH_DURATION'] ?? 10);
-const ACTOR = { type: 'system' as const, id: 'bench', name: 'bench' };
 
 export interface BenchRow {
   scenario: string;
   result: string;
   target: string;
-}
-
-function created(object: string, recordId: string, fields: Record<string, unknown>): NewEvent {
-  const actionId = randomUUID();
-  return {
-    id: randomUUID(),
-    type: 'RecordCreated',
-    data: { schemaVersion: 1, workspaceId: WORKSPACE, object, recordId, fields },
-    metadata: { source: 'api', actor: ACTOR, actionId, correlationId: actionId, causationId: actionId },
-  };
-}
-
-/** Clients, one invoice each and two lines per invoice: 4 events per client. */
-async function writeLog(events: EventStore): Promise<string[]> {
-  const clientIds: string[] = [];
-  for (let written = 0; written < EVENTS; ) {
-    const appends: Promise<unknown>[] = [];
-    for (let i = 0; i < 250 && written < EVENTS; i++, written += 4) {
-      const client = randomUUID();
-      const invoice = randomUUID();
-      clientIds.push(client);
-      const append = (id: string, event: NewEvent) => events.append(recordStream(id), [event], { expectedRevision: 'no_stream' });
-      appends.push(append(client, created('clients', client, { name: `Client ${written}`, tier: 'SMB' })));
-      appends.push(append(invoice, created('billing', invoice, { client, status: 'Sent', taxRate: 10 })));
-      for (const n of [1, 2]) {
-        const line = randomUUID();
-        appends.push(append(line, created('invoiceLines', line, { invoice, description: `line ${n}`, quantity: n, unitPrice: 10.5 })));
-      }
-    }
-    await Promise.all(appends);
-  }
-  return clientIds;
-}
-
-const rate = (events: number, ms: number) => Math.round(events / (ms / 1000));
-
-async function projectToHead(events: EventStore, readStore: ReadStore, recordProjection: Projection): Promise<number> {
-  const head = (await events.headPosition())!;
-  const started = performance.now();
-  const running = startProjection({ events, readStore, logger: pino({ level: 'silent' }) }, recordProjection);
-  await readStore.waitForCheckpoint(RECORDS_PROJECTION, head, 3_600_000);
-  const ms = performance.now() - started;
-  await running.stop();
-  return ms;
 }
 
 export async function rebuildBench(options: { withServer?: boolean } = {}): Promise<BenchRow[]> {
@@ -91,7 +41,7 @@ export async function rebuildBench(options: { withServer?: boolean } = {}): Prom
   try {
     const events = openSqliteEventStore({ path: join(dataDir, 'events.db') });
     const readStore = openSqliteReadStore({ path: join(dataDir, 'read.db') });
-    const clientIds = await writeLog(events);
+    const clientIds = await writeLog(events, WORKSPACE, EVENTS);
     const catalogues = new Catalogues(events);
     await catalogues.watch();
     const recordProjection = recordProjectionOf(catalogues);

@@ -16,6 +16,7 @@ import { faultsBench } from './faults.js';
 import { feedBench } from './feed.js';
 import { importBench } from './importRate.js';
 import { rebuildBench } from './rebuild.js';
+import { postgresRebuildBench } from './rebuildPostgres.js';
 import { CONNECTIONS, percentile, type TextRow } from './measure.js';
 import { root, spawnServer, stop } from './servers.js';
 import { postgresReachable, postgresVersion } from './postgres.js';
@@ -28,7 +29,7 @@ import { startBenchReceiver, webhookLatency, webhookThroughput, type BenchReceiv
  * the HTTP table (with each row's share of bare Hono and its ratio to Emmett) and a table of the
  * rest (loading, projection lag, webhooks). Method and figures: docs/performance.md.
  *
- * BENCH_ONLY: a comma-separated list of http, postgres, lag, webhooks, feed, faults, import, audit, rebuild, or the HTTP scenarios post, get, list
+ * BENCH_ONLY: a comma-separated list of http, postgres (its HTTP scenarios and its rebuild; pgrebuild: the rebuild alone), lag, webhooks, feed, faults, import, audit, rebuild, or the HTTP scenarios post, get, list
  * (only those, on the full store only), or cost (a create's CPU by stage and thread, createCost.ts; only when named); BENCH_PEER=false leaves Emmett out; BENCH_API_PROCESSES
  * (default 1,2); BENCH_DURATION, BENCH_WARMUP (s); BENCH_RECORDS; BENCH_PROFILE=<dir>.
  */
@@ -39,7 +40,7 @@ const LIST_RECORDS = Number(process.env['BENCH_RECORDS'] ?? 100_000);
 const SCENARIO_NAMES: Record<string, Scenario> = { post: 'POST one record', get: 'GET one record', list: 'GET list' };
 
 const only = new Set((process.env['BENCH_ONLY'] ?? '').split(',').map((token) => token.trim()).filter(Boolean));
-for (const token of only) if (!['http', 'postgres', 'lag', 'webhooks', 'feed', 'faults', 'import', 'audit', 'rebuild', 'cost', ...Object.keys(SCENARIO_NAMES)].includes(token)) throw new Error(`BENCH_ONLY: unknown '${token}' (http, postgres, lag, webhooks, feed, faults, import, audit, rebuild, cost, post, get, list)`);
+for (const token of only) if (!['http', 'postgres', 'pgrebuild', 'lag', 'webhooks', 'feed', 'faults', 'import', 'audit', 'rebuild', 'cost', ...Object.keys(SCENARIO_NAMES)].includes(token)) throw new Error(`BENCH_ONLY: unknown '${token}' (http, postgres, pgrebuild, lag, webhooks, feed, faults, import, audit, rebuild, cost, post, get, list)`);
 const chosenScenarios = Object.keys(SCENARIO_NAMES).filter((name) => only.has(name));
 const runs = (section: string) => only.size === 0 || only.has(section) || (section === 'http' && chosenScenarios.length > 0);
 /** Optional sections: run only when named. */
@@ -172,6 +173,7 @@ if (runs('postgres')) {
     rows.push({ scenario: 'PostgreSQL backend', result: `skipped: ${reachable}`, target: '' });
   }
 }
+if (runs('postgres') || named('pgrebuild')) rows.push(...(await postgresRebuildBench()));
 if (runs('lag')) await projectionLag();
 if (runs('webhooks')) await webhookBench();
 if (runs('feed')) rows.push(...(await feedBench()));

@@ -2,8 +2,9 @@ import { AppError, InsufficientStorage, ValidationFailed } from '../src/core/err
 import type { EventMetadata, StreamAppend } from '../src/eventstore/port.js';
 import type { Position } from '../src/eventstore/position.js';
 import { newId } from '../src/core/ids.js';
+import { inFlight } from '../src/core/inFlight.js';
 import { filterKey } from '../src/schema/filterKey.js';
-import type { FieldFilter, Values } from '../src/readstore/port.js';
+import type { FieldFilter, FindQuery, Values } from '../src/readstore/port.js';
 import { feedsRollups } from '../src/schema/calculated.js';
 import { recordName, uniqueFields } from '../src/schema/catalogue.js';
 import type { ObjectDef } from '../src/schema/types.js';
@@ -73,11 +74,19 @@ export async function upsertRecords(
   // Records created earlier in this request are not in the read model yet: match them here.
   const createdInRequest = new Map<string, Plan>();
 
+  // Every record is validated and resolved first, then what the stores must say about them (the
+  // records they name by id, the records their match keys find) is read a few at a time: on a
+  // server store each read is a round trip, and a 1,000-record body read them one after the other.
+  const prepared: Prepared[] = [];
   for (const [index, input] of inputs.entries()) {
     // Planning resolves through promises that are often settled already: without a turn of the
     // event loop now and then, a 1,000-record body would hold every other request up meanwhile.
     if (index % PLAN_SLICE === PLAN_SLICE - 1) await new Promise((resolve) => setImmediate(resolve));
-    const planned = await planRecord(deps, action, object, matchFields, resolver, createdInRequest, index, input, options.ifMatch);
+    prepared.push(await prepareRecord(object, matchFields, resolver, input, options.ifMatch));
+  }
+  const stored = await lookUp(deps, action, object, prepared);
+  for (const [index, record] of prepared.entries()) {
+    const planned = planRecord(action, object, stored, createdInRequest, index, record, options.ifMatch);
     if ('message' in planned) {
       errors.push({ index, message: planned.message });
       continue;
@@ -163,17 +172,13 @@ async function savePlan(
 
 type Planned = Plan | { message: string };
 
-async function planRecord(
-  deps: CommandDeps,
-  action: Action,
-  object: ObjectDef,
-  matchFields: string[] | null,
-  resolver: ReferenceResolver,
-  createdInRequest: Map<string, Plan>,
-  index: number,
-  input: unknown,
-  ifMatch: IfMatch | undefined,
-): Promise<Planned> {
+/** A request record validated and resolved, with what finds the record it updates (or a reason it cannot be saved). */
+type Prepared =
+  | { message: string }
+  | { input: unknown; values: Values; id: string }
+  | { input: unknown; values: Values; id: undefined; criteria: Exclude<Criteria, { message: string }> };
+
+async function prepareRecord(object: ObjectDef, matchFields: string[] | null, resolver: ReferenceResolver, input: unknown, ifMatch: IfMatch | undefined): Promise<Prepared> {
   const validated = validateRecord(object, input, 'update');
   if (!validated.ok) {
     // A record nothing could match is a create: its message lists the required fields it lacks too, as PATCH lists every problem.
@@ -183,36 +188,74 @@ async function planRecord(
   const resolved = await resolver.resolve(validated.fields);
   if (!resolved.ok) return { message: resolved.message };
   const values = resolved.values;
+  if (validated.id !== undefined) return { input, values, id: validated.id };
+  if (ifMatch !== undefined) return { message: 'If-Match applies to records sent with an id: send the id of the record whose ETag you give' };
+  const criteria = matchCriteria(object, matchFields, values);
+  if ('message' in criteria) return criteria;
+  return { input, values, id: undefined, criteria };
+}
 
+/** What the stores hold for a request's records: each record named by id, and what each match key finds. */
+interface Stored {
+  loaded: Map<string, LoadedRecord>;
+  found: Map<string, { total: number; existing: { id: string; loaded: LoadedRecord } | null }>;
+}
+
+/** Reads of the stores in flight at once: a few of a server store's pooled connections, not all of them. */
+const READS_IN_FLIGHT = 4;
+
+async function lookUp(deps: CommandDeps, action: Action, object: ObjectDef, prepared: Prepared[]): Promise<Stored> {
+  const stored: Stored = { loaded: new Map(), found: new Map() };
+  const ids = new Set<string>();
+  const queries = new Map<string, FindQuery>();
+  for (const record of prepared) {
+    if ('message' in record) continue;
+    if (record.id !== undefined) ids.add(record.id);
+    else if (record.criteria.key !== null) queries.set(record.criteria.key, { workspaceId: action.workspaceId, object: object.key, ...record.criteria.query, limit: 2, offset: 0 });
+  }
+  await inFlight([...ids], READS_IN_FLIGHT, async (id) => void stored.loaded.set(id, await loadRecord(deps.events, id)));
+  await inFlight([...queries], READS_IN_FLIGHT, async ([key, query]) => {
+    const found = await deps.readStore.find(query);
+    const existing = found.total > 1 ? undefined : found.documents[0];
+    stored.found.set(key, { total: found.total, existing: existing ? { id: existing.id, loaded: await loadRecord(deps.events, existing.id) } : null });
+  });
+  return stored;
+}
+
+/** Matches or creates, in the request's order: records created earlier in the request are not in the read model yet, and are matched here. */
+function planRecord(
+  action: Action,
+  object: ObjectDef,
+  stored: Stored,
+  createdInRequest: Map<string, Plan>,
+  index: number,
+  record: Prepared,
+  ifMatch: IfMatch | undefined,
+): Planned {
+  if ('message' in record) return record;
+  const { values } = record;
   let target: { recordId: string; loaded: LoadedRecord } | null = null;
-  let matchKey: string | null = null;
   let reservation: ReservationKey | null = null;
-  if (validated.id !== undefined) {
-    const loaded = await loadRecord(deps.events, validated.id);
-    if (!isLiveRecord(loaded, action.workspaceId, object.key)) return { message: `no ${object.key} record with id ${validated.id}` };
+  let matchKey: string | null = null;
+  if (record.id !== undefined) {
+    const loaded = stored.loaded.get(record.id)!;
+    if (!isLiveRecord(loaded, action.workspaceId, object.key)) return { message: `no ${object.key} record with id ${record.id}` };
     const moved = ifMatchProblem(ifMatch, loaded);
     if (moved) return { message: moved.message };
-    target = { recordId: validated.id, loaded };
-  } else if (ifMatch !== undefined) {
-    return { message: 'If-Match applies to records sent with an id: send the id of the record whose ETag you give' };
-  } else {
-    const criteria = matchCriteria(object, matchFields, values);
-    if ('message' in criteria) return criteria;
-    if (criteria.key !== null) {
-      matchKey = criteria.key;
-      reservation = criteria.reservation;
-      const earlier = createdInRequest.get(matchKey);
-      if (earlier) {
-        const rules = checkRecordRules(object.key, { ...earlier.values, ...values });
-        if (rules) return { message: rules };
-        Object.assign(earlier.values, values);
-        return earlier;
-      }
-      const found = await deps.readStore.find({ workspaceId: action.workspaceId, object: object.key, ...criteria.query, limit: 2, offset: 0 });
-      if (found.total > 1) return { message: `ambiguous match: ${found.total} records` };
-      const existing = found.documents[0];
-      if (existing) target = { recordId: existing.id, loaded: await loadRecord(deps.events, existing.id) };
+    target = { recordId: record.id, loaded };
+  } else if (record.criteria.key !== null) {
+    matchKey = record.criteria.key;
+    reservation = record.criteria.reservation;
+    const earlier = createdInRequest.get(matchKey);
+    if (earlier) {
+      const rules = checkRecordRules(object.key, { ...earlier.values, ...values });
+      if (rules) return { message: rules };
+      Object.assign(earlier.values, values);
+      return earlier;
     }
+    const found = stored.found.get(matchKey)!;
+    if (found.total > 1) return { message: `ambiguous match: ${found.total} records` };
+    if (found.existing) target = { recordId: found.existing.id, loaded: found.existing.loaded };
   }
 
   if (target) {
@@ -222,7 +265,7 @@ async function planRecord(
     return { kind: 'update', index, recordId: target.recordId, values, loaded: target.loaded, matchKey: null };
   }
 
-  const asNew = validateRecord(object, input, 'create');
+  const asNew = validateRecord(object, record.input, 'create');
   if (!asNew.ok) return { message: asNew.message };
   const rules = checkRecordRules(object.key, values);
   if (rules) return { message: rules };

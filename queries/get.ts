@@ -29,8 +29,9 @@ export interface RecordJson {
  * the embedded store: no promise made), else its promise.
  */
 export function getRecordJson(ctx: RenderContext, object: ObjectDef, recordId: string): RecordJson | Promise<RecordJson> {
-  const now = ctx.readStore.getStoredNow(ctx.workspaceId, object.key, recordId, listShape(object));
-  if (now === undefined) return ctx.readStore.getStored(ctx.workspaceId, object.key, recordId).then((stored) => rendered(ctx, object, recordId, stored));
+  const shape = listShape(object);
+  const now = ctx.readStore.getStoredNow(ctx.workspaceId, object.key, recordId, shape);
+  if (now === undefined) return ctx.readStore.getStored(ctx.workspaceId, object.key, recordId, shape).then((stored) => rendered(ctx, object, recordId, stored));
   return rendered(ctx, object, recordId, now);
 }
 

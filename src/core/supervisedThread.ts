@@ -1,6 +1,8 @@
 import { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
 import { supervise, type Child, type Stoppable } from './supervisor.js';
+// Loaded before any role thread starts, so that every thread shares this process's doorbells.
+import './doorbells.js';
 
 /**
  * The young generation of each role thread's heap. V8's default lets it grow to tens of MiB per

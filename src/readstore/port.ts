@@ -45,7 +45,7 @@ export interface StoredRecord {
    * (docs/sync-clients.md). getStored and getStoredNow always give it; findStored may leave it out.
    */
   revision?: number;
-  /** Null only for a record whose rendering starts with the `shape` of a findStored (its fields were not read). */
+  /** Null only for a record whose rendering starts with the `shape` given to the read (its fields were not read). */
   document: (() => RecordDocument) | null;
 }
 
@@ -162,8 +162,12 @@ export interface RunnerStatus {
 export interface ReadStore {
   find(query: FindQuery): Promise<FindResult>;
   get(workspaceId: string, object: string, id: string): Promise<RecordDocument | null>;
-  /** `get` for a reader of the stored rendering (a GET of one record): the document is parsed only if asked for. */
-  getStored(workspaceId: string, object: string, id: string): Promise<StoredRecord | null>;
+  /**
+   * `get` for a reader of the stored rendering (a GET of one record): the document is parsed only
+   * if asked for. `shape`: as findStored's, a record whose rendering starts with it may come
+   * without its document.
+   */
+  getStored(workspaceId: string, object: string, id: string, shape?: string): Promise<StoredRecord | null>;
   /**
    * What getStored would answer, when the store can tell without waiting (a synchronous driver);
    * undefined when it must be asked. Never older than getStored's answer would be. `shape`: as

@@ -69,8 +69,13 @@ export function recordName(object: ObjectDef, fields: Values): string | null {
 }
 
 /** The unique fields: the auto-number fields (PRODUCT.md section 3). */
+const uniques = new WeakMap<ObjectDef, string[]>();
+
+/** Worked out once per definition (a definition is never changed, only replaced): every create asks twice. */
 export function uniqueFields(object: ObjectDef): string[] {
-  return object.fields.filter((field) => field.format.type === 'autoNumber').map((field) => field.key);
+  let fields = uniques.get(object);
+  if (fields === undefined) uniques.set(object, (fields = object.fields.filter((field) => field.format.type === 'autoNumber').map((field) => field.key)));
+  return fields;
 }
 
 /** `formatAutoNumber('CL-', 1)` is `CL-00001`; beyond 99999 the number simply gets longer. */

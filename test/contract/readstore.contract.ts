@@ -239,6 +239,22 @@ export function readStoreContract(name: string, open: () => Promise<ReadStore> |
         expect((await store.findStored(query(ws, { offset: 1 }))).records.map((record) => [record.id, record.rendered])).toEqual([[b.id, null]]);
       });
 
+      it('getStored with a shape gives the rendering and revision; the document of a record rendered with another shape, or none, and of an escaped one', async () => {
+        const ws = workspace();
+        const other = 'other\u0001{"id":"y"}';
+        const [a, b, c] = [doc(ws, 1, { rendered, revision: 3 }), doc(ws, 2, { rendered: other }), doc(ws, 3, { fields: { tier: 'a\u0000b' } })];
+        await putAll(a, b, c);
+        const first = await store.getStored(ws, 'clients', a.id, 'shape\u0001');
+        expect([first?.id, first?.rendered, first?.revision]).toEqual([a.id, rendered, 3]);
+        // A store may leave out the document of a record rendered with the shape; when it gives it, it is the document.
+        if (first!.document) expect(first!.document()).toEqual(a);
+        const second = await store.getStored(ws, 'clients', b.id, 'shape\u0001');
+        expect([second?.rendered, second?.document?.()]).toEqual([other, b]);
+        const third = await store.getStored(ws, 'clients', c.id, 'shape\u0001');
+        expect([third?.rendered, third?.document?.()]).toEqual([null, c]);
+        expect(await store.getStored(ws, 'clients', randomUUID(), 'shape\u0001')).toBeNull();
+      });
+
       it('findStored with a shape gives the documents of the records whose rendering does not start with it', async () => {
         const ws = workspace();
         const other = 'other\u0001{"id":"y"}';

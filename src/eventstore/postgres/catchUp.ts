@@ -3,9 +3,9 @@ import type { EventFilter, RecordedEvent, Subscription } from '../port.js';
 import type { Notifier } from './notifier.js';
 import { COLUMNS, filterSql, HEAD, rowEvent, type EventRow } from './rows.js';
 
-const PAGE = 500;
+const PAGE = 2_000;
 /** Pages SharedPages keeps (the followers of one process number a handful). */
-const KEPT_PAGES = 8;
+const KEPT_PAGES = 4;
 /** After a failed read (the server restarting) the subscription tries again this much later. */
 const RETRY_MS = 1_000;
 

@@ -95,7 +95,7 @@ class SqliteEventStore implements EventStore {
   private readonly groups = new Map<string, PersistentGroup>();
   private groupTables: GroupTables | undefined;
   /** Commits of this file by other threads of the process wake our subscribers at once. */
-  private readonly commits: FileSignal<number>;
+  private readonly commits: FileSignal;
 
   /** Chain checks running on threads of their own (chainOnThread.ts), ended by close. */
   private readonly chainThreads = new Set<Worker>();
@@ -106,10 +106,10 @@ class SqliteEventStore implements EventStore {
   ) {
     this.log = new EventLog(db);
     this.watcher = new LogWatcher(() => this.log.headSeq());
-    this.commits = fileSignal<number>('log', path, (head) => this.watcher.advance(head));
+    this.commits = fileSignal('log', path, () => this.watcher.changed());
     this.committer = new GroupCommitter(db, this.log, (head) => {
       this.watcher.advance(head);
-      this.commits.post(head);
+      this.commits.changed();
     });
   }
 

@@ -24,12 +24,23 @@ export class LogWatcher {
   private readonly waiters = new Set<Waiter>();
   private timer: NodeJS.Timeout | undefined;
   private delay = POLL_MIN_MS;
+  /** Another opener has committed since the head was last read (see `changed`). */
+  private stale = false;
 
   constructor(private readonly readHead: () => number) {
     this.head = readHead();
   }
 
   wait(after: number): Wait {
+    if (this.stale) {
+      this.stale = false;
+      try {
+        this.advance(this.readHead());
+      } catch {
+        // As a failed poll does: the caller reads again at once and meets the failure there.
+        return { promise: Promise.resolve(), cancel: () => undefined };
+      }
+    }
     let waiter: Waiter | undefined;
     const promise = new Promise<void>((resolve) => {
       waiter = { after, resolve };
@@ -42,6 +53,23 @@ export class LogWatcher {
       this.startPolling();
     }
     return { promise, cancel: () => this.release(registered) };
+  }
+
+  /**
+   * Another opener says the log changed: look now if somebody waits, else at the next wait (a
+   * read of the head per commit for nobody would cost the threads that only append).
+   */
+  changed(): void {
+    if (this.waiters.size === 0) {
+      this.stale = true;
+      return;
+    }
+    try {
+      this.advance(this.readHead());
+    } catch {
+      // The waiters read again and meet the failure in their own iteration.
+      this.stop();
+    }
   }
 
   advance(head: number): void {

@@ -20,6 +20,10 @@ import { partitionsOf } from './schema.js';
  * commit (one VACUUM per generation at a time and per SETTLE_MS at most; a vacuum skips the
  * pages already settled, so it costs what was written since).
  *
+ * A generation being built is only analyzed (its batches read it back by key): nobody lists it
+ * before its promotion, which vacuums it whole, so settling its pages as it fills was work done
+ * twice, beside the rebuild's writes.
+ *
  * All of it runs after the commit on a connection of the pool, never in a batch's transaction
  * (a VACUUM cannot run in one).
  */
@@ -28,6 +32,8 @@ const FIRST_AFTER = 500;
 const SETTLE_MS = 1_000;
 
 interface Counts {
+  /** A generation being built: nobody lists it before its promotion, which vacuums it whole. */
+  building: boolean;
   /** Rows written to the generation by this process. */
   written: number;
   /** `written` due for the next analysis. */
@@ -48,8 +54,9 @@ export class Analyzer {
   ) {}
 
   /** Rows written to `generation` (counted when written; analyzed or vacuumed after a commit, by `settle`). */
-  wrote(generation: number, rows: number): void {
-    const count = this.counts.get(generation) ?? { written: 0, next: FIRST_AFTER, vacuumed: 0, running: false, timer: null };
+  wrote(generation: number, rows: number, building: boolean): void {
+    const count = this.counts.get(generation) ?? { building, written: 0, next: FIRST_AFTER, vacuumed: 0, running: false, timer: null };
+    count.building = building;
     count.written += rows;
     this.counts.set(generation, count);
   }
@@ -61,7 +68,7 @@ export class Analyzer {
       if (!count.running && count.written >= count.next) {
         count.next = count.written * 2;
         await this.run(generation, count, true);
-      } else if (count.written > count.vacuumed && count.timer === null) {
+      } else if (!count.building && count.written > count.vacuumed && count.timer === null) {
         count.timer = setTimeout(() => {
           count.timer = null;
           if (count.running) return void this.settle();
@@ -90,13 +97,13 @@ export class Analyzer {
     if (this.closed) return;
     count.running = true;
     count.vacuumed = count.written;
-    await this.statement(generation, analyze).finally(() => (count.running = false));
+    await this.statement(generation, analyze, count.building).finally(() => (count.running = false));
   }
 
-  private async statement(generation: number, analyze: boolean): Promise<void> {
+  private async statement(generation: number, analyze: boolean, building = false): Promise<void> {
     const { records, keys } = partitionsOf(generation);
     try {
-      await this.pool.query(`VACUUM${analyze ? ' (ANALYZE)' : ''} ${records}, ${keys}`);
+      await this.pool.query(`${building ? 'ANALYZE' : `VACUUM${analyze ? ' (ANALYZE)' : ''}`} ${records}, ${keys}`);
     } catch (error) {
       // A generation dropped meanwhile, or the server away: the next mark tries again.
       this.onError(error);

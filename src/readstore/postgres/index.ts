@@ -90,15 +90,18 @@ function byCreation(a: DocumentRow, b: DocumentRow): number {
 function pageOf(rows: PageRow[]): { rows: DocumentRow[]; total: number } {
   const total = rows[0]?.total ?? 0;
   // A page past the end is one row of nulls beside the total.
-  const found = rows.filter((row) => row.workspace_id !== null);
+  const found = rows.filter((row) => row.id !== null);
   return { rows: found.sort(byCreation), total };
 }
 
-/** The columns for findStored: a record whose rendering starts with the shape comes without its values. */
+/**
+ * The columns for findStored and getStored: a record whose rendering starts with the shape comes
+ * without its document's columns (NULL), so the driver makes no string of them, nor parses its
+ * values: on a page of 100 that is most of the strings the driver would make.
+ */
 function storedColumns(shapeParam: string): string {
-  return `r.workspace_id, r.object, r.id, r.name, r.created_at, r.updated_at, r.created_position, r.revision, r.rendered, r.escaped,
-    CASE WHEN starts_with(r.rendered, ${shapeParam}) THEN NULL ELSE r.fields END AS fields,
-    CASE WHEN starts_with(r.rendered, ${shapeParam}) THEN NULL ELSE r.calculated END AS calculated`;
+  const unlessShaped = (column: string) => `CASE WHEN starts_with(r.rendered, ${shapeParam}) THEN NULL ELSE r.${column} END AS ${column}`;
+  return `r.id, r.created_position, r.revision, r.rendered, r.escaped, ${['workspace_id', 'object', 'name', 'created_at', 'updated_at', 'fields', 'calculated'].map(unlessShaped).join(', ')}`;
 }
 
 async function notifyCheckpoint(client: PoolClient, projection: string, position: Position | null): Promise<void> {
@@ -124,12 +127,12 @@ export async function openPostgresReadStore(options: PostgresReadStoreOptions): 
     return found.rows[0] ?? null;
   }
 
-  async function writeDocuments(client: PoolClient, generation: number, documents: RecordDocument[]): Promise<void> {
+  async function writeDocuments(client: PoolClient, generation: number, building: boolean, documents: RecordDocument[]): Promise<void> {
     // Several writes of one record in a batch: the last one counts (one statement cannot upsert a row twice).
     const last = new Map<string, RecordDocument>();
     for (const document of documents) last.set(JSON.stringify([document.workspaceId, document.object, document.id]), document);
     const rows = [...last.values()].map(toWrittenRow);
-    analyzer.wrote(generation, rows.length);
+    analyzer.wrote(generation, rows.length, building);
     for (let at = 0; at < rows.length; at += WRITE_CHUNK) {
       await client.query(WRITE_DOCUMENTS, [generation, JSON.stringify(rows.slice(at, at + WRITE_CHUNK))]);
     }
@@ -158,8 +161,8 @@ export async function openPostgresReadStore(options: PostgresReadStoreOptions): 
         const found = await client.query<DocumentRow>(plan.sql, plan.params);
         return found.rows.map(fromRow);
       },
-      put: (document) => writeDocuments(client, generation, [document]),
-      putMany: (documents) => writeDocuments(client, generation, documents),
+      put: (document) => writeDocuments(client, generation, building, [document]),
+      putMany: (documents) => writeDocuments(client, generation, building, documents),
       async addLinks(edges: LinkEdge[]) {
         if (edges.length === 0) return;
         await client.query(
@@ -234,10 +237,14 @@ export async function openPostgresReadStore(options: PostgresReadStoreOptions): 
     if (generation !== undefined && !Number.isSafeInteger(generation)) throw new RangeError(`not a generation: ${generation}`);
     const client = await pool.connect();
     try {
+      // A rebuild's batch need not wait for its WAL flush: it commits with its own checkpoint, so
+      // a crash loses whole batches that the rebuild then does again, and the promotion's
+      // synchronous commit flushes every one before the generation is read.
+      const unflushed = generation === undefined ? '' : ", set_config('synchronous_commit', 'off', true) AS unflushed";
       const [, locked] = (await client.query(
         `BEGIN;
          WITH p AS MATERIALIZED (SELECT * FROM csr_read_model WHERE id = '${POINTER_ID}' FOR SHARE)
-         SELECT p.*, pg_advisory_xact_lock(${WRITER_LOCK}, ${generation ?? 'p.live'})::text AS locked FROM p`,
+         SELECT p.*, pg_advisory_xact_lock(${WRITER_LOCK}, ${generation ?? 'p.live'})::text AS locked${unflushed} FROM p`,
       )) as unknown as [unknown, pg.QueryResult<PointerRow>];
       const state = locked.rows[0]!;
       if (generation !== undefined && state.building !== generation) throw new Error(REBUILD_SUPERSEDED);
@@ -294,8 +301,12 @@ export async function openPostgresReadStore(options: PostgresReadStoreOptions): 
       return row && fromRow(row);
     },
 
-    async getStored(workspaceId, object, id) {
-      const row = await getIn(pool, LIVE, [workspaceId, object, id]);
+    async getStored(workspaceId, object, id, shape) {
+      // With a shape, a record rendered with it comes without its values: no jsonb parsed for a GET.
+      const row =
+        shape === undefined
+          ? await getIn(pool, LIVE, [workspaceId, object, id])
+          : (await preparedQuery<DocumentRow>(pool, `SELECT ${storedColumns('$4')} FROM csr_records r WHERE r.generation = ${LIVE} AND r.workspace_id = $1 AND r.object = $2 AND r.id = $3`, [workspaceId, object, id, shape])).rows[0] ?? null;
       return row && toStoredRecord(row);
     },
 

@@ -19,17 +19,24 @@ export class CheckpointWaiters {
   private readonly waiters = new Set<Waiter>();
   private poller: NodeJS.Timeout | null = null;
   /** A projector in another thread of this process says so at once... */
-  private readonly reached: FileSignal<[string, Position]>;
+  private readonly reached: FileSignal;
+  /**
+   * The furthest each projection's checkpoint has been seen here. Checkpoints only move forward
+   * but for a reset or a promotion (`forget`), so what was reached stays reached: the reactors in
+   * the projector's thread, which wait for the records projection of that same thread before every
+   * batch, then need no read of the store.
+   */
+  private readonly known = new Map<string, Position>();
 
   constructor(
     path: string,
     private readonly checkpoint: (projection: string) => Position | null,
   ) {
-    this.reached = fileSignal<[string, Position]>('checkpoint', path, ([projection, position]) => this.wake(projection, position));
+    this.reached = fileSignal('checkpoint', path, () => this.poll());
   }
 
   waitFor(projection: string, position: Position, timeoutMs: number): Promise<boolean> {
-    if (hasReached(this.checkpoint(projection), position)) return Promise.resolve(true);
+    if (hasReached(this.known.get(projection) ?? null, position) || hasReached(this.read(projection), position)) return Promise.resolve(true);
     return new Promise<boolean>((resolve) => {
       const waiter: Waiter = {
         projection,
@@ -48,7 +55,12 @@ export class CheckpointWaiters {
   /** A checkpoint this thread has committed: its waiters here, and those of the other threads. */
   committed(projection: string, position: Position): void {
     this.wake(projection, position);
-    this.reached.post([projection, position]);
+    this.reached.changed();
+  }
+
+  /** The projection's checkpoint was reset or replaced: it may now be behind what was seen. */
+  forget(): void {
+    this.known.clear();
   }
 
   close(): void {
@@ -66,14 +78,26 @@ export class CheckpointWaiters {
     }
   }
 
+  private read(projection: string): Position | null {
+    const checkpoint = this.checkpoint(projection);
+    this.remember(projection, checkpoint);
+    return checkpoint;
+  }
+
+  private remember(projection: string, checkpoint: Position | null): void {
+    if (checkpoint !== null && !hasReached(this.known.get(projection) ?? null, checkpoint)) this.known.set(projection, checkpoint);
+  }
+
   private wake(projection: string, checkpoint: Position | null): void {
+    this.remember(projection, checkpoint);
     for (const waiter of this.waiters) {
       if (waiter.projection === projection && hasReached(checkpoint, waiter.position)) this.settle(waiter, true);
     }
   }
 
-  /** ...one in another process is seen by looking at its checkpoints. */
+  /** ...one in another process is seen by looking at its checkpoints (only those somebody waits for). */
   private poll(): void {
+    if (this.waiters.size === 0) return;
     const projections = new Set([...this.waiters].map((waiter) => waiter.projection));
     for (const projection of projections) this.wake(projection, this.checkpoint(projection));
   }

@@ -489,6 +489,7 @@ export function openSqliteReadStore(options: { path: string; batchThread?: boole
             )
             .run();
           if (final !== null) upsertCheckpoint.run(projection, final);
+          waiters.forget();
         }, generation),
       );
     },
@@ -535,6 +536,7 @@ export function openSqliteReadStore(options: { path: string; batchThread?: boole
     reset(projection) {
       return enqueue(async () => {
         resetDocuments.immediate(projection);
+        waiters.forget();
       });
     },
 
