@@ -37,22 +37,30 @@ export function openPool(options: PoolOptions): Pool {
 }
 
 /**
- * Runs `work` in one transaction on one connection: COMMIT when it resolves, ROLLBACK when it
- * throws (the error is rethrown as it was).
+ * Runs `work` on one connection, which it opens a transaction on (BEGIN alone, or sent with its
+ * first statements) and commits (COMMIT alone, or sent with its last ones): when it throws, the
+ * transaction is rolled back and the error rethrown as it was.
  */
-export async function inTransaction<T>(pool: Pool, work: (client: PoolClient) => Promise<T>): Promise<T> {
+export async function onTransactionClient<T>(pool: Pool, work: (client: PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();
   try {
-    await client.query('BEGIN');
-    const result = await work(client);
-    await client.query('COMMIT');
-    return result;
+    return await work(client);
   } catch (error) {
     await client.query('ROLLBACK').catch(() => {});
     throw error;
   } finally {
     client.release();
   }
+}
+
+/** Runs `work` in one transaction on one connection: COMMIT when it resolves, ROLLBACK when it throws. */
+export function inTransaction<T>(pool: Pool, work: (client: PoolClient) => Promise<T>): Promise<T> {
+  return onTransactionClient(pool, async (client) => {
+    await client.query('BEGIN');
+    const result = await work(client);
+    await client.query('COMMIT');
+    return result;
+  });
 }
 
 /** Pools behind which named statements failed (a transaction-pooling proxy that does not keep them): plain statements from then on. */

@@ -2,7 +2,7 @@ import type { Position } from '../../eventstore/position.js';
 import pg from 'pg';
 import { mappingPostgresErrors } from '../../postgres/errors.js';
 import { migrate } from '../../postgres/migrate.js';
-import { inTransaction, preparedQuery, type Pool, type PoolClient } from '../../postgres/pool.js';
+import { inTransaction, onTransactionClient, preparedQuery, type Pool, type PoolClient } from '../../postgres/pool.js';
 import { REBUILD_SUPERSEDED } from '../port.js';
 import type { BeginGeneration, FindQuery, FindResult, LinkEdge, ReadStore, ReadTransaction, RecordDocument, RunnerStatus } from '../port.js';
 import { Analyzer } from './analyze.js';
@@ -235,8 +235,7 @@ export async function openPostgresReadStore(options: PostgresReadStoreOptions): 
    */
   async function projectionTransaction<T>(generation: number | undefined, fn: (tx: ReadTransaction) => Promise<T>): Promise<T> {
     if (generation !== undefined && !Number.isSafeInteger(generation)) throw new RangeError(`not a generation: ${generation}`);
-    const client = await pool.connect();
-    try {
+    return onTransactionClient(pool, async (client) => {
       // A rebuild's batch need not wait for its WAL flush: it commits with its own checkpoint, so
       // a crash loses whole batches that the rebuild then does again, and the promotion's
       // synchronous commit flushes every one before the generation is read.
@@ -252,12 +251,7 @@ export async function openPostgresReadStore(options: PostgresReadStoreOptions): 
       const result = await fn(transactionApi(client, generation ?? state.live, generation !== undefined, pending));
       await client.query(pending.size > 0 ? `${checkpointsStatement(pending)}; COMMIT` : 'COMMIT');
       return result;
-    } catch (error) {
-      await client.query('ROLLBACK').catch(() => {});
-      throw error;
-    } finally {
-      client.release();
-    }
+    });
   }
 
   /** Never backwards, and announced (the position kept) to the waiting processes when the transaction commits; one statement. */
