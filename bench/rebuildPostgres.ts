@@ -42,8 +42,9 @@ async function rawRead(client: pg.Client): Promise<number> {
 
 /**
  * The floor under any rebuild into this layout: the live generation's rows copied by the server
- * alone (no event read, no projection, no JavaScript per row) into a fresh partition pair with
- * every index, in key order, then vacuumed and analyzed as a promotion does; dropped afterwards.
+ * alone (no event read, no projection, no JavaScript per row) into fresh partitions with every
+ * index (their counts kept by the store's triggers), in key order, then vacuumed and analyzed as a
+ * promotion does; dropped afterwards.
  */
 async function copyFloorMs(pool: pg.Pool): Promise<number> {
   const { rows } = await pool.query<{ live: number; spare: number }>(
@@ -53,6 +54,7 @@ async function copyFloorMs(pool: pg.Pool): Promise<number> {
   const started = performance.now();
   await pool.query(`CREATE TABLE csr_records_g${spare} PARTITION OF csr_records FOR VALUES IN (${spare})`);
   await pool.query(`CREATE TABLE csr_record_keys_g${spare} PARTITION OF csr_record_keys FOR VALUES IN (${spare})`);
+  await pool.query(`CREATE TABLE csr_record_counts_g${spare} PARTITION OF csr_record_counts FOR VALUES IN (${spare})`);
   try {
     await pool.query(
       `INSERT INTO csr_records SELECT ${spare}, workspace_id, object, id, name, name_key, fields, calculated, created_at, updated_at, updated_ms,
@@ -65,7 +67,7 @@ async function copyFloorMs(pool: pg.Pool): Promise<number> {
     await pool.query(`VACUUM (ANALYZE) csr_records_g${spare}, csr_record_keys_g${spare}`);
     return performance.now() - started;
   } finally {
-    await pool.query(`DROP TABLE csr_records_g${spare}, csr_record_keys_g${spare}`);
+    await pool.query(`DROP TABLE csr_records_g${spare}, csr_record_keys_g${spare}, csr_record_counts_g${spare}`);
   }
 }
 

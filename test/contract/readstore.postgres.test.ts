@@ -6,7 +6,8 @@ import { openPool } from '../../src/postgres/pool.js';
 import { findPlan } from '../../src/readstore/postgres/findPlan.js';
 import { openPostgresReadStore } from '../../src/readstore/postgres/index.js';
 import { DOCUMENT_COLUMNS } from '../../src/readstore/postgres/rows.js';
-import { LIVE } from '../../src/readstore/postgres/schema.js';
+import { migrate } from '../../src/postgres/migrate.js';
+import { LIVE, READ_MIGRATION } from '../../src/readstore/postgres/schema.js';
 import type { FindQuery, RecordDocument } from '../../src/readstore/port.js';
 import { beforeTimer, eventually } from '../support/until.js';
 import { describeBackend } from './backends.js';
@@ -297,6 +298,108 @@ describeBackend('PostgreSQL read store', backend, (adminUrl) => {
         expect(scans.length).toBeGreaterThan(0);
       } finally {
         await store.close();
+        await pool.end();
+      }
+    });
+
+    /** Every kept count beside the count of the rows it stands for (csr_record_counts, ./schema.ts), zero counts left out. */
+    async function keptAndCounted(pool: ReturnType<typeof openPool>) {
+      const kept = await pool.query<{ row: string }>(
+        "SELECT concat_ws('|', generation, workspace_id, object, key, n) AS row FROM csr_record_counts WHERE n <> 0 ORDER BY 1",
+      );
+      const counted = await pool.query<{ row: string }>(
+        `SELECT concat_ws('|', generation, workspace_id, object, key, n) AS row FROM (
+           SELECT generation, workspace_id, object, key, count(*) AS n FROM csr_record_keys GROUP BY 1, 2, 3, 4
+           UNION ALL SELECT generation, workspace_id, object, '', count(*) FROM csr_records GROUP BY 1, 2, 3) c ORDER BY 1`,
+      );
+      return { kept: kept.rows.map((row) => row.row).sort(), counted: counted.rows.map((row) => row.row).sort() };
+    }
+
+    it("a list's total on one filter or none is the kept count, which stays the rows' count through changed keys, deletes, a rebuilt generation and a reset", async () => {
+      const url = await database();
+      const store = await onOwnPool(url, openPostgresReadStore);
+      const pool = openPool({ url, max: 1 });
+      try {
+        const docs = Array.from({ length: 60 }, (_, i) => doc(i % 3 === 0 ? 'other' : 'ws', i + 1));
+        await store.transaction((tx) => tx.putMany(docs));
+        // Keys that change (a tier flipped, a tag dropped), a record written twice in one batch, deletes.
+        await store.transaction(async (tx) => {
+          for (const d of docs.slice(0, 20)) await tx.put({ ...d, fields: { ...d.fields, tier: d.fields['tier'] === 'SMB' ? 'Enterprise' : 'SMB', tags: ['t1'] }, revision: 1 });
+          await tx.putMany([{ ...docs[30]!, fields: { n: 31, tier: 'SMB', tags: [] } }, { ...docs[30]!, fields: { n: 31, tier: 'Mid', tags: ['t1', 't1'] } }]);
+          for (const d of docs.slice(40, 50)) await tx.delete(d.workspaceId, d.object, d.id);
+        });
+        const building = await store.beginGeneration({ version: 'v2', owner: 'test:1', restart: false, ownerAlive: () => false });
+        await store.transaction((tx) => tx.putMany(docs.slice(0, 25)), { generation: building.generation });
+        const { kept, counted } = await keptAndCounted(pool);
+        expect(kept.length).toBeGreaterThan(10);
+        expect(kept).toEqual(counted);
+
+        // The totals a list answers, against the documents themselves.
+        const live = (await pool.query<{ fields: Record<string, unknown>; workspace_id: string }>('SELECT fields, workspace_id FROM csr_records WHERE generation = 1')).rows;
+        const matching = (ws: string, test: (fields: Record<string, unknown>) => boolean) => live.filter((row) => row.workspace_id === ws && test(row.fields)).length;
+        const total = async (filters: FindQuery['filters'], ws = 'ws') => (await store.find({ workspaceId: ws, object: 'clients', filters, limit: 5, offset: 0 })).total;
+        expect(await total([])).toBe(matching('ws', () => true));
+        expect(await total([], 'other')).toBe(matching('other', () => true));
+        expect(await total([{ field: 'tier', value: 'smb' }])).toBe(matching('ws', (fields) => fields['tier'] === 'SMB'));
+        expect(await total([{ field: 'tags', value: 't1' }])).toBe(matching('ws', (fields) => (fields['tags'] as string[]).includes('t1')));
+        expect(await total([{ field: 'tier', value: 'mid' }], 'ws')).toBe(matching('ws', (fields) => fields['tier'] === 'Mid'));
+        expect(await total([{ field: 'tier', value: 'none such' }])).toBe(0);
+        // Two filters are counted from the rows, and agree.
+        expect(await total([{ field: 'tier', value: 'smb' }, { field: 'tags', value: 't1' }])).toBe(
+          matching('ws', (fields) => fields['tier'] === 'SMB' && (fields['tags'] as string[]).includes('t1')),
+        );
+        expect(await total([{ field: 'tier', value: 'smb' }])).toBeGreaterThan(0);
+
+        await store.promoteGeneration(building.generation, 'records', async () => {});
+        expect(await total([])).toBe(docs.slice(0, 25).filter((d) => d.workspaceId === 'ws').length);
+        await store.dropUnusedGenerations();
+        await store.reset('records');
+        expect(await total([])).toBe(0);
+        expect(await total([{ field: 'tier', value: 'smb' }])).toBe(0);
+        await store.transaction((tx) => tx.putMany(docs.slice(0, 6)));
+        expect(await total([])).toBe(4);
+        const after = await keptAndCounted(pool);
+        expect(after.kept).toEqual(after.counted);
+      } finally {
+        await store.close();
+        await pool.end();
+      }
+    });
+
+    it('a store whose schema predates the kept counts is counted when it upgrades, and its lists answer the same totals', async () => {
+      const url = await database();
+      const pool = openPool({ url, max: 1 });
+      try {
+        const before = READ_MIGRATION.steps.findIndex((step) => step.includes('CREATE TABLE csr_record_counts'));
+        expect(before).toBeGreaterThan(0);
+        await migrate(pool, { component: READ_MIGRATION.component, steps: READ_MIGRATION.steps.slice(0, before) });
+        // Rows as the previous version wrote them: a live generation and one being built.
+        await pool.query("CREATE TABLE csr_records_g2 PARTITION OF csr_records FOR VALUES IN (2); CREATE TABLE csr_record_keys_g2 PARTITION OF csr_record_keys FOR VALUES IN (2)");
+        for (const [generation, n] of [[1, 7], [2, 3]] as const) {
+          for (let i = 0; i < n; i++) {
+            const id = `r${generation}-${i}`;
+            await pool.query(
+              `INSERT INTO csr_records (generation, workspace_id, object, id, fields, calculated, created_at, updated_at, updated_ms, created_position, revision, escaped)
+               VALUES ($1, 'ws', 'clients', $2, '{}', '{}', '', '', 0, $3, 0, false)`,
+              [generation, id, formatPosition(BigInt(i + 1))],
+            );
+            await pool.query("INSERT INTO csr_record_keys VALUES ($1, 'ws', 'clients', $2, $3, $4)", [generation, i % 2 === 0 ? '["tier","smb"]' : '["tier","enterprise"]', formatPosition(BigInt(i + 1)), id]);
+          }
+        }
+        const store = await onOwnPool(url, openPostgresReadStore);
+        try {
+          const { kept, counted } = await keptAndCounted(pool);
+          expect(kept).toEqual(['1|ws|clients|["tier","enterprise"]|3', '1|ws|clients|["tier","smb"]|4', '1|ws|clients||7', '2|ws|clients|["tier","enterprise"]|1', '2|ws|clients|["tier","smb"]|2', '2|ws|clients||3']);
+          expect(kept).toEqual(counted);
+          expect((await store.find({ workspaceId: 'ws', object: 'clients', filters: [{ field: 'tier', value: 'smb' }], limit: 2, offset: 0 })).total).toBe(4);
+          // The upgraded generations keep counting.
+          await store.transaction((tx) => tx.put(doc('ws', 100, { fields: { tier: 'SMB' } })));
+          expect((await store.find({ workspaceId: 'ws', object: 'clients', filters: [{ field: 'tier', value: 'smb' }], limit: 2, offset: 0 })).total).toBe(5);
+          expect((await store.find({ workspaceId: 'ws', object: 'clients', filters: [], limit: 2, offset: 0 })).total).toBe(8);
+        } finally {
+          await store.close();
+        }
+      } finally {
         await pool.end();
       }
     });

@@ -101,9 +101,9 @@ export class Analyzer {
   }
 
   private async statement(generation: number, analyze: boolean, building = false): Promise<void> {
-    const { records, keys } = partitionsOf(generation);
+    const { records, keys, counts } = partitionsOf(generation);
     try {
-      await this.pool.query(`${building ? 'ANALYZE' : `VACUUM${analyze ? ' (ANALYZE)' : ''}`} ${records}, ${keys}`);
+      await this.pool.query(`${building ? 'ANALYZE' : `VACUUM${analyze ? ' (ANALYZE)' : ''}`} ${records}, ${keys}, ${counts}`);
     } catch (error) {
       // A generation dropped meanwhile, or the server away: the next mark tries again.
       this.onError(error);

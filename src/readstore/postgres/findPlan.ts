@@ -1,14 +1,16 @@
 import { filterKey } from '../../schema/filterKey.js';
 import type { FindQuery } from '../port.js';
 import { epochMs, filterEntry, nameKey } from './rows.js';
+import { ALL_RECORDS_KEY } from './schema.js';
 
 /**
  * FindQuery -> SQL, every value a bound parameter. Without filters the records are read in order
  * from csr_records (by_creation, or by_name for a name match); with filters the first one's keys
  * are read in order from csr_record_keys' primary key, each further filter is an exact probe of
  * the same index, and only the page's records are fetched. `updated_since` is a condition on the
- * rows so read (a range cannot also give the order). `total` is counted in the same statement as
- * the page, so the two agree.
+ * rows so read (a range cannot also give the order). `total` is read in the same statement as the
+ * page, so the two agree: from the kept counts (csr_record_counts, ./schema.ts) when the query is
+ * on one filter key or none, and nothing else; else counted from the rows.
  */
 
 export type RecordQuery = Pick<FindQuery, 'workspaceId' | 'object' | 'filters' | 'name' | 'updatedSince'>;
@@ -47,6 +49,7 @@ export function findPlan(
   let order: string;
   /** The same matches, for the count: without a record condition the keys' index alone answers. */
   let countFrom: string;
+  let firstKey: string | undefined;
   if (keys.length === 0) {
     const where = [`r.generation = ${gen}`, `r.workspace_id = ${ws}`, `r.object = ${object}`, ...recordConditions].join(' AND ');
     from = `csr_records r WHERE ${where}`;
@@ -58,7 +61,8 @@ export function findPlan(
         `EXISTS (SELECT 1 FROM csr_record_keys k1 WHERE k1.workspace_id = k0.workspace_id AND k1.object = k0.object AND k1.key = ${bind(key)}
            AND k1.created_position = k0.created_position AND k1.id = k0.id AND k1.generation = k0.generation)`,
     );
-    const keyWhere = [`k0.generation = ${gen}`, `k0.workspace_id = ${ws}`, `k0.object = ${object}`, `k0.key = ${bind(keys[0])}`, ...probes].join(' AND ');
+    firstKey = bind(keys[0]);
+    const keyWhere = [`k0.generation = ${gen}`, `k0.workspace_id = ${ws}`, `k0.object = ${object}`, `k0.key = ${firstKey}`, ...probes].join(' AND ');
     const join = 'JOIN csr_records r ON r.workspace_id = k0.workspace_id AND r.object = k0.object AND r.id = k0.id AND r.generation = k0.generation';
     from = `csr_record_keys k0 ${join} WHERE ${[keyWhere, ...recordConditions].join(' AND ')}`;
     countFrom = recordConditions.length === 0 ? `csr_record_keys k0 WHERE ${keyWhere}` : from;
@@ -67,9 +71,13 @@ export function findPlan(
   if (page === null) return { sql: `SELECT ${read} FROM ${from} ORDER BY ${order}`, params };
   const limit = bind(Math.max(0, Math.floor(page.limit)));
   const offset = bind(Math.max(0, Math.floor(page.offset)));
+  const total =
+    recordConditions.length === 0 && keys.length <= 1
+      ? `SELECT COALESCE((SELECT c.n::int FROM csr_record_counts c WHERE c.generation = ${gen} AND c.workspace_id = ${ws} AND c.object = ${object} AND c.key = ${firstKey ?? bind(ALL_RECORDS_KEY)}), 0) AS total`
+      : `SELECT count(*)::int AS total FROM ${countFrom}`;
   // One row for the count, joined to the page: both from one snapshot. A page past the end still
   // answers the count (the LEFT JOIN keeps its row, with nulls).
-  const sql = `SELECT t.total, p.* FROM (SELECT count(*)::int AS total FROM ${countFrom}) t
+  const sql = `SELECT t.total, p.* FROM (${total}) t
     LEFT JOIN LATERAL (SELECT ${read} FROM ${from} ORDER BY ${order} LIMIT ${limit} OFFSET ${offset}) p ON true`;
   return { sql, params };
 }

@@ -47,13 +47,15 @@ export async function partitionedGenerations(client: PoolClient): Promise<number
 }
 
 export async function createPartitions(client: PoolClient, generation: number): Promise<void> {
-  const { records, keys } = partitionsOf(generation);
+  const { records, keys, counts } = partitionsOf(generation);
   await client.query(`CREATE TABLE ${records} PARTITION OF csr_records FOR VALUES IN (${generation})`);
   await client.query(`CREATE TABLE ${keys} PARTITION OF csr_record_keys FOR VALUES IN (${generation})`);
+  await client.query(`CREATE TABLE ${counts} PARTITION OF csr_record_counts FOR VALUES IN (${generation})`);
 }
 
 export async function dropPartitions(client: PoolClient, generation: number): Promise<void> {
-  const { records, keys } = partitionsOf(generation);
+  const { records, keys, counts } = partitionsOf(generation);
   await client.query(`DROP TABLE IF EXISTS ${records}`);
   await client.query(`DROP TABLE IF EXISTS ${keys}`);
+  await client.query(`DROP TABLE IF EXISTS ${counts}`);
 }

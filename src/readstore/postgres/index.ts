@@ -423,9 +423,10 @@ export async function openPostgresReadStore(options: PostgresReadStoreOptions): 
     async reset(projection) {
       await inTransaction(pool, async (client) => {
         const state = await lockPointer(client, 'UPDATE');
-        const { records, keys } = partitionsOf(state.live);
+        const { records, keys, counts } = partitionsOf(state.live);
         await client.query('DELETE FROM csr_checkpoints WHERE projection = $1', [projection]);
-        await client.query(`TRUNCATE ${records}, ${keys}, csr_link_edges`);
+        // TRUNCATE fires no delete trigger: the counts go with the rows.
+        await client.query(`TRUNCATE ${records}, ${keys}, ${counts}, csr_link_edges`);
         await notifyCheckpoint(client, projection, null);
       });
     },

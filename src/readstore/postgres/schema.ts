@@ -14,6 +14,14 @@
  * "equal on a field, in creation order" as an ordered index range; further filters are checked
  * against the same index by exact key.
  *
+ * `csr_record_counts` keeps, per generation, object and key, how many rows `csr_record_keys` holds
+ * (the matches of a list filtered on that one key), and under the key '' how many records the
+ * object has: a list's `total` is then one row, where counting 10,000 matches of a filter cost
+ * more server time than the page itself (docs/performance.md). Triggers on the two tables keep
+ * them, one statement per writing statement (transition tables, summed per key), so every writer
+ * keeps them in step, including a projector of the previous version still running while a newer
+ * one upgrades the schema (the step below waits for its open transaction, then counts).
+ *
  * Text that is compared for order (positions, ids) is in the C collation, so the order is the
  * same on every server whatever its locale.
  */
@@ -79,13 +87,58 @@ export const READ_MIGRATION = {
        PRIMARY KEY (workspace_id, target, object, field, id)
      )`,
     'CREATE TABLE csr_runner_status (name text PRIMARY KEY, status jsonb NOT NULL)',
+    // The kept counts (see above): the table, a partition for every generation that has one, the
+    // triggers, then the counts of what the generations already hold. The triggers' creation waits
+    // for any open writing transaction and holds the next ones until this step commits, so no row
+    // is counted twice or missed.
+    `CREATE TABLE csr_record_counts (
+       generation   integer NOT NULL,
+       workspace_id text COLLATE "C" NOT NULL,
+       object       text COLLATE "C" NOT NULL,
+       key          text COLLATE "C" NOT NULL,
+       n            bigint NOT NULL,
+       PRIMARY KEY (workspace_id, object, key, generation)
+     ) PARTITION BY LIST (generation)`,
+    `DO $$
+     DECLARE g integer;
+     BEGIN
+       FOR g IN SELECT substring(c.relname FROM '^csr_records_g([1-9][0-9]*)$')::integer FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+                WHERE i.inhparent = 'csr_records'::regclass AND c.relname ~ '^csr_records_g[1-9][0-9]*$' LOOP
+         EXECUTE format('CREATE TABLE csr_record_counts_g%s PARTITION OF csr_record_counts FOR VALUES IN (%s)', g, g);
+       END LOOP;
+     END $$`,
+    `CREATE FUNCTION csr_count_keys() RETURNS trigger LANGUAGE plpgsql AS $$
+     BEGIN
+       INSERT INTO csr_record_counts AS c (generation, workspace_id, object, key, n)
+       SELECT generation, workspace_id, object, key, CASE TG_OP WHEN 'INSERT' THEN count(*) ELSE -count(*) END FROM changed GROUP BY 1, 2, 3, 4
+       ON CONFLICT (workspace_id, object, key, generation) DO UPDATE SET n = c.n + EXCLUDED.n;
+       RETURN NULL;
+     END $$`,
+    `CREATE FUNCTION csr_count_records() RETURNS trigger LANGUAGE plpgsql AS $$
+     BEGIN
+       INSERT INTO csr_record_counts AS c (generation, workspace_id, object, key, n)
+       SELECT generation, workspace_id, object, '', CASE TG_OP WHEN 'INSERT' THEN count(*) ELSE -count(*) END FROM changed GROUP BY 1, 2, 3
+       ON CONFLICT (workspace_id, object, key, generation) DO UPDATE SET n = c.n + EXCLUDED.n;
+       RETURN NULL;
+     END $$`,
+    'CREATE TRIGGER csr_record_keys_added AFTER INSERT ON csr_record_keys REFERENCING NEW TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION csr_count_keys()',
+    'CREATE TRIGGER csr_record_keys_removed AFTER DELETE ON csr_record_keys REFERENCING OLD TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION csr_count_keys()',
+    'CREATE TRIGGER csr_records_added AFTER INSERT ON csr_records REFERENCING NEW TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION csr_count_records()',
+    'CREATE TRIGGER csr_records_removed AFTER DELETE ON csr_records REFERENCING OLD TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION csr_count_records()',
+    `INSERT INTO csr_record_counts (generation, workspace_id, object, key, n)
+     SELECT generation, workspace_id, object, key, count(*) FROM csr_record_keys GROUP BY 1, 2, 3, 4
+     UNION ALL
+     SELECT generation, workspace_id, object, '', count(*) FROM csr_records GROUP BY 1, 2, 3`,
   ],
 };
 
+/** The key of csr_record_counts under which an object's records are counted (a filter key is a JSON array). */
+export const ALL_RECORDS_KEY = '';
+
 /** The partitions of generation `n` (an integer the store made, never input). */
-export function partitionsOf(generation: number): { records: string; keys: string } {
+export function partitionsOf(generation: number): { records: string; keys: string; counts: string } {
   if (!Number.isSafeInteger(generation) || generation < 1) throw new Error(`not a generation: ${generation}`);
-  return { records: `csr_records_g${generation}`, keys: `csr_record_keys_g${generation}` };
+  return { records: `csr_records_g${generation}`, keys: `csr_record_keys_g${generation}`, counts: `csr_record_counts_g${generation}` };
 }
 
 /** The generation a partition of csr_records holds, or null for another table. */
