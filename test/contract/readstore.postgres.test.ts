@@ -1,10 +1,12 @@
 import { randomUUID } from 'node:crypto';
+import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { InsufficientStorage } from '../../src/core/errors.js';
 import { formatPosition } from '../../src/eventstore/position.js';
 import { openPool } from '../../src/postgres/pool.js';
 import { findPlan } from '../../src/readstore/postgres/findPlan.js';
 import { openPostgresReadStore } from '../../src/readstore/postgres/index.js';
+import { PointReads } from '../../src/readstore/postgres/pointReads.js';
 import { DOCUMENT_COLUMNS } from '../../src/readstore/postgres/rows.js';
 import { migrate } from '../../src/postgres/migrate.js';
 import { LIVE, READ_MIGRATION } from '../../src/readstore/postgres/schema.js';
@@ -296,6 +298,73 @@ describeBackend('PostgreSQL read store', backend, (adminUrl) => {
         };
         const scans = await eventually(keyScans, (found) => found.length > 0 && found.every(([type, fetches]) => type === 'Index Only Scan' && fetches === 0), 5_000, 'keys read from their index alone');
         expect(scans.length).toBeGreaterThan(0);
+      } finally {
+        await store.close();
+        await pool.end();
+      }
+    });
+
+    it('GETs asked while others are being read go together in one statement, each answered with its own record (missing, twice, another workspace, with and without a shape)', async () => {
+      const url = await database();
+      const pool = openPool({ url, max: 4 });
+      const store = await openPostgresReadStore({ pool });
+      try {
+        const docs = Array.from({ length: 40 }, (_, i) => doc(i % 4 === 0 ? 'other' : 'ws', i + 1));
+        await store.transaction((tx) => tx.putMany(docs));
+        const asked = [
+          ...docs.map((d) => [d.workspaceId, d.id, undefined] as const),
+          ...docs.slice(0, 10).map((d) => [d.workspaceId, d.id, 'shape\u0001'] as const),
+          ['ws', docs[0]!.id, undefined] as const, // another workspace's record: not found here
+          ['ws', 'no-such-id', undefined] as const,
+          [docs[1]!.workspaceId, docs[1]!.id, undefined] as const, // the same record twice
+        ];
+        const alone = [];
+        for (const [ws, id, shape] of asked) alone.push(await store.getStored(ws, 'clients', id, shape));
+        const sent: string[] = [];
+        const query = pool.query.bind(pool);
+        pool.query = ((...args: Parameters<typeof pool.query>) => {
+          sent.push(String((args[0] as { text?: string }).text ?? args[0]));
+          return query(...args);
+        }) as typeof pool.query;
+        const together = await Promise.all(asked.map(([ws, id, shape]) => store.getStored(ws, 'clients', id, shape)));
+        const summary = (record: Awaited<ReturnType<typeof store.getStored>>) => record && { id: record.id, revision: record.revision, rendered: record.rendered, document: record.document?.() ?? null };
+        expect(together.map(summary)).toEqual(alone.map(summary));
+        expect(together.filter((record) => record === null)).toHaveLength(2);
+        expect(together[0]!.document!().fields['n']).toBe(1);
+        // The first reads go at once (two at a time), the rest wait for them and go together.
+        expect(sent.length).toBeGreaterThan(0);
+        expect(sent.length).toBeLessThanOrEqual(4);
+      } finally {
+        await store.close();
+        await pool.end();
+      }
+    });
+
+    it('the batched GET statement is planned once per connection (a generic plan), as one probe of the primary key per read', async () => {
+      const url = await database();
+      const store = await onOwnPool(url, openPostgresReadStore);
+      const pool = openPool({ url, max: 1 });
+      try {
+        await store.transaction((tx) => tx.putMany(Array.from({ length: 500 }, (_, i) => doc('ws', i + 1))));
+        await pool.query('ANALYZE');
+        const sql = new PointReads(pool, (shape) => `r.id, CASE WHEN starts_with(r.rendered, ${shape}) THEN NULL ELSE r.fields END AS fields`).sql;
+        const client = await pool.connect();
+        try {
+          await client.query(`PREPARE reads (text) AS ${sql}`);
+          const reads = (n: number) => JSON.stringify(Array.from({ length: n }, (_, i) => ({ n: i, w: 'ws', o: 'clients', i: `id-${i}`, s: null })));
+          for (const n of [1, 3, 1, 8, 1, 2, 1, 30, 1, 1, 5, 1]) await client.query(`EXECUTE reads (${pg.escapeLiteral(reads(n))})`);
+          const plans = await client.query<{ generic: string; custom: string }>("SELECT generic_plans AS generic, custom_plans AS custom FROM pg_prepared_statements WHERE name = 'reads'");
+          // The server tries five custom plans, then keeps the generic one when it costs no more.
+          expect(Number(plans.rows[0]!.custom)).toBeLessThanOrEqual(5);
+          expect(Number(plans.rows[0]!.generic)).toBeGreaterThanOrEqual(7);
+          const explained = await client.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`EXPLAIN (FORMAT JSON) EXECUTE reads (${pg.escapeLiteral(reads(50))})`);
+          const nodes = flatten(explained.rows[0]!['QUERY PLAN'][0].Plan);
+          // (The pointer's one row may be read by a scan: it is one row.)
+          const records = nodes.filter((node) => node['Relation Name'] === 'csr_records_g1');
+          expect(records.map((node) => [node['Node Type'], node['Index Name']])).toEqual([['Index Scan', 'csr_records_g1_pkey']]);
+        } finally {
+          client.release();
+        }
       } finally {
         await store.close();
         await pool.end();

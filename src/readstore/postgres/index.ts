@@ -8,6 +8,7 @@ import type { BeginGeneration, FindQuery, FindResult, LinkEdge, ReadStore, ReadT
 import { Analyzer } from './analyze.js';
 import { CheckpointWatcher } from './checkpointWatcher.js';
 import { findPlan } from './findPlan.js';
+import { PointReads } from './pointReads.js';
 import { createPartitions, dropPartitions, fromPointer, lockPointer, partitionedGenerations, type PointerRow } from './generations.js';
 import { DOCUMENT_COLUMNS, fromRow, toStoredRecord, toWrittenRow, type DocumentRow } from './rows.js';
 import { CHECKPOINT_CHANNEL, LIVE, partitionsOf, POINTER_ID, READ_MIGRATION } from './schema.js';
@@ -119,6 +120,7 @@ export async function openPostgresReadStore(options: PostgresReadStoreOptions): 
 
   const watcher = new CheckpointWatcher(pool, (projection) => checkpoint(projection), options.checkpointPollMs);
   const analyzer = new Analyzer(pool);
+  const pointReads = new PointReads(pool, storedColumns);
   let closed = false;
 
   async function getIn(db: Pick<Pool, 'query'>, generation: string, params: unknown[]): Promise<DocumentRow | null> {
@@ -297,10 +299,7 @@ export async function openPostgresReadStore(options: PostgresReadStoreOptions): 
 
     async getStored(workspaceId, object, id, shape) {
       // With a shape, a record rendered with it comes without its values: no jsonb parsed for a GET.
-      const row =
-        shape === undefined
-          ? await getIn(pool, LIVE, [workspaceId, object, id])
-          : (await preparedQuery<DocumentRow>(pool, `SELECT ${storedColumns('$4')} FROM csr_records r WHERE r.generation = ${LIVE} AND r.workspace_id = $1 AND r.object = $2 AND r.id = $3`, [workspaceId, object, id, shape])).rows[0] ?? null;
+      const row = await pointReads.read(workspaceId, object, id, shape);
       return row && toStoredRecord(row);
     },
 
