@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { Conflict, InsufficientStorage } from '../../src/core/errors.js';
 import type { EventStore, RecordedEvent } from '../../src/eventstore/port.js';
+import { revisionsStatement } from '../../src/eventstore/postgres/appender.js';
 import { readAfterStatement } from '../../src/eventstore/postgres/catchUp.js';
 import { openPostgresEventStore } from '../../src/eventstore/postgres/index.js';
 import { openPool, type Pool } from '../../src/postgres/pool.js';
@@ -183,6 +184,24 @@ describeBackend('PostgreSQL event store', backend, (adminUrl) => {
       expect(explained.rows[0]!['QUERY PLAN'][0].Plan['Total Cost']).toBeLessThan(Math.min(jitAbove, 10_000));
     });
 
+    it("an append reads each stream's last revision from the index's last entry, however long the stream (not all its revisions)", async () => {
+      const url = await database();
+      const { store, pool } = await openWithPool(() => Promise.resolve(url));
+      // A long stream, as a counter written at every create becomes, beside a short one.
+      for (let batch = 0; batch < 20; batch++) await store.append('counter-1', Array.from({ length: 50 }, () => newEvent()), { expectedRevision: 'any' });
+      await store.append('record-1', [newEvent()], { expectedRevision: 'no_stream' });
+      await pool.query('ANALYZE csr_events');
+      const explained = await pool.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`EXPLAIN (ANALYZE, FORMAT JSON) ${revisionsStatement(['counter-1', 'record-1', 'none-1'])}`);
+      const events = flatten(explained.rows[0]!['QUERY PLAN'][0].Plan).filter((node) => node['Relation Name'] === 'csr_events');
+      expect(events.length).toBeGreaterThan(0);
+      // At most one index entry per stream asked.
+      expect(events.reduce((sum, node) => sum + node['Actual Rows'] * node['Actual Loops'], 0)).toBeLessThanOrEqual(3);
+      // And the answer: the last revisions, nothing for a stream without events.
+      const found = await pool.query<{ stream: string; revision: number | null }>(revisionsStatement(['counter-1', 'record-1', 'none-1']));
+      expect(Object.fromEntries(found.rows.map((row) => [row.stream, row.revision]))).toEqual({ 'counter-1': 999, 'record-1': 0, 'none-1': null });
+      expect((await pool.query(revisionsStatement([]))).rows).toEqual([]);
+    });
+
     it('the acks of a batch given at once are one statement (not a commit per event), and each resolves once its event is done', async () => {
       const url = await database();
       const group = 'batched';
@@ -235,3 +254,15 @@ describeBackend('PostgreSQL event store', backend, (adminUrl) => {
     });
   });
 });
+
+interface PlanNode {
+  'Node Type': string;
+  'Relation Name'?: string;
+  'Actual Rows': number;
+  'Actual Loops': number;
+  Plans?: PlanNode[];
+}
+
+function flatten(node: PlanNode): PlanNode[] {
+  return [node, ...(node.Plans ?? []).flatMap(flatten)];
+}
