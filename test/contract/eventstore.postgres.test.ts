@@ -5,6 +5,7 @@ import { revisionsStatement } from '../../src/eventstore/postgres/appender.js';
 import { readAfterStatement } from '../../src/eventstore/postgres/catchUp.js';
 import { openPostgresEventStore } from '../../src/eventstore/postgres/index.js';
 import { openPool, type Pool } from '../../src/postgres/pool.js';
+import { eventually } from '../support/until.js';
 import { describeBackend } from './backends.js';
 import { eventStoreContract, newEvent, nextWithin } from './eventstore.contract.js';
 import { postgresBackend, postgresDatabases } from './postgres.js';
@@ -221,6 +222,21 @@ describeBackend('PostgreSQL event store', backend, (adminUrl) => {
       expect(statements.filter((sql) => sql.startsWith('DELETE FROM csr_group_events'))).toHaveLength(1);
       expect((await pool.query('SELECT count(*)::int AS left FROM csr_group_events WHERE grp = $1', [group])).rows).toEqual([{ left: 0 }]);
       expect(await store.groupCheckpoint(group)).toEqual({ position: batch.at(-1)!.event.position });
+    });
+
+    it("a group's consumers vacuum the rows they deleted, so claims do not scan a growing heap of done events where autovacuum is off", async () => {
+      const url = await database();
+      const group = 'settled';
+      const { store, pool } = await openWithPool(() => Promise.resolve(url));
+      await pool.query('ALTER TABLE csr_group_events SET (autovacuum_enabled = false)');
+      await store.ensurePersistentGroup(group);
+      for (let batch = 0; batch < 25; batch++) {
+        await Promise.all(Array.from({ length: 100 }, (_, i) => store.append(`record-${batch}-${i}`, [newEvent()], { expectedRevision: 'no_stream' })));
+      }
+      const consumer = store.persistentSubscription(group)[Symbol.asyncIterator]();
+      for (let i = 0; i < 2_500; i++) await (await nextWithin(consumer, 10_000)).ack();
+      const vacuumed = () => pool.query<{ vacuums: string }>("SELECT vacuum_count AS vacuums FROM pg_stat_user_tables WHERE relname = 'csr_group_events'");
+      await eventually(vacuumed, (found) => Number(found.rows[0]?.vacuums) >= 1, 10_000, 'csr_group_events vacuumed');
     });
 
     it('writes a group and its claim all or none, a claim and its dependents too, and answers a full disk with InsufficientStorage, writing nothing', async () => {

@@ -3,6 +3,7 @@ import type { Pool } from '../../postgres/pool.js';
 import { retryDelayMs, type EventFilter, type PersistentEvent, type PersistentSubscription, type RecordedEvent, type RetryBackoff } from '../port.js';
 import { sleep } from './catchUp.js';
 import type { Notifier } from './notifier.js';
+import { groupRowsDeleted } from './settle.js';
 import { COLUMNS, filterSql, HEAD, rowEvent, seqPosition, type EventRow } from './rows.js';
 
 /**
@@ -241,7 +242,8 @@ export class GroupConsumer implements PersistentSubscription {
       const seqs: string[] = [];
       const deleted = Promise.resolve().then(async () => {
         this.acks = null;
-        await this.pool.query('DELETE FROM csr_group_events WHERE grp = $1 AND seq = ANY($2::bigint[])', [this.group, seqs]);
+        const { rowCount } = await this.pool.query('DELETE FROM csr_group_events WHERE grp = $1 AND seq = ANY($2::bigint[])', [this.group, seqs]);
+        groupRowsDeleted(this.pool, rowCount ?? 0);
       });
       this.acks = { seqs, deleted };
     }
