@@ -4,11 +4,11 @@ import type { Pool } from '../../postgres/pool.js';
  * The webhook group's table settled by its consumers: every event a group hands out is a row of
  * `csr_group_events` inserted, claimed and deleted once done, and a deleted row stays in the table
  * and in the primary key that every claim scans from its start until a VACUUM takes it away. With
- * autovacuum off (it may be, as on this project's machines) a claim read 7,700 dead rows to find
- * 100 live ones after 7,000 creates, 1.8 ms each and growing (docs/performance.md). Autovacuum does
- * it where it runs; here the consumers of a process also vacuum the table once they have deleted
- * EVERY rows since its last vacuum, one at a time, never waiting for another's (SKIP_LOCKED), and
- * after the acks' own statement, never in a transaction.
+ * autovacuum off (it may be, as on this project's machines) each claim got slower with every
+ * event done (docs/performance.md). Autovacuum does it where it runs; here the consumers of a
+ * process also vacuum the table once they have deleted EVERY rows since its last vacuum, one at a
+ * time, never waiting for another's (SKIP_LOCKED), after the acks' own statement, never in a
+ * transaction.
  */
 
 const EVERY = 2_000;

@@ -6,9 +6,9 @@ import { LIVE } from './schema.js';
  * Reads of one record by id (a GET), made together: while reads are on their way to the server,
  * the ones that arrive meanwhile wait and then go as one statement, however many there are. A read
  * alone goes at once, so a quiet server answers as before; under load one round trip, one parse
- * of the reply and one execution in the server serve a whole batch. On this machine a GET's
- * statement cost the service about as much CPU as all the rest of the request, and the server as
- * much again (docs/performance.md). The same as the appender's group commit, for reads.
+ * of the reply and one execution in the server serve a whole batch: a GET's statement cost the
+ * service about as much CPU as all the rest of the request (docs/performance.md). The same as the
+ * appender's group commit, for reads.
  *
  * A read is sent after it was asked for, so it sees every commit before it (read-your-writes: the
  * caller waited for the checkpoint first). `columns` renders what is read of a record (as `r`) for
@@ -41,9 +41,9 @@ export class PointReads {
     columns: (shape: string) => string,
   ) {
     // One plan for every batch, planned once per connection: the reads come as one JSON parameter,
-    // whose row estimate does not change with its length (an array's unnest would make the server
-    // plan each execution again, 0.2 ms of a 0.03 ms read), and each is one probe of the records'
-    // primary key (a LATERAL subquery of one row, never a join that could scan the table).
+    // whose row estimate does not change with its length (with an array's unnest the server kept
+    // planning each execution again, which cost more than the read), and each is one probe of the
+    // records' primary key (a LATERAL subquery of one row, never a join that could scan the table).
     this.sql = `SELECT q.n, r.*
       FROM json_to_recordset($1::json) AS q (n int, w text, o text, i text, s text)
       CROSS JOIN LATERAL (SELECT ${columns('q.s')} FROM csr_records r

@@ -16,8 +16,8 @@
  *
  * `csr_record_counts` keeps, per generation, object and key, how many rows `csr_record_keys` holds
  * (the matches of a list filtered on that one key), and under the key '' how many records the
- * object has: a list's `total` is then one row, where counting 10,000 matches of a filter cost
- * more server time than the page itself (docs/performance.md). Triggers on the two tables keep
+ * object has: a list's `total` is then one row, where counting the matches of a filter cost more
+ * server time than the page itself (docs/performance.md). Triggers on the two tables keep
  * them, one statement per writing statement (transition tables, summed per key), so every writer
  * keeps them in step, including a projector of the previous version still running while a newer
  * one upgrades the schema (the step below waits for its open transaction, then counts).
