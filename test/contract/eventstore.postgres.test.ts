@@ -203,6 +203,51 @@ describeBackend('PostgreSQL event store', backend, (adminUrl) => {
       expect((await pool.query(revisionsStatement([]))).rows).toEqual([]);
     });
 
+    it('reads of streams asked while others are on their way go together in one statement, each with its own events in order', async () => {
+      const url = await database();
+      const { store, pool } = await openWithPool(() => Promise.resolve(url));
+      for (let i = 0; i < 6; i++) await store.append(`record-${i}`, Array.from({ length: i + 1 }, () => newEvent()), { expectedRevision: 'no_stream' });
+      const asked: Array<[string, Parameters<EventStore['readStream']>[1]]> = [];
+      for (let i = 0; i < 6; i++) {
+        asked.push([`record-${i}`, {}], [`record-${i}`, { direction: 'backwards', maxCount: 1 }], [`record-${i}`, { fromRevision: 1, maxCount: 2 }]);
+        asked.push([`record-${i}`, { direction: 'backwards', fromRevision: 2 }]);
+      }
+      asked.push(['record-none', {}], ['record-none', { direction: 'backwards', maxCount: 1 }]);
+      const alone = [];
+      for (const [stream, options] of asked) alone.push(await store.readStream(stream, options));
+      const statements: string[] = [];
+      const query = pool.query.bind(pool) as (...args: unknown[]) => unknown;
+      (pool as { query: unknown }).query = (...args: unknown[]) => {
+        statements.push(String((args[0] as { text?: string }).text ?? args[0]));
+        return query(...args);
+      };
+      const together = await Promise.all(asked.map(([stream, options]) => store.readStream(stream, options)));
+      const revisions = (events: RecordedEvent[][]) => events.map((list) => list.map((event) => `${event.stream}@${event.revision}`));
+      expect(revisions(together)).toEqual(revisions(alone));
+      expect(together.map((list) => list.map((event) => event.id))).toEqual(alone.map((list) => list.map((event) => event.id)));
+      expect(revisions(together).slice(20, 24)).toEqual([['record-5@0', 'record-5@1', 'record-5@2', 'record-5@3', 'record-5@4', 'record-5@5'], ['record-5@5'], ['record-5@1', 'record-5@2'], ['record-5@2', 'record-5@1', 'record-5@0']]);
+      // Two directions, each: the first reads go at once (two at a time), the rest together.
+      expect(statements.length).toBeGreaterThan(1);
+      expect(statements.length).toBeLessThanOrEqual(6);
+      // Each statement's plan is made once per connection (a generic plan) and reads the index range.
+      const client = await pool.connect();
+      try {
+        for (const [index, sql] of [...new Set(statements)].entries()) {
+          await client.query(`PREPARE reads_${index} (text) AS ${sql}`);
+          const reads = (n: number) => pgLiteral(JSON.stringify(Array.from({ length: n }, (_, i) => ({ n: i, s: `record-${i % 6}`, f: 3, m: 2 }))));
+          for (const n of [1, 3, 1, 8, 1, 2, 1, 30, 1, 1, 5, 1]) await client.query(`EXECUTE reads_${index} (${reads(n)})`);
+          const plans = await client.query<{ generic: string; custom: string }>('SELECT generic_plans AS generic, custom_plans AS custom FROM pg_prepared_statements WHERE name = $1', [`reads_${index}`]);
+          expect(Number(plans.rows[0]!.custom)).toBeLessThanOrEqual(5);
+          expect(Number(plans.rows[0]!.generic)).toBeGreaterThanOrEqual(7);
+          const explained = await client.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`EXPLAIN (FORMAT JSON) EXECUTE reads_${index} (${reads(50)})`);
+          const events = flatten(explained.rows[0]!['QUERY PLAN'][0].Plan).filter((node) => node['Relation Name'] === 'csr_events');
+          expect(events.map((node) => node['Node Type'])).toEqual(['Index Scan']);
+        }
+      } finally {
+        client.release();
+      }
+    });
+
     it('the acks of a batch given at once are one statement (not a commit per event), and each resolves once its event is done', async () => {
       const url = await database();
       const group = 'batched';
@@ -281,4 +326,9 @@ interface PlanNode {
 
 function flatten(node: PlanNode): PlanNode[] {
   return [node, ...(node.Plans ?? []).flatMap(flatten)];
+}
+
+/** A string as an SQL literal (the JSON of a test's reads). */
+function pgLiteral(text: string): string {
+  return `'${text.replaceAll("'", "''")}'`;
 }

@@ -1,5 +1,5 @@
 import { migrate } from '../../postgres/migrate.js';
-import { preparedQuery, type Pool } from '../../postgres/pool.js';
+import type { Pool } from '../../postgres/pool.js';
 import { hashOf } from '../chain.js';
 import { ChainCheck } from '../chainCheck.js';
 import { asGroup, DEFAULT_RETRY_BACKOFF } from '../port.js';
@@ -30,8 +30,9 @@ import { CatchUpSubscription, readAfter, SharedPages } from './catchUp.js';
 import { asStoreError } from './errors.js';
 import { ensureGroup, GroupConsumer, groupCheckpoint, replayParked } from './groups.js';
 import { Notifier } from './notifier.js';
-import { COLUMNS, positionSeq, rowEvent, rowStreamEvent, seqPosition, validateFilter, type EventRow } from './rows.js';
+import { positionSeq, rowEvent, rowStreamEvent, seqPosition, validateFilter, type EventRow } from './rows.js';
 import { EVENTS_MIGRATION } from './schema.js';
+import { StreamReads } from './streamReads.js';
 
 /**
  * The event log on PostgreSQL (docs/design.md, "On PostgreSQL"): one events table whose seq is the
@@ -67,6 +68,7 @@ class PostgresEventStore implements EventStore {
   readonly atomicGroups = true;
   private closed = false;
   private readonly appender: Appender;
+  private readonly streamReads: StreamReads;
   private readonly notifier: Notifier;
   private readonly pages = new SharedPages();
   private readonly followers = new Set<{ close(): Promise<void> }>();
@@ -77,6 +79,7 @@ class PostgresEventStore implements EventStore {
   ) {
     this.notifier = new Notifier(pool);
     this.appender = new Appender(pool, (announcement) => this.notifier.announce(announcement));
+    this.streamReads = new StreamReads(pool);
   }
 
   async append(stream: string, events: NewEvent[], options: { expectedRevision: ExpectedRevision }): Promise<AppendResult> {
@@ -99,14 +102,8 @@ class PostgresEventStore implements EventStore {
     if (options.fromRevision !== undefined) validateCount('fromRevision', options.fromRevision, 0);
     const backwards = options.direction === 'backwards';
     const from = options.fromRevision ?? (backwards ? 2 ** 31 - 1 : 0);
-    const result = await this.run(() =>
-      preparedQuery<EventRow>(
-        this.pool,
-        `SELECT ${COLUMNS} FROM csr_events WHERE stream = $1 AND revision ${backwards ? '<=' : '>='} $2 ORDER BY revision ${backwards ? 'DESC' : 'ASC'} LIMIT $3`,
-        [stream, Math.min(from, 2 ** 31 - 1), options.maxCount ?? null],
-      ),
-    );
-    return result.rows.map(rowEvent);
+    const rows = await this.run(() => this.streamReads.read(stream, Math.min(from, 2 ** 31 - 1), options.maxCount ?? null, backwards));
+    return rows.map(rowEvent);
   }
 
   async readAll(options: ReadAllOptions): Promise<RecordedEvent[]> {
