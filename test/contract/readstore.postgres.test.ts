@@ -6,6 +6,7 @@ import { formatPosition } from '../../src/eventstore/position.js';
 import { openPool } from '../../src/postgres/pool.js';
 import { findPlan } from '../../src/readstore/postgres/findPlan.js';
 import { openPostgresReadStore } from '../../src/readstore/postgres/index.js';
+import { NameFinds } from '../../src/readstore/postgres/nameFinds.js';
 import { PointReads } from '../../src/readstore/postgres/pointReads.js';
 import { DOCUMENT_COLUMNS } from '../../src/readstore/postgres/rows.js';
 import { migrate } from '../../src/postgres/migrate.js';
@@ -334,6 +335,56 @@ describeBackend('PostgreSQL read store', backend, (adminUrl) => {
         // The first reads go at once (two at a time), the rest wait for them and go together.
         expect(sent.length).toBeGreaterThan(0);
         expect(sent.length).toBeLessThanOrEqual(4);
+      } finally {
+        await store.close();
+        await pool.end();
+      }
+    });
+
+    it("finds by a name alone (an upsert's match) asked while others are on their way go together, each with its own total and first records in creation order", async () => {
+      const url = await database();
+      const pool = openPool({ url, max: 4 });
+      const store = await openPostgresReadStore({ pool });
+      try {
+        // Names 'Client 0'..'Client 9', each three times (one in another workspace), and one alone.
+        const docs = Array.from({ length: 30 }, (_, i) => doc(i % 3 === 2 ? 'other' : 'ws', i + 1, { name: `Client ${i % 10}` }));
+        await store.transaction((tx) => tx.putMany([...docs, doc('ws', 99, { name: 'Alone' })]));
+        const statements: string[] = [];
+        const query = pool.query.bind(pool);
+        pool.query = ((...args: Parameters<typeof pool.query>) => {
+          statements.push(String((args[0] as { text?: string }).text ?? args[0]));
+          return query(...args);
+        }) as typeof pool.query;
+        const names = [...Array.from({ length: 10 }, (_, i) => `client ${i}`), 'ALONE', 'nobody'];
+        const found = await Promise.all(names.flatMap((name) => [1, 2].map((limit) => store.find({ workspaceId: 'ws', object: 'clients', filters: [], name, limit, offset: 0 }))));
+        expect(statements.length).toBeLessThanOrEqual(3);
+        names.forEach((name, index) => {
+          const matching = [...docs, doc('ws', 99, { name: 'Alone' })].filter((d) => d.workspaceId === 'ws' && d.name!.toLowerCase() === name.toLowerCase());
+          for (const [at, limit] of [[0, 1], [1, 2]] as const) {
+            const answer = found[index * 2 + at]!;
+            expect(answer.total, `${name} limit ${limit}`).toBe(name === 'ALONE' ? 1 : name === 'nobody' ? 0 : matching.length);
+            expect(answer.documents.map((d) => d.fields['n']), `${name} limit ${limit}`).toEqual(
+              name === 'ALONE' ? [99] : matching.slice(0, limit).map((d) => d.fields['n']),
+            );
+          }
+        });
+        // A name with an offset, or with a filter, is not this statement's and still answers.
+        expect((await store.find({ workspaceId: 'ws', object: 'clients', filters: [], name: 'client 1', limit: 1, offset: 1 })).documents).toHaveLength(1);
+        const client = await pool.connect();
+        try {
+          await client.query(`PREPARE finds (text) AS ${new NameFinds(pool).sql}`);
+          const finds = (n: number) => pg.escapeLiteral(JSON.stringify(Array.from({ length: n }, (_, i) => ({ n: i, w: 'ws', o: 'clients', k: `"client ${i}"`, l: 2 }))));
+          for (const n of [1, 3, 1, 8, 1, 2, 1, 30, 1, 1, 5, 1]) await client.query(`EXECUTE finds (${finds(n)})`);
+          const plans = await client.query<{ generic: string; custom: string }>("SELECT generic_plans AS generic, custom_plans AS custom FROM pg_prepared_statements WHERE name = 'finds'");
+          expect(Number(plans.rows[0]!.custom)).toBeLessThanOrEqual(5);
+          expect(Number(plans.rows[0]!.generic)).toBeGreaterThanOrEqual(7);
+          const explained = await client.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`EXPLAIN (FORMAT JSON) EXECUTE finds (${finds(50)})`);
+          const records = flatten(explained.rows[0]!['QUERY PLAN'][0].Plan).filter((node) => node['Relation Name'] === 'csr_records_g1');
+          expect(records.length).toBe(2);
+          for (const node of records) expect(node['Node Type']).toMatch(/^Index/);
+        } finally {
+          client.release();
+        }
       } finally {
         await store.close();
         await pool.end();

@@ -8,6 +8,7 @@ import type { BeginGeneration, FindQuery, FindResult, LinkEdge, ReadStore, ReadT
 import { Analyzer } from './analyze.js';
 import { CheckpointWatcher } from './checkpointWatcher.js';
 import { findPlan } from './findPlan.js';
+import { isNameFind, NameFinds } from './nameFinds.js';
 import { PointReads } from './pointReads.js';
 import { createPartitions, dropPartitions, fromPointer, lockPointer, partitionedGenerations, type PointerRow } from './generations.js';
 import { DOCUMENT_COLUMNS, fromRow, toStoredRecord, toWrittenRow, type DocumentRow } from './rows.js';
@@ -121,6 +122,7 @@ export async function openPostgresReadStore(options: PostgresReadStoreOptions): 
   const watcher = new CheckpointWatcher(pool, (projection) => checkpoint(projection), options.checkpointPollMs);
   const analyzer = new Analyzer(pool);
   const pointReads = new PointReads(pool, storedColumns);
+  const nameFinds = new NameFinds(pool);
   let closed = false;
 
   async function getIn(db: Pick<Pool, 'query'>, generation: string, params: unknown[]): Promise<DocumentRow | null> {
@@ -269,6 +271,10 @@ export async function openPostgresReadStore(options: PostgresReadStoreOptions): 
   }
 
   async function find(query: FindQuery): Promise<FindResult> {
+    if (isNameFind(query)) {
+      const { rows, total } = await nameFinds.find(query);
+      return { documents: rows.map(fromRow), total };
+    }
     const plan = findPlan(query, { sql: LIVE }, DOCUMENT_COLUMNS, query);
     const { rows, total } = pageOf((await preparedQuery<PageRow>(pool, plan.sql, plan.params)).rows);
     return { documents: rows.map(fromRow), total };
