@@ -9,6 +9,7 @@ import { eventually } from '../support/until.js';
 import { describeBackend } from './backends.js';
 import { eventStoreContract, newEvent, nextWithin } from './eventstore.contract.js';
 import { postgresBackend, postgresDatabases } from './postgres.js';
+import { flatten, recordStatements, type PlanNode, expectGenericPlan } from './postgresStatements.js';
 
 /**
  * The EventStore contract against a real PostgreSQL (the local server or DATABASE_URL; one line
@@ -215,12 +216,7 @@ describeBackend('PostgreSQL event store', backend, (adminUrl) => {
       asked.push(['record-none', {}], ['record-none', { direction: 'backwards', maxCount: 1 }]);
       const alone = [];
       for (const [stream, options] of asked) alone.push(await store.readStream(stream, options));
-      const statements: string[] = [];
-      const query = pool.query.bind(pool) as (...args: unknown[]) => unknown;
-      (pool as { query: unknown }).query = (...args: unknown[]) => {
-        statements.push(String((args[0] as { text?: string }).text ?? args[0]));
-        return query(...args);
-      };
+      const statements = recordStatements(pool);
       const together = await Promise.all(asked.map(([stream, options]) => store.readStream(stream, options)));
       const revisions = (events: RecordedEvent[][]) => events.map((list) => list.map((event) => `${event.stream}@${event.revision}`));
       expect(revisions(together)).toEqual(revisions(alone));
@@ -233,14 +229,8 @@ describeBackend('PostgreSQL event store', backend, (adminUrl) => {
       const client = await pool.connect();
       try {
         for (const [index, sql] of [...new Set(statements)].entries()) {
-          await client.query(`PREPARE reads_${index} (text) AS ${sql}`);
-          const reads = (n: number) => pgLiteral(JSON.stringify(Array.from({ length: n }, (_, i) => ({ n: i, s: `record-${i % 6}`, f: 3, m: 2 }))));
-          for (const n of [1, 3, 1, 8, 1, 2, 1, 30, 1, 1, 5, 1]) await client.query(`EXECUTE reads_${index} (${reads(n)})`);
-          const plans = await client.query<{ generic: string; custom: string }>('SELECT generic_plans AS generic, custom_plans AS custom FROM pg_prepared_statements WHERE name = $1', [`reads_${index}`]);
-          expect(Number(plans.rows[0]!.custom)).toBeLessThanOrEqual(5);
-          expect(Number(plans.rows[0]!.generic)).toBeGreaterThanOrEqual(7);
-          const explained = await client.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`EXPLAIN (FORMAT JSON) EXECUTE reads_${index} (${reads(50)})`);
-          const events = flatten(explained.rows[0]!['QUERY PLAN'][0].Plan).filter((node) => node['Relation Name'] === 'csr_events');
+          const nodes = await expectGenericPlan(client, `reads_${index}`, sql, (n) => Array.from({ length: n }, (_, i) => ({ n: i, s: `record-${i % 6}`, f: 3, m: 2 })));
+          const events = nodes.filter((node) => node['Relation Name'] === 'csr_events');
           expect(events.map((node) => node['Node Type'])).toEqual(['Index Scan']);
         }
       } finally {
@@ -257,12 +247,7 @@ describeBackend('PostgreSQL event store', backend, (adminUrl) => {
       const consumer = store.persistentSubscription(group)[Symbol.asyncIterator]();
       const batch = [];
       for (let i = 0; i < 5; i++) batch.push(await nextWithin(consumer, 10_000));
-      const statements: string[] = [];
-      const query = pool.query.bind(pool) as (...args: unknown[]) => unknown;
-      (pool as { query: unknown }).query = (...args: unknown[]) => {
-        if (typeof args[0] === 'string') statements.push(args[0]);
-        return query(...args);
-      };
+      const statements = recordStatements(pool);
       await Promise.all(batch.map((item) => item.ack()));
       expect(statements.filter((sql) => sql.startsWith('DELETE FROM csr_group_events'))).toHaveLength(1);
       expect((await pool.query('SELECT count(*)::int AS left FROM csr_group_events WHERE grp = $1', [group])).rows).toEqual([{ left: 0 }]);
@@ -316,19 +301,3 @@ describeBackend('PostgreSQL event store', backend, (adminUrl) => {
   });
 });
 
-interface PlanNode {
-  'Node Type': string;
-  'Relation Name'?: string;
-  'Actual Rows': number;
-  'Actual Loops': number;
-  Plans?: PlanNode[];
-}
-
-function flatten(node: PlanNode): PlanNode[] {
-  return [node, ...(node.Plans ?? []).flatMap(flatten)];
-}
-
-/** A string as an SQL literal (the JSON of a test's reads). */
-function pgLiteral(text: string): string {
-  return `'${text.replaceAll("'", "''")}'`;
-}

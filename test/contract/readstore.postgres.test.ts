@@ -1,9 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { InsufficientStorage } from '../../src/core/errors.js';
 import { formatPosition } from '../../src/eventstore/position.js';
-import { openPool } from '../../src/postgres/pool.js';
+import { openPool, type Pool } from '../../src/postgres/pool.js';
 import { findPlan } from '../../src/readstore/postgres/findPlan.js';
 import { openPostgresReadStore } from '../../src/readstore/postgres/index.js';
 import { NameFinds } from '../../src/readstore/postgres/nameFinds.js';
@@ -11,11 +10,12 @@ import { PointReads } from '../../src/readstore/postgres/pointReads.js';
 import { DOCUMENT_COLUMNS } from '../../src/readstore/postgres/rows.js';
 import { migrate } from '../../src/postgres/migrate.js';
 import { LIVE, READ_MIGRATION } from '../../src/readstore/postgres/schema.js';
-import type { FindQuery, RecordDocument } from '../../src/readstore/port.js';
+import type { FindQuery, ReadStore, RecordDocument } from '../../src/readstore/port.js';
 import { beforeTimer, eventually } from '../support/until.js';
 import { describeBackend } from './backends.js';
 import { postgresBackend, postgresDatabases } from './postgres.js';
 import { onOwnPool } from './postgresStores.js';
+import { expectGenericPlan, flatten, recordStatements, type PlanNode } from './postgresStatements.js';
 import { readStoreContract } from './readstore.contract.js';
 
 /**
@@ -47,6 +47,18 @@ describeBackend('PostgreSQL read store', backend, (adminUrl) => {
       revision: 0,
       ...overrides,
     };
+  }
+
+  /** A store on a pool of its own in a fresh database, the pool also for looking at the server; both closed after `work`. */
+  async function withStore(work: (store: ReadStore, pool: Pool) => Promise<void>): Promise<void> {
+    const pool = openPool({ url: await database(), max: 4 });
+    const store = await openPostgresReadStore({ pool });
+    try {
+      await work(store, pool);
+    } finally {
+      await store.close();
+      await pool.end();
+    }
   }
 
   describe('PostgreSQL specifics', () => {
@@ -306,10 +318,7 @@ describeBackend('PostgreSQL read store', backend, (adminUrl) => {
     });
 
     it('GETs asked while others are being read go together in one statement, each answered with its own record (missing, twice, another workspace, with and without a shape)', async () => {
-      const url = await database();
-      const pool = openPool({ url, max: 4 });
-      const store = await openPostgresReadStore({ pool });
-      try {
+      await withStore(async (store, pool) => {
         const docs = Array.from({ length: 40 }, (_, i) => doc(i % 4 === 0 ? 'other' : 'ws', i + 1));
         await store.transaction((tx) => tx.putMany(docs));
         const asked = [
@@ -321,12 +330,7 @@ describeBackend('PostgreSQL read store', backend, (adminUrl) => {
         ];
         const alone = [];
         for (const [ws, id, shape] of asked) alone.push(await store.getStored(ws, 'clients', id, shape));
-        const sent: string[] = [];
-        const query = pool.query.bind(pool);
-        pool.query = ((...args: Parameters<typeof pool.query>) => {
-          sent.push(String((args[0] as { text?: string }).text ?? args[0]));
-          return query(...args);
-        }) as typeof pool.query;
+        const sent = recordStatements(pool);
         const together = await Promise.all(asked.map(([ws, id, shape]) => store.getStored(ws, 'clients', id, shape)));
         const summary = (record: Awaited<ReturnType<typeof store.getStored>>) => record && { id: record.id, revision: record.revision, rendered: record.rendered, document: record.document?.() ?? null };
         expect(together.map(summary)).toEqual(alone.map(summary));
@@ -335,26 +339,15 @@ describeBackend('PostgreSQL read store', backend, (adminUrl) => {
         // The first reads go at once (two at a time), the rest wait for them and go together.
         expect(sent.length).toBeGreaterThan(0);
         expect(sent.length).toBeLessThanOrEqual(4);
-      } finally {
-        await store.close();
-        await pool.end();
-      }
+      });
     });
 
     it("finds by a name alone (an upsert's match) asked while others are on their way go together, each with its own total and first records in creation order", async () => {
-      const url = await database();
-      const pool = openPool({ url, max: 4 });
-      const store = await openPostgresReadStore({ pool });
-      try {
+      await withStore(async (store, pool) => {
         // Names 'Client 0'..'Client 9', each three times (one in another workspace), and one alone.
         const docs = Array.from({ length: 30 }, (_, i) => doc(i % 3 === 2 ? 'other' : 'ws', i + 1, { name: `Client ${i % 10}` }));
         await store.transaction((tx) => tx.putMany([...docs, doc('ws', 99, { name: 'Alone' })]));
-        const statements: string[] = [];
-        const query = pool.query.bind(pool);
-        pool.query = ((...args: Parameters<typeof pool.query>) => {
-          statements.push(String((args[0] as { text?: string }).text ?? args[0]));
-          return query(...args);
-        }) as typeof pool.query;
+        const statements = recordStatements(pool);
         const names = [...Array.from({ length: 10 }, (_, i) => `client ${i}`), 'ALONE', 'nobody'];
         const found = await Promise.all(names.flatMap((name) => [1, 2].map((limit) => store.find({ workspaceId: 'ws', object: 'clients', filters: [], name, limit, offset: 0 }))));
         expect(statements.length).toBeLessThanOrEqual(3);
@@ -372,23 +365,14 @@ describeBackend('PostgreSQL read store', backend, (adminUrl) => {
         expect((await store.find({ workspaceId: 'ws', object: 'clients', filters: [], name: 'client 1', limit: 1, offset: 1 })).documents).toHaveLength(1);
         const client = await pool.connect();
         try {
-          await client.query(`PREPARE finds (text) AS ${new NameFinds(pool).sql}`);
-          const finds = (n: number) => pg.escapeLiteral(JSON.stringify(Array.from({ length: n }, (_, i) => ({ n: i, w: 'ws', o: 'clients', k: `"client ${i}"`, l: 2 }))));
-          for (const n of [1, 3, 1, 8, 1, 2, 1, 30, 1, 1, 5, 1]) await client.query(`EXECUTE finds (${finds(n)})`);
-          const plans = await client.query<{ generic: string; custom: string }>("SELECT generic_plans AS generic, custom_plans AS custom FROM pg_prepared_statements WHERE name = 'finds'");
-          expect(Number(plans.rows[0]!.custom)).toBeLessThanOrEqual(5);
-          expect(Number(plans.rows[0]!.generic)).toBeGreaterThanOrEqual(7);
-          const explained = await client.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`EXPLAIN (FORMAT JSON) EXECUTE finds (${finds(50)})`);
-          const records = flatten(explained.rows[0]!['QUERY PLAN'][0].Plan).filter((node) => node['Relation Name'] === 'csr_records_g1');
+          const nodes = await expectGenericPlan(client, 'finds', new NameFinds(pool).sql, (n) => Array.from({ length: n }, (_, i) => ({ n: i, w: 'ws', o: 'clients', k: `"client ${i}"`, l: 2 })));
+          const records = nodes.filter((node) => node['Relation Name'] === 'csr_records_g1');
           expect(records.length).toBe(2);
           for (const node of records) expect(node['Node Type']).toMatch(/^Index/);
         } finally {
           client.release();
         }
-      } finally {
-        await store.close();
-        await pool.end();
-      }
+      });
     });
 
     it('the batched GET statement is planned once per connection (a generic plan), as one probe of the primary key per read', async () => {
@@ -401,15 +385,7 @@ describeBackend('PostgreSQL read store', backend, (adminUrl) => {
         const sql = new PointReads(pool, (shape) => `r.id, CASE WHEN starts_with(r.rendered, ${shape}) THEN NULL ELSE r.fields END AS fields`).sql;
         const client = await pool.connect();
         try {
-          await client.query(`PREPARE reads (text) AS ${sql}`);
-          const reads = (n: number) => JSON.stringify(Array.from({ length: n }, (_, i) => ({ n: i, w: 'ws', o: 'clients', i: `id-${i}`, s: null })));
-          for (const n of [1, 3, 1, 8, 1, 2, 1, 30, 1, 1, 5, 1]) await client.query(`EXECUTE reads (${pg.escapeLiteral(reads(n))})`);
-          const plans = await client.query<{ generic: string; custom: string }>("SELECT generic_plans AS generic, custom_plans AS custom FROM pg_prepared_statements WHERE name = 'reads'");
-          // The server tries five custom plans, then keeps the generic one when it costs no more.
-          expect(Number(plans.rows[0]!.custom)).toBeLessThanOrEqual(5);
-          expect(Number(plans.rows[0]!.generic)).toBeGreaterThanOrEqual(7);
-          const explained = await client.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`EXPLAIN (FORMAT JSON) EXECUTE reads (${pg.escapeLiteral(reads(50))})`);
-          const nodes = flatten(explained.rows[0]!['QUERY PLAN'][0].Plan);
+          const nodes = await expectGenericPlan(client, 'reads', sql, (n) => Array.from({ length: n }, (_, i) => ({ n: i, w: 'ws', o: 'clients', i: `id-${i}`, s: null })));
           // (The pointer's one row may be read by a scan: it is one row.)
           const records = nodes.filter((node) => node['Relation Name'] === 'csr_records_g1');
           expect(records.map((node) => [node['Node Type'], node['Index Name']])).toEqual([['Index Scan', 'csr_records_g1_pkey']]);
@@ -436,10 +412,7 @@ describeBackend('PostgreSQL read store', backend, (adminUrl) => {
     }
 
     it("a list's total on one filter or none is the kept count, which stays the rows' count through changed keys, deletes, a rebuilt generation and a reset", async () => {
-      const url = await database();
-      const store = await onOwnPool(url, openPostgresReadStore);
-      const pool = openPool({ url, max: 1 });
-      try {
+      await withStore(async (store, pool) => {
         const docs = Array.from({ length: 60 }, (_, i) => doc(i % 3 === 0 ? 'other' : 'ws', i + 1));
         await store.transaction((tx) => tx.putMany(docs));
         // Keys that change (a tier flipped, a tag dropped), a record written twice in one batch, deletes.
@@ -480,10 +453,7 @@ describeBackend('PostgreSQL read store', backend, (adminUrl) => {
         expect(await total([])).toBe(4);
         const after = await keptAndCounted(pool);
         expect(after.kept).toEqual(after.counted);
-      } finally {
-        await store.close();
-        await pool.end();
-      }
+      });
     });
 
     it('a store whose schema predates the kept counts is counted when it upgrades, and its lists answer the same totals', async () => {
@@ -564,15 +534,3 @@ describeBackend('PostgreSQL read store', backend, (adminUrl) => {
   });
 });
 
-interface PlanNode {
-  'Node Type': string;
-  'Relation Name'?: string;
-  'Index Cond'?: string;
-  'Index Name'?: string;
-  'Heap Fetches'?: number;
-  Plans?: PlanNode[];
-}
-
-function flatten(node: PlanNode): PlanNode[] {
-  return [node, ...(node.Plans ?? []).flatMap(flatten)];
-}
