@@ -18,8 +18,8 @@ interface StreamRead {
 type Row = EventRow & { n: number };
 
 export class StreamReads {
-  readonly forwards: BatchedReads<StreamRead, Row>;
-  readonly backwards: BatchedReads<StreamRead, Row>;
+  private readonly forwards: BatchedReads<StreamRead, Row>;
+  private readonly backwards: BatchedReads<StreamRead, Row>;
 
   constructor(pool: Pool) {
     const statement = (compare: '<=' | '>=', order: 'ASC' | 'DESC') =>
