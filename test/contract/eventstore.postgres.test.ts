@@ -130,29 +130,24 @@ describeBackend('PostgreSQL event store', backend, (adminUrl) => {
       const url = await database();
       const { store: server, pool } = await openWithPool(() => Promise.resolve(url));
       const cli = await open(() => Promise.resolve(url));
-      const reads: unknown[] = [];
-      const query = pool.query.bind(pool) as (...args: unknown[]) => unknown;
-      (pool as { query: unknown }).query = (...args: unknown[]) => {
-        const text = typeof args[0] === 'string' ? args[0] : (args[0] as { text?: string }).text;
-        if (text?.startsWith('SELECT h.seq AS head')) reads.push(args[0]);
-        return query(...args);
-      };
+      const statements = recordStatements(pool);
+      const reads = () => statements.filter((text) => text.startsWith('SELECT h.seq AS head'));
       const records = [1, 2].map(() => server.subscribeToAll({ from: 'start', filter: { streamPrefixes: ['record-'] } })[Symbol.asyncIterator]());
       const workspaces = server.subscribeToAll({ from: 'start', filter: { streamPrefixes: ['workspace-'] } })[Symbol.asyncIterator]();
       const nextWorkspace = nextWithin(workspaces, 10_000);
       const first = records.map((iterator) => nextWithin(iterator, 10_000));
       // All three live and caught up: no read for a while (the listener connected, and they looked once more).
-      for (let seen = -1; seen !== reads.length; ) {
-        seen = reads.length;
+      for (let seen = -1; seen !== reads().length; ) {
+        seen = reads().length;
         await new Promise((resolve) => setTimeout(resolve, 300));
       }
-      const before = reads.length;
+      const before = reads().length;
       const event = newEvent();
       await cli.append('record-1', [event], { expectedRevision: 'no_stream' });
       expect((await Promise.all(first)).map((e) => e.id)).toEqual([event.id, event.id]);
       await new Promise((resolve) => setTimeout(resolve, 200));
       // One read for both record followers; none for the workspace follower.
-      expect(reads.length - before).toBe(1);
+      expect(reads().length - before).toBe(1);
       const schema = newEvent();
       await cli.append('workspace-1', [schema], { expectedRevision: 'no_stream' });
       expect((await nextWorkspace).id).toBe(schema.id);
