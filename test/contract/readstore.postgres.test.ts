@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { InsufficientStorage } from '../../src/core/errors.js';
 import { formatPosition } from '../../src/eventstore/position.js';
 import { openPool, type Pool } from '../../src/postgres/pool.js';
+import { documentWrites } from '../../src/readstore/postgres/documentWrites.js';
 import { findPlan } from '../../src/readstore/postgres/findPlan.js';
 import { openPostgresReadStore } from '../../src/readstore/postgres/index.js';
 import { NameFinds } from '../../src/readstore/postgres/nameFinds.js';
@@ -257,6 +258,40 @@ describeBackend('PostgreSQL read store', backend, (adminUrl) => {
           const all = Array.from({ length: 1_000 }, (_, i) => i + 1).filter((n) => n % 2 === 0 && n % 7 === 3);
           expect(page.total).toBe(all.length);
           expect(page.documents.map((document) => document.fields.n)).toEqual(all.slice(20, 30));
+        } finally {
+          client.release();
+        }
+      } finally {
+        await store.close();
+        await pool.end();
+      }
+    });
+
+    it("a batch's write finds each record's old filter keys by the record (its index), never by reading every key of the generation", async () => {
+      const url = await database();
+      const store = await onOwnPool(url, openPostgresReadStore);
+      const pool = openPool({ url, max: 1 });
+      try {
+        const written = Array.from({ length: 4_000 }, (_, i) => doc('ws', i + 1));
+        for (let at = 0; at < written.length; at += 1_000) await store.transaction((tx) => tx.putMany(written.slice(at, at + 1_000)));
+        await pool.query('ANALYZE');
+        const { rows } = await pool.query<{ n: number }>('SELECT count(*)::int AS n FROM csr_record_keys_g1');
+        expect(rows[0]!.n).toBeGreaterThan(15_000);
+        // A projector's batch: three records changed, two created.
+        const changed = written.slice(100, 103).map((document) => ({ ...document, fields: { ...document.fields, tier: 'Mid' }, revision: 1 }));
+        const batch = [...changed, doc('ws', 5_001), doc('ws', 5_002)];
+        const [statement] = documentWrites(1, batch).statements;
+        const client = await pool.connect();
+        try {
+          await client.query('BEGIN');
+          const explained = await client.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>({ ...statement!, text: `EXPLAIN (ANALYZE, FORMAT JSON) ${statement!.text}` });
+          await client.query('ROLLBACK');
+          const keyScans = flatten(explained.rows[0]!['QUERY PLAN'][0].Plan).filter((node) => node['Relation Name'] === 'csr_record_keys_g1' && node['Node Type'] !== 'ModifyTable');
+          expect(keyScans.map((node) => node['Node Type'])).not.toContain('Seq Scan');
+          // The changed records' keys (a few each), not the generation's.
+          const read = keyScans.reduce((sum, node) => sum + node['Actual Rows'] * node['Actual Loops'], 0);
+          expect(read).toBeGreaterThan(0);
+          expect(read).toBeLessThanOrEqual(50);
         } finally {
           client.release();
         }

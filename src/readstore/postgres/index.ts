@@ -11,7 +11,8 @@ import { findPlan } from './findPlan.js';
 import { isNameFind, NameFinds } from './nameFinds.js';
 import { PointReads } from './pointReads.js';
 import { createPartitions, dropPartitions, fromPointer, lockPointer, partitionedGenerations, type PointerRow } from './generations.js';
-import { DOCUMENT_COLUMNS, fromRow, toStoredRecord, toWrittenRow, type DocumentRow } from './rows.js';
+import { documentWrites } from './documentWrites.js';
+import { DOCUMENT_COLUMNS, fromRow, toStoredRecord, type DocumentRow } from './rows.js';
 import { CHECKPOINT_CHANNEL, LIVE, partitionsOf, POINTER_ID, READ_MIGRATION } from './schema.js';
 
 /**
@@ -46,38 +47,6 @@ export interface PostgresReadStoreOptions {
  * would not. Only projection transactions take it; reads never wait for it.
  */
 const WRITER_LOCK = 7_419_300;
-
-/** Documents of one write statement at most (a rebuild's batch is split so the JSON stays small). */
-const WRITE_CHUNK = 500;
-
-/**
- * Replaces documents of one generation (param $1; JSON array of WrittenRow in $2): the record rows
- * are upserted, keys no longer in the document are deleted and new ones inserted. The keys deleted
- * and inserted never overlap, so the statement's parts cannot collide on the keys' primary key.
- */
-const WRITE_DOCUMENTS = `
-  WITH d AS (
-    SELECT * FROM jsonb_to_recordset($2::jsonb) AS d (
-      workspace_id text COLLATE "C", object text COLLATE "C", id text COLLATE "C", name text, name_key text COLLATE "C",
-      fields jsonb, calculated jsonb, created_at text, updated_at text, updated_ms bigint, created_position text COLLATE "C",
-      revision integer, rendered text, escaped boolean, keys text[])
-  ), k AS (
-    SELECT d.workspace_id, d.object, d.id, d.created_position, key FROM d, unnest(d.keys) AS key
-  ), gone AS (
-    DELETE FROM csr_record_keys o USING d
-    WHERE o.generation = $1 AND o.workspace_id = d.workspace_id AND o.object = d.object AND o.id = d.id
-      AND NOT (o.key = ANY (d.keys) AND o.created_position = d.created_position)
-  ), written AS (
-    INSERT INTO csr_records (generation, workspace_id, object, id, name, name_key, fields, calculated, created_at, updated_at, updated_ms, created_position, revision, rendered, escaped)
-    SELECT $1, workspace_id, object, id, name, name_key, fields, calculated, created_at, updated_at, updated_ms, created_position, revision, rendered, escaped FROM d
-    ON CONFLICT (workspace_id, object, id, generation) DO UPDATE SET
-      name = EXCLUDED.name, name_key = EXCLUDED.name_key, fields = EXCLUDED.fields, calculated = EXCLUDED.calculated,
-      created_at = EXCLUDED.created_at, updated_at = EXCLUDED.updated_at, updated_ms = EXCLUDED.updated_ms,
-      created_position = EXCLUDED.created_position, revision = EXCLUDED.revision, rendered = EXCLUDED.rendered, escaped = EXCLUDED.escaped
-  )
-  INSERT INTO csr_record_keys (generation, workspace_id, object, key, created_position, id)
-  SELECT $1, workspace_id, object, key, created_position, id FROM k
-  ON CONFLICT DO NOTHING`;
 
 interface PageRow extends DocumentRow {
   total: number;
@@ -132,14 +101,9 @@ export async function openPostgresReadStore(options: PostgresReadStoreOptions): 
   }
 
   async function writeDocuments(client: PoolClient, generation: number, building: boolean, documents: RecordDocument[]): Promise<void> {
-    // Several writes of one record in a batch: the last one counts (one statement cannot upsert a row twice).
-    const last = new Map<string, RecordDocument>();
-    for (const document of documents) last.set(JSON.stringify([document.workspaceId, document.object, document.id]), document);
-    const rows = [...last.values()].map(toWrittenRow);
-    analyzer.wrote(generation, rows.length, building);
-    for (let at = 0; at < rows.length; at += WRITE_CHUNK) {
-      await client.query(WRITE_DOCUMENTS, [generation, JSON.stringify(rows.slice(at, at + WRITE_CHUNK))]);
-    }
+    const { records, statements } = documentWrites(generation, documents);
+    analyzer.wrote(generation, records, building);
+    for (const statement of statements) await client.query(statement);
   }
 
   /**
