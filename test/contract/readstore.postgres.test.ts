@@ -301,6 +301,34 @@ describeBackend('PostgreSQL read store', backend, (adminUrl) => {
       }
     });
 
+    it("the writers' vacuums of a generation start no parallel workers (two processes forked for a vacuum that finds little to do)", async () => {
+      await withStore(async (store, pool) => {
+        const statements = recordStatements(pool);
+        await store.transaction((tx) => tx.putMany(Array.from({ length: 600 }, (_, i) => doc('ws', i + 1))));
+        const vacuum = await eventually(
+          async () => statements.find((statement) => statement.startsWith('VACUUM')),
+          (found) => found !== undefined,
+          5_000,
+          'a vacuum after the first 500 rows',
+        );
+        const client = await pool.connect();
+        try {
+          const notices: string[] = [];
+          client.on('notice', (notice) => notices.push(notice.message ?? ''));
+          // Any index is big enough for a parallel worker here, so the server's choice shows in a small store.
+          await client.query('SET min_parallel_index_scan_size = 0');
+          const verbose = (statement: string) => statement.replace(/^VACUUM (\((.*?)\) )?/, (_, __, options?: string) => `VACUUM (VERBOSE${options ? `, ${options}` : ''}) `);
+          await client.query(verbose(vacuum!));
+          expect(notices.filter((notice) => /parallel vacuum workers? for index/.test(notice))).toEqual([]);
+          // Where the statement does not say so, the server does start them.
+          await client.query(verbose(vacuum!.replace(/^VACUUM (\(.*?\) )?/, 'VACUUM ')));
+          expect(notices.filter((notice) => /launched \d+ parallel vacuum workers? for index/.test(notice)).length).toBeGreaterThan(0);
+        } finally {
+          client.release();
+        }
+      });
+    });
+
     /** 1,200 records written by the store's own writers in three batches, with autovacuum off for the live generation's tables: whatever plans well here, the store did. */
     async function filledWithoutAutovacuum(url: string) {
       const store = await onOwnPool(url, openPostgresReadStore);

@@ -29,7 +29,8 @@ export function groupRowsDeleted(pool: Pool, rows: number): void {
   state.running = true;
   state.deleted = 0;
   void pool
-    .query('VACUUM (SKIP_LOCKED) csr_group_events')
+    // No parallel workers: forking them costs more than this small table's vacuum (see readstore/postgres/analyze.ts).
+    .query('VACUUM (SKIP_LOCKED, PARALLEL 0) csr_group_events')
     // A server away or a pool closing: the next EVERY rows try again.
     .catch(() => undefined)
     .finally(() => (state.running = false));

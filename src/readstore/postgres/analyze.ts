@@ -24,6 +24,10 @@ import { partitionsOf } from './schema.js';
  * before its promotion, which vacuums it whole, so settling its pages as it fills was work done
  * twice, beside the rebuild's writes.
  *
+ * These vacuums start no parallel workers (PARALLEL 0): the server would fork two for the indexes'
+ * cleanup of every one, which cost ten times the vacuum of what a second of writes left
+ * (docs/performance.md). A promotion's vacuum of a whole generation keeps the server's choice.
+ *
  * All of it runs after the commit on a connection of the pool, never in a batch's transaction
  * (a VACUUM cannot run in one).
  */
@@ -81,7 +85,7 @@ export class Analyzer {
 
   /** At once: a generation that is about to be read (promoted) after being filled. */
   async analyze(generation: number): Promise<void> {
-    await this.statement(generation, true);
+    await this.statement(generation, 'VACUUM (ANALYZE)');
   }
 
   /** No vacuum or analysis starts after this (the pool may be ended next). */
@@ -97,13 +101,14 @@ export class Analyzer {
     if (this.closed) return;
     count.running = true;
     count.vacuumed = count.written;
-    await this.statement(generation, analyze, count.building).finally(() => (count.running = false));
+    const command = count.building ? 'ANALYZE' : `VACUUM (${analyze ? 'ANALYZE, ' : ''}PARALLEL 0)`;
+    await this.statement(generation, command).finally(() => (count.running = false));
   }
 
-  private async statement(generation: number, analyze: boolean, building = false): Promise<void> {
+  private async statement(generation: number, command: string): Promise<void> {
     const { records, keys, counts } = partitionsOf(generation);
     try {
-      await this.pool.query(`${building ? 'ANALYZE' : `VACUUM${analyze ? ' (ANALYZE)' : ''}`} ${records}, ${keys}, ${counts}`);
+      await this.pool.query(`${command} ${records}, ${keys}, ${counts}`);
     } catch (error) {
       // A generation dropped meanwhile, or the server away: the next mark tries again.
       this.onError(error);
