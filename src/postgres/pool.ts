@@ -68,12 +68,14 @@ const unprepared = new WeakSet<object>();
 const statementNames = new Map<string, string>();
 
 /**
- * A read outside any transaction as a named statement, parsed and planned once per connection:
- * on the partitioned read model the server spent more time planning a GET or a list than running
- * it (docs/performance.md). Behind a transaction-pooling proxy that does not keep named statements
+ * A statement outside any transaction as a named statement, parsed and planned once per
+ * connection: on the partitioned read model the server spent more time planning a GET or a list
+ * than running it, and so it did for the webhook group's claim (docs/performance.md). A write may
+ * go this way too: the refusals below come before any of the statement runs, so asking again
+ * cannot write twice. Behind a transaction-pooling proxy that does not keep named statements
  * (PgBouncer before 1.21, or without max_prepared_statements) the server answers that the statement
- * does not exist, or exists already, on another of its connections: the read is asked again as a
- * plain statement, and so is every later one on this pool. Only for statements of fixed columns
+ * does not exist, or exists already, on another of its connections: the statement is asked again as a
+ * plain one, and so is every later one on this pool. Only for statements of fixed columns
  * (no `SELECT *`), whose result type a migration cannot change under a cached plan.
  */
 export async function preparedQuery<R extends pg.QueryResultRow>(pool: Pool, text: string, values: unknown[]): Promise<pg.QueryResult<R>> {

@@ -249,6 +249,33 @@ describeBackend('PostgreSQL event store', backend, (adminUrl) => {
       expect(await store.groupCheckpoint(group)).toEqual({ position: batch.at(-1)!.event.position });
     });
 
+    it("a group consumer's claim is a named statement, planned once per connection and then run on its generic plan", async () => {
+      const url = await database();
+      const group = 'planned';
+      const { store, pool } = await openWithPool(() => Promise.resolve(url));
+      await store.ensurePersistentGroup(group);
+      const consumer = store.persistentSubscription(group)[Symbol.asyncIterator]();
+      // One event at a time: a claim per event, and an empty one after it.
+      for (let i = 0; i < 10; i++) {
+        await store.append(`record-${i}`, [newEvent()], { expectedRevision: 'no_stream' });
+        await (await nextWithin(consumer, 10_000)).ack();
+      }
+      const clients = await Promise.all(Array.from({ length: 4 }, () => pool.connect()));
+      try {
+        const claims = [];
+        for (const client of clients) {
+          const found = await client.query<{ generic: string; custom: string }>(
+            "SELECT generic_plans AS generic, custom_plans AS custom FROM pg_prepared_statements WHERE statement LIKE 'WITH due AS (%'",
+          );
+          claims.push(...found.rows.map((row) => ({ generic: Number(row.generic), custom: Number(row.custom) })));
+        }
+        expect(claims.length).toBeGreaterThan(0);
+        expect(claims.some((claim) => claim.generic > 0 && claim.custom <= 5)).toBe(true);
+      } finally {
+        for (const client of clients) client.release();
+      }
+    });
+
     it("a group's consumers vacuum the rows they deleted, so claims do not scan a growing heap of done events where autovacuum is off", async () => {
       const url = await database();
       const group = 'settled';
