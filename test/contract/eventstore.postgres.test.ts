@@ -256,7 +256,7 @@ describeBackend('PostgreSQL event store', backend, (adminUrl) => {
       await store.ensurePersistentGroup(group);
       const consumer = store.persistentSubscription(group)[Symbol.asyncIterator]();
       // One event at a time: a claim per event, and an empty one after it.
-      for (let i = 0; i < 10; i++) {
+      for (let i = 0; i < 20; i++) {
         await store.append(`record-${i}`, [newEvent()], { expectedRevision: 'no_stream' });
         await (await nextWithin(consumer, 10_000)).ack();
       }
