@@ -1,13 +1,14 @@
 import { upcast } from '../../src/events/records.js';
 import { todayUtc } from '../../src/schema/dates.js';
-import { comparePositions, type Position } from '../../src/eventstore/position.js';
+import { comparePositions } from '../../src/eventstore/position.js';
 import type { ReadStore } from '../../src/readstore/port.js';
 import { awaitRecords, Serial } from '../awaitRecords.js';
 import { backgroundReactor } from '../backgroundReactor.js';
 import { findAllDocuments } from '../health/inputs.js';
 import type { ReactorDeps } from '../reactorDeps.js';
 import { followerOf, type Follower, type Projection } from '../projection.js';
-import { dateTrigger, templateOf, triggersFor, TRIGGERS, type Template, type Trigger } from './triggers.js';
+import { ActiveTemplates, TEMPLATES_OBJECT, type Active } from './activeTemplates.js';
+import { dateTrigger, templateOf, triggersFor, TRIGGERS, type Trigger } from './triggers.js';
 
 /**
  * Playbook rules (source `automation`): a reactor over record events that fires the active
@@ -25,16 +26,15 @@ export interface AutomationReactor extends Projection {
   sweep(workspaceId: string): Promise<void>;
 }
 
-type Active = Template & { createdPosition: Position };
-
 async function activeTemplates(readStore: ReadStore, workspaceId: string): Promise<Active[]> {
-  const documents = await findAllDocuments(readStore, workspaceId, 'playbookTemplates', [{ field: 'active', value: 'true' }]);
+  const documents = await findAllDocuments(readStore, workspaceId, TEMPLATES_OBJECT, [{ field: 'active', value: 'true' }]);
   return documents.map((document) => ({ ...templateOf(document.id, document.fields), createdPosition: document.createdPosition }));
 }
 
 export function automationReactor(deps: ReactorDeps): AutomationReactor {
   const logger = deps.logger.child({ reactor: AUTOMATION_REACTOR });
   const serial = new Serial();
+  const templates = new ActiveTemplates((workspaceId) => activeTemplates(deps.readStore, workspaceId));
 
   const fire = async (workspaceId: string, trigger: Trigger, today: string) => {
     const result = await deps.fire({ workspaceId, ...trigger, startDate: today });
@@ -45,18 +45,17 @@ export function automationReactor(deps: ReactorDeps): AutomationReactor {
     ...backgroundReactor(AUTOMATION_REACTOR, AUTOMATION_FOLLOWER.version!),
     react(events, stopped) {
       return serial.run(async () => {
+        templates.saw(events);
         const clientEvents = events.filter((event) => event.data['object'] === 'clients');
         if (clientEvents.length === 0) return;
         // A stop ends the wait: the records projection may be stopping too (the batch is read again at the next start).
         await awaitRecords(deps.readStore, clientEvents.at(-1)!.position, stopped);
         const today = todayUtc(deps.clock());
-        const templates = new Map<string, Active[]>();
         for (const event of clientEvents) {
           const recordEvent = upcast(event);
           if (!recordEvent) continue;
           const { workspaceId } = recordEvent.data;
-          let active = templates.get(workspaceId);
-          if (!active) templates.set(workspaceId, (active = await activeTemplates(deps.readStore, workspaceId)));
+          const active = await templates.of(workspaceId);
           // A template made after the event (seen when catching up) does not react to it.
           const existing = active.filter((template) => comparePositions(template.createdPosition, event.position) < 0);
           for (const trigger of triggersFor(recordEvent, event.revision, existing, today)) await fire(workspaceId, trigger, today);
