@@ -329,6 +329,29 @@ describeBackend('PostgreSQL read store', backend, (adminUrl) => {
       });
     });
 
+    it('a first page of a list, with a filter or without, is planned once per connection and then runs on its generic plan', async () => {
+      const url = await database();
+      // One connection: the store's lists and the look at its named statements share it.
+      const pool = openPool({ url, max: 1 });
+      const store = await openPostgresReadStore({ pool });
+      try {
+        // Enough records that a tenth of them (what a bound LIMIT is costed for) is more than a page.
+        for (let batch = 0; batch < 10; batch++) await store.transaction((tx) => tx.putMany(Array.from({ length: 1_000 }, (_, i) => doc('ws', batch * 1_000 + i + 1))));
+        for (let i = 0; i < 12; i++) {
+          await store.find({ workspaceId: 'ws', object: 'clients', filters: [], limit: 100, offset: 0 });
+          await store.find({ workspaceId: 'ws', object: 'clients', filters: [{ field: 'tier', value: i % 2 === 0 ? 'smb' : 'enterprise' }], limit: 100, offset: 0 });
+        }
+        const { rows } = await pool.query<{ generic: string; custom: string; filtered: boolean }>(
+          "SELECT generic_plans AS generic, custom_plans AS custom, statement LIKE '%csr_record_keys k0%' AS filtered FROM pg_prepared_statements WHERE statement LIKE 'SELECT t.total, p.*%'",
+        );
+        expect(rows.map((row) => row.filtered).sort()).toEqual([false, true]);
+        for (const row of rows) expect({ filtered: row.filtered, generic: Number(row.generic) > 0, custom: Number(row.custom) <= 5 }).toEqual({ filtered: row.filtered, generic: true, custom: true });
+      } finally {
+        await store.close();
+        await pool.end();
+      }
+    });
+
     /** 1,200 records written by the store's own writers in three batches, with autovacuum off for the live generation's tables: whatever plans well here, the store did. */
     async function filledWithoutAutovacuum(url: string) {
       const store = await onOwnPool(url, openPostgresReadStore);

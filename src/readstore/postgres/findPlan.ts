@@ -4,14 +4,26 @@ import { epochMs, filterEntry, nameKey } from './rows.js';
 import { ALL_RECORDS_KEY } from './schema.js';
 
 /**
- * FindQuery -> SQL, every value a bound parameter. Without filters the records are read in order
- * from csr_records (by_creation, or by_name for a name match); with filters the first one's keys
- * are read in order from csr_record_keys' primary key, each further filter is an exact probe of
- * the same index, and only the page's records are fetched. `updated_since` is a condition on the
- * rows so read (a range cannot also give the order). `total` is read in the same statement as the
- * page, so the two agree: from the kept counts (csr_record_counts, ./schema.ts) when the query is
- * on one filter key or none, and nothing else; else counted from the rows.
+ * FindQuery -> SQL, every value a bound parameter (the usual page sizes aside: USUAL_LIMITS).
+ * Without filters the records are read in order from csr_records (by_creation, or by_name for a
+ * name match); with filters the first one's keys are read in order from csr_record_keys' primary
+ * key, each further filter is an exact probe of the same index, and only the page's records are
+ * fetched. `updated_since` is a condition on the rows so read (a range cannot also give the
+ * order). `total` is read in the same statement as the page, so the two agree: from the kept
+ * counts (csr_record_counts, ./schema.ts) when the query is on one filter key or none, and nothing
+ * else; else counted from the rows.
  */
+
+/**
+ * Page sizes written into the statement's text; others are bound. With the limit (or an offset)
+ * bound, the server costs a statement's generic plan for a tenth of the table, which loses to every
+ * custom plan: a list without a filter was planned anew at every request, planning costing more
+ * than running it (docs/performance.md). A bounded set of texts, so the named statements a
+ * connection keeps stay few. The first page (offset 0) has no OFFSET. Not with `updated_since`:
+ * how much of the table a range takes differs from one request to the next, which a plan made
+ * for each request sees (a generic one, once chosen, would stay).
+ */
+const USUAL_LIMITS: ReadonlySet<number> = new Set([1, 10, 20, 25, 50, 100, 200, 250, 500, 1000]);
 
 export type RecordQuery = Pick<FindQuery, 'workspaceId' | 'object' | 'filters' | 'name' | 'updatedSince'>;
 
@@ -69,8 +81,11 @@ export function findPlan(
     order = 'k0.created_position, k0.id';
   }
   if (page === null) return { sql: `SELECT ${read} FROM ${from} ORDER BY ${order}`, params };
-  const limit = bind(Math.max(0, Math.floor(page.limit)));
-  const offset = bind(Math.max(0, Math.floor(page.offset)));
+  const pageLimit = Math.max(0, Math.floor(page.limit));
+  const pageOffset = Math.max(0, Math.floor(page.offset));
+  const written = query.updatedSince === undefined;
+  const limit = written && USUAL_LIMITS.has(pageLimit) ? String(pageLimit) : bind(pageLimit);
+  const offset = written && pageOffset === 0 ? '' : ` OFFSET ${bind(pageOffset)}`;
   const total =
     recordConditions.length === 0 && keys.length <= 1
       ? `SELECT COALESCE((SELECT c.n::int FROM csr_record_counts c WHERE c.generation = ${gen} AND c.workspace_id = ${ws} AND c.object = ${object} AND c.key = ${firstKey ?? bind(ALL_RECORDS_KEY)}), 0) AS total`
@@ -78,6 +93,6 @@ export function findPlan(
   // One row for the count, joined to the page: both from one snapshot. A page past the end still
   // answers the count (the LEFT JOIN keeps its row, with nulls).
   const sql = `SELECT t.total, p.* FROM (${total}) t
-    LEFT JOIN LATERAL (SELECT ${read} FROM ${from} ORDER BY ${order} LIMIT ${limit} OFFSET ${offset}) p ON true`;
+    LEFT JOIN LATERAL (SELECT ${read} FROM ${from} ORDER BY ${order} LIMIT ${limit}${offset}) p ON true`;
   return { sql, params };
 }
