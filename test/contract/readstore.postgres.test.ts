@@ -268,10 +268,7 @@ describeBackend('PostgreSQL read store', backend, (adminUrl) => {
     });
 
     it("a batch's write finds each record's old filter keys by the record (its index), never by reading every key of the generation", async () => {
-      const url = await database();
-      const store = await onOwnPool(url, openPostgresReadStore);
-      const pool = openPool({ url, max: 1 });
-      try {
+      await withStore(async (store, pool) => {
         const written = Array.from({ length: 4_000 }, (_, i) => doc('ws', i + 1));
         for (let at = 0; at < written.length; at += 1_000) await store.transaction((tx) => tx.putMany(written.slice(at, at + 1_000)));
         await pool.query('ANALYZE');
@@ -295,10 +292,7 @@ describeBackend('PostgreSQL read store', backend, (adminUrl) => {
         } finally {
           client.release();
         }
-      } finally {
-        await store.close();
-        await pool.end();
-      }
+      });
     });
 
     it("the writers' vacuums of a generation start no parallel workers (two processes forked for a vacuum that finds little to do)", async () => {
