@@ -25,7 +25,7 @@ import { partitionsOf } from './schema.js';
  * twice, beside the rebuild's writes.
  *
  * These vacuums start no parallel workers (PARALLEL 0): the server would fork two for the indexes'
- * cleanup of every one, which cost ten times the vacuum of what a second of writes left
+ * cleanup of every one, which cost far more than the vacuum of what a second of writes left
  * (docs/performance.md). A promotion's vacuum of a whole generation keeps the server's choice.
  *
  * All of it runs after the commit on a connection of the pool, never in a batch's transaction
