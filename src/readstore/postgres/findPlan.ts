@@ -83,9 +83,9 @@ export function findPlan(
   if (page === null) return { sql: `SELECT ${read} FROM ${from} ORDER BY ${order}`, params };
   const pageLimit = Math.max(0, Math.floor(page.limit));
   const pageOffset = Math.max(0, Math.floor(page.offset));
-  const written = query.updatedSince === undefined;
-  const limit = written && USUAL_LIMITS.has(pageLimit) ? String(pageLimit) : bind(pageLimit);
-  const offset = written && pageOffset === 0 ? '' : ` OFFSET ${bind(pageOffset)}`;
+  const pageInText = query.updatedSince === undefined;
+  const limit = pageInText && USUAL_LIMITS.has(pageLimit) ? String(pageLimit) : bind(pageLimit);
+  const offset = pageInText && pageOffset === 0 ? '' : ` OFFSET ${bind(pageOffset)}`;
   const total =
     recordConditions.length === 0 && keys.length <= 1
       ? `SELECT COALESCE((SELECT c.n::int FROM csr_record_counts c WHERE c.generation = ${gen} AND c.workspace_id = ${ws} AND c.object = ${object} AND c.key = ${firstKey ?? bind(ALL_RECORDS_KEY)}), 0) AS total`
