@@ -1,12 +1,15 @@
 import { randomUUID } from 'node:crypto';
+import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Worker } from 'node:worker_threads';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { Conflict } from '../../src/core/errors.js';
 import type { EventStore } from '../../src/eventstore/port.js';
 import { openSqliteEventStore } from '../../src/eventstore/sqlite/index.js';
-import { Sqlite } from '../../src/sqlite/driver.js';
+import { loadSqliteDriver, Sqlite } from '../../src/sqlite/driver.js';
 import { eventStoreContract, newEvent, nextWithin, take, takeAcking } from './eventstore.contract.js';
 
 const root = mkdtempSync(join(tmpdir(), 'csr-eventstore-'));
@@ -22,6 +25,10 @@ eventStoreContract('sqlite', () => openSqliteEventStore({ path: freshPath() }), 
 const ARRIVES_MS = 10_000;
 
 const QUICK = { initialMs: 10, maxMs: 50 };
+
+/** Where the driver this Node.js loads is, for a thread of a test's own to load it too. */
+const sqliteDriverPath = () =>
+  loadSqliteDriver(Number(process.versions.napi), (name) => createRequire(import.meta.url).resolve(name)) as unknown as string;
 
 describe('SQLite event store', () => {
   const opened: EventStore[] = [];
@@ -104,6 +111,32 @@ describe('SQLite event store', () => {
     otherProcess.close();
     expect((await appended).nextRevision).toBe(0);
     expect(await store.readStream('record-1')).toHaveLength(1);
+  });
+
+  it("joins a persistent group while another process holds the write lock: it waits (busy_timeout), after appends too", async () => {
+    const path = freshPath();
+    const store = open(path);
+    // The appends make the committer, which tries the lock without waiting around its own BEGIN:
+    // the rest of the connection must still wait for it as the store's file promises.
+    await store.append('warm-up', [newEvent()], { expectedRevision: 'no_stream' });
+    await store.ensurePersistentGroup('earlier'); // the group tables exist: joining only writes a row
+    const holder = new Worker(
+      `const { parentPort, workerData } = require('node:worker_threads');
+       const other = new (require(workerData.driver))(workerData.path);
+       other.exec('BEGIN IMMEDIATE');
+       parentPort.postMessage('locked');
+       Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 300);
+       other.exec('COMMIT');
+       other.close();`,
+      { eval: true, workerData: { path, driver: sqliteDriverPath() } },
+    );
+    await once(holder, 'message');
+    const joined = store.persistentSubscription('waits-for-the-lock');
+    await once(holder, 'exit');
+    await store.append('after', [newEvent()], { expectedRevision: 'no_stream' });
+    const [event] = await take(joined, 1, ARRIVES_MS); // a new group starts at the head
+    expect(event!.event.stream).toBe('after');
+    await joined.close();
   });
 
   it('commits an append still waiting for the write lock when the store closes', async () => {

@@ -58,8 +58,6 @@ export class GroupCommitter {
   private scheduled = false;
   private readonly commitBatch;
   private readonly appendOne;
-  private readonly restoreBusyTimeout;
-  private readonly noBusyTimeout;
   /** When BEGIN first found another process holding the write lock; null while it has not. */
   private busySince: number | null = null;
   private retry: NodeJS.Timeout | null = null;
@@ -71,8 +69,6 @@ export class GroupCommitter {
   ) {
     // Nested transaction functions run as savepoints: a failing append of several events rolls back alone.
     this.appendOne = db.transaction((append: QueuedAppend, created: number, chain: Chain) => this.write(append, created, chain));
-    this.restoreBusyTimeout = db.prepare(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
-    this.noBusyTimeout = db.prepare('PRAGMA busy_timeout = 0');
     this.commitBatch = db.transaction((batch: QueuedAppend[]) => {
       const created = this.log.commitTime();
       const chain: Chain = { head: this.log.chainHead() };
@@ -167,11 +163,14 @@ export class GroupCommitter {
    * after a moment, with what the event loop has queued meanwhile in the same commit.
    */
   private commitWithoutWaiting(batch: QueuedAppend[]): Outcome[] {
-    this.noBusyTimeout.run();
+    // Set by exec, not by a statement prepared once: SQLite applies PRAGMA busy_timeout when it
+    // compiles it, so running a prepared one again changes nothing, and preparing the two once
+    // left the whole connection (the groups' writes too) without a busy timeout.
+    this.db.exec('PRAGMA busy_timeout = 0');
     try {
       return this.commitBatch.immediate(batch);
     } finally {
-      this.restoreBusyTimeout.run();
+      this.db.exec(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
     }
   }
 
