@@ -30,6 +30,26 @@ const QUICK = { initialMs: 10, maxMs: 50 };
 const sqliteDriverPath = () =>
   loadSqliteDriver(Number(process.versions.napi), (name) => createRequire(import.meta.url).resolve(name)) as unknown as string;
 
+/**
+ * Another connection takes the file's write lock in a thread of its own and keeps it for `ms`,
+ * as another process would: this thread may then wait in SQLite's busy handler. Resolves once
+ * the lock is taken; the thread exits when it has committed.
+ */
+async function holdWriteLock(path: string, ms: number): Promise<Worker> {
+  const holder = new Worker(
+    `const { parentPort, workerData } = require('node:worker_threads');
+     const other = new (require(workerData.driver))(workerData.path);
+     other.exec('BEGIN IMMEDIATE');
+     parentPort.postMessage('locked');
+     Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, workerData.ms);
+     other.exec('COMMIT');
+     other.close();`,
+    { eval: true, workerData: { path, ms, driver: sqliteDriverPath() } },
+  );
+  await once(holder, 'message');
+  return holder;
+}
+
 describe('SQLite event store', () => {
   const opened: EventStore[] = [];
   const open = (path: string) => {
@@ -120,23 +140,28 @@ describe('SQLite event store', () => {
     // the rest of the connection must still wait for it as the store's file promises.
     await store.append('warm-up', [newEvent()], { expectedRevision: 'no_stream' });
     await store.ensurePersistentGroup('earlier'); // the group tables exist: joining only writes a row
-    const holder = new Worker(
-      `const { parentPort, workerData } = require('node:worker_threads');
-       const other = new (require(workerData.driver))(workerData.path);
-       other.exec('BEGIN IMMEDIATE');
-       parentPort.postMessage('locked');
-       Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 300);
-       other.exec('COMMIT');
-       other.close();`,
-      { eval: true, workerData: { path, driver: sqliteDriverPath() } },
-    );
-    await once(holder, 'message');
+    const holder = await holdWriteLock(path, 300);
     const joined = store.persistentSubscription('waits-for-the-lock');
     await once(holder, 'exit');
     await store.append('after', [newEvent()], { expectedRevision: 'no_stream' });
     const [event] = await take(joined, 1, ARRIVES_MS); // a new group starts at the head
     expect(event!.event.stream).toBe('after');
     await joined.close();
+  });
+
+  it('waits for a write lock still held when the store closes, and commits what was waiting for it', async () => {
+    const path = freshPath();
+    const store = openSqliteEventStore({ path });
+    await store.append('warm-up', [newEvent()], { expectedRevision: 'no_stream' });
+    const holder = await holdWriteLock(path, 300);
+    const appended = store.append('record-1', [newEvent()], { expectedRevision: 'no_stream' });
+    await new Promise((resolve) => setTimeout(resolve, 20)); // it has found the lock taken, and waits
+    await store.close(); // the last chance: it waits for the lock (busy_timeout)
+    await once(holder, 'exit');
+
+    expect((await appended).nextRevision).toBe(0);
+    const reopened = open(path);
+    expect(await reopened.readStream('record-1')).toHaveLength(1);
   });
 
   it('commits an append still waiting for the write lock when the store closes', async () => {
