@@ -33,9 +33,9 @@ const sqliteDriverPath = () =>
 /**
  * Another connection takes the file's write lock in a thread of its own and keeps it for `ms`,
  * as another process would: this thread may then wait in SQLite's busy handler. Resolves once
- * the lock is taken; the thread exits when it has committed.
+ * the lock is taken, to `released`, which settles when the thread has committed and exited.
  */
-async function holdWriteLock(path: string, ms: number): Promise<Worker> {
+async function holdWriteLock(path: string, ms: number): Promise<{ released: Promise<unknown> }> {
   const holder = new Worker(
     `const { parentPort, workerData } = require('node:worker_threads');
      const other = new (require(workerData.driver))(workerData.path);
@@ -46,8 +46,10 @@ async function holdWriteLock(path: string, ms: number): Promise<Worker> {
      other.close();`,
     { eval: true, workerData: { path, ms, driver: sqliteDriverPath() } },
   );
+  // Listened to from the start: the exit may come while the caller waits on something else.
+  const released = once(holder, 'exit');
   await once(holder, 'message');
-  return holder;
+  return { released };
 }
 
 describe('SQLite event store', () => {
@@ -133,16 +135,16 @@ describe('SQLite event store', () => {
     expect(await store.readStream('record-1')).toHaveLength(1);
   });
 
-  it("joins a persistent group while another process holds the write lock: it waits (busy_timeout), after appends too", async () => {
+  it('joins a persistent group while another process holds the write lock: it waits (busy_timeout), after appends too', async () => {
     const path = freshPath();
     const store = open(path);
     // The appends make the committer, which tries the lock without waiting around its own BEGIN:
     // the rest of the connection must still wait for it as the store's file promises.
     await store.append('warm-up', [newEvent()], { expectedRevision: 'no_stream' });
     await store.ensurePersistentGroup('earlier'); // the group tables exist: joining only writes a row
-    const holder = await holdWriteLock(path, 300);
+    const lock = await holdWriteLock(path, 300);
     const joined = store.persistentSubscription('waits-for-the-lock');
-    await once(holder, 'exit');
+    await lock.released;
     await store.append('after', [newEvent()], { expectedRevision: 'no_stream' });
     const [event] = await take(joined, 1, ARRIVES_MS); // a new group starts at the head
     expect(event!.event.stream).toBe('after');
@@ -153,11 +155,11 @@ describe('SQLite event store', () => {
     const path = freshPath();
     const store = openSqliteEventStore({ path });
     await store.append('warm-up', [newEvent()], { expectedRevision: 'no_stream' });
-    const holder = await holdWriteLock(path, 300);
+    const lock = await holdWriteLock(path, 300);
     const appended = store.append('record-1', [newEvent()], { expectedRevision: 'no_stream' });
     await new Promise((resolve) => setTimeout(resolve, 20)); // it has found the lock taken, and waits
     await store.close(); // the last chance: it waits for the lock (busy_timeout)
-    await once(holder, 'exit');
+    await lock.released;
 
     expect((await appended).nextRevision).toBe(0);
     const reopened = open(path);
