@@ -1,15 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { Conflict } from '../../src/core/errors.js';
 import type { EventStore } from '../../src/eventstore/port.js';
 import { openSqliteEventStore } from '../../src/eventstore/sqlite/index.js';
-import { loadSqliteDriver, Sqlite } from '../../src/sqlite/driver.js';
+import { Sqlite } from '../../src/sqlite/driver.js';
+import { repoRoot } from '../support/process.js';
 import { eventStoreContract, newEvent, nextWithin, take, takeAcking } from './eventstore.contract.js';
 
 const root = mkdtempSync(join(tmpdir(), 'csr-eventstore-'));
@@ -26,10 +27,6 @@ const ARRIVES_MS = 10_000;
 
 const QUICK = { initialMs: 10, maxMs: 50 };
 
-/** Where the driver this Node.js loads is, for a thread of a test's own to load it too. */
-const sqliteDriverPath = () =>
-  loadSqliteDriver(Number(process.versions.napi), (name) => createRequire(import.meta.url).resolve(name)) as unknown as string;
-
 /**
  * Another connection takes the file's write lock in a thread of its own and keeps it for `ms`,
  * as another process would: this thread may then wait in SQLite's busy handler. Resolves once
@@ -38,13 +35,16 @@ const sqliteDriverPath = () =>
 async function holdWriteLock(path: string, ms: number): Promise<{ released: Promise<unknown> }> {
   const holder = new Worker(
     `const { parentPort, workerData } = require('node:worker_threads');
-     const other = new (require(workerData.driver))(workerData.path);
-     other.exec('BEGIN IMMEDIATE');
-     parentPort.postMessage('locked');
-     Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, workerData.ms);
-     other.exec('COMMIT');
-     other.close();`,
-    { eval: true, workerData: { path, ms, driver: sqliteDriverPath() } },
+     import(workerData.driver).then(({ Sqlite }) => {
+       const other = new Sqlite(workerData.path);
+       other.exec('BEGIN IMMEDIATE');
+       parentPort.postMessage('locked');
+       Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, workerData.ms);
+       other.exec('COMMIT');
+       other.close();
+     });`,
+    // The project's own driver module (built by the suite's setup): it picks the driver this Node.js loads.
+    { eval: true, workerData: { path, ms, driver: pathToFileURL(join(repoRoot, 'dist', 'src', 'sqlite', 'driver.js')).href } },
   );
   // Listened to from the start: the exit may come while the caller waits on something else.
   const released = once(holder, 'exit');
