@@ -1,3 +1,4 @@
+import type Database from 'better-sqlite3';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -6,6 +7,7 @@ import { formatPosition } from '../../src/eventstore/position.js';
 import type { RecordDocument } from '../../src/readstore/port.js';
 import { openConnection, READ_MAP_BYTES } from '../../src/readstore/sqlite/connection.js';
 import { openSqliteReadStore } from '../../src/readstore/sqlite/index.js';
+import { ReadConnections, STILL_MS } from '../../src/readstore/sqlite/readConnections.js';
 import { Sqlite } from '../../src/sqlite/driver.js';
 import { beforeTimer } from '../support/until.js';
 import { readStoreContract } from './readstore.contract.js';
@@ -128,17 +130,82 @@ describe('sqlite read store', () => {
     }
   });
 
-  it('maps the file for the reads of its read connection only', () => {
+  it('maps the file for the reads of its mapped read connection only', () => {
     const path = join(dir, 'mapped.db');
-    const write = openConnection(path, false);
-    const read = openConnection(path, true);
+    const write = openConnection(path, { readonly: false });
+    const mapped = openConnection(path, { readonly: true, mapped: true });
+    const unmapped = openConnection(path, { readonly: true, mapped: false });
     try {
-      expect(read.pragma('mmap_size', { simple: true })).toBe(READ_MAP_BYTES);
+      expect(mapped.pragma('mmap_size', { simple: true })).toBe(READ_MAP_BYTES);
+      expect(unmapped.pragma('mmap_size', { simple: true })).toBe(0);
       expect(write.pragma('mmap_size', { simple: true })).toBe(0);
     } finally {
-      read.close();
+      unmapped.close();
+      mapped.close();
       write.close();
     }
+  });
+
+  describe('which read connection a read takes', () => {
+    const mapSize = (db: Database.Database) => db.pragma('mmap_size', { simple: true });
+    /** A clock the test moves; readers are the connections themselves. */
+    const connections = (path: string) => {
+      const clock = { ms: 1_000 };
+      return { clock, readers: new ReadConnections(path, (db) => db, () => clock.ms) };
+    };
+    /** A projection transaction of another store on the file commits, and its signal is delivered. */
+    const commitElsewhere = async (path: string, position: bigint) => {
+      const projector = openSqliteReadStore({ path });
+      try {
+        await projector.transaction(async (tx) => {
+          await tx.put(doc('ws', Number(position)));
+          await tx.setCheckpoint('records', formatPosition(position));
+        });
+      } finally {
+        await projector.close();
+      }
+      await new Promise((resolve) => setImmediate(resolve));
+    };
+
+    it.each([
+      { given: 'no commit heard yet', heardMsAgo: null, takes: 'mapped' },
+      { given: 'a commit heard just now', heardMsAgo: 0, takes: 'unmapped' },
+      { given: `a commit heard ${STILL_MS - 1} ms ago`, heardMsAgo: STILL_MS - 1, takes: 'unmapped' },
+      { given: `a commit heard ${STILL_MS} ms ago (the file still since)`, heardMsAgo: STILL_MS, takes: 'mapped' },
+    ])('given $given, a read takes the $takes connection', async ({ heardMsAgo, takes }) => {
+      const path = join(dir, `which-${String(heardMsAgo)}.db`);
+      openSqliteReadStore({ path }).close();
+      const { clock, readers } = connections(path);
+      try {
+        if (heardMsAgo !== null) {
+          await commitElsewhere(path, 1n);
+          clock.ms += heardMsAgo;
+        }
+        expect(mapSize(readers.current())).toBe(takes === 'mapped' ? READ_MAP_BYTES : 0);
+        expect(readers.mapped()).toBe(takes === 'mapped');
+      } finally {
+        readers.close();
+      }
+    });
+
+    it('both connections read what was committed last, whichever a read takes', async () => {
+      const path = join(dir, 'which-reads.db');
+      const api = openSqliteReadStore({ path });
+      try {
+        await commitElsewhere(path, 1n);
+        // Heard just now: the unmapped connection answers.
+        expect(await api.get('ws', 'clients', doc('ws', 1).id)).toEqual(doc('ws', 1));
+        await new Promise((resolve) => setTimeout(resolve, STILL_MS + 20));
+        await commitElsewhere(path, 2n);
+        expect(await api.get('ws', 'clients', doc('ws', 2).id)).toEqual(doc('ws', 2));
+        await new Promise((resolve) => setTimeout(resolve, STILL_MS + 20));
+        // Still since: the mapped connection answers, and sees both.
+        expect((await api.find({ workspaceId: 'ws', object: 'clients', filters: [], limit: 10, offset: 0 })).total).toBe(2);
+        expect(await api.checkpoint('records')).toBe(formatPosition(2n));
+      } finally {
+        await api.close();
+      }
+    });
   });
 
   it('reads through its map what another instance wrote after the file grew, in the WAL and once copied into the file', async () => {
@@ -148,6 +215,7 @@ describe('sqlite read store', () => {
     try {
       expect(await api.get('ws', 'clients', doc('ws', 1).id)).toBeNull();
       const documents = Array.from({ length: 3_000 }, (_, n) => ({ ...doc('ws', n + 1), fields: { n: n + 1, notes: 'x'.repeat(500) } }));
+      // Transactions that set no checkpoint ring no signal: every read here takes the mapped connection.
       await projector.transaction((tx) => tx.putMany(documents));
       expect(await api.get('ws', 'clients', documents[2_999]!.id)).toEqual(documents[2_999]);
       const checkpointer = new Sqlite(path);

@@ -36,7 +36,7 @@ interface Steps {
 
 export async function finishBulkLoadInSteps(path: string, t: Tables, queue: WriteQueue): Promise<void> {
   // Its temporary tables go with it when it closes: nothing to drop (and zero) afterwards.
-  const own = openConnection(path, false);
+  const own = openConnection(path, { readonly: false });
   const building = own.prepare('SELECT building FROM read_model WHERE id = 1').pluck();
   const steps: Steps = {
     locked: (work) =>

@@ -177,7 +177,7 @@ export function epochMs(moment: string, what: string): number {
 }
 
 /**
- * How much of the file the API's read connection maps into memory. Its reads of pages not in the
+ * How much of the file the API's mapped read connection maps into memory. Its reads of pages not in the
  * WAL then point into the map: no pread, no copy into the page cache and no page cache lookup,
  * where a GET of a store larger than the page cache paid for all three (the map costs address
  * space only; the pages it touches are the operating system's file cache, shared and reclaimable,
@@ -185,11 +185,14 @@ export function epochMs(moment: string, what: string): number {
  */
 export const READ_MAP_BYTES = 2 ** 31 - 2 ** 16;
 
-export function openConnection(path: string, readonly: boolean): Database.Database {
+/** A writer, or a reader with or without the map (`readConnections.ts` says which reads take which). */
+export type ConnectionKind = { readonly: false } | { readonly: true; mapped: boolean };
+
+export function openConnection(path: string, kind: ConnectionKind): Database.Database {
   // Filter rows land all over their B-tree (one per value): a larger page cache than SQLite's
   // 2 MB default keeps projection batches and list reads off the disk.
-  const db = openSqliteFile(path, { synchronous: 'NORMAL', readonly, cacheMiB: 64 });
-  if (readonly) db.pragma(`mmap_size = ${READ_MAP_BYTES}`);
+  const db = openSqliteFile(path, { synchronous: 'NORMAL', readonly: kind.readonly, cacheMiB: 64 });
+  if (kind.readonly && kind.mapped) db.pragma(`mmap_size = ${READ_MAP_BYTES}`);
   return db;
 }
 

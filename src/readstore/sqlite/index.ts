@@ -3,7 +3,9 @@ import type { BeginGeneration, FindQuery, FindResult, FindStoredResult, ReadStor
 import { REBUILD_SUPERSEDED } from '../port.js';
 import type { Position } from '../../eventstore/position.js';
 import { applySchema, changeSchema } from '../../sqlite/file.js';
+import type Database from 'better-sqlite3';
 import { CheckpointWaiters } from './checkpointWaiters.js';
+import { ReadConnections } from './readConnections.js';
 import {
   addRenderedColumn,
   checkpointOn,
@@ -36,9 +38,11 @@ import { dropTables, tablesToDrop, ensureReadModelRow, generationsOn, generation
  * synchronous=NORMAL is enough; a projection's documents and its checkpoint still commit in one
  * transaction.
  *
- * Two connections: `write` runs the (serialised) projection transactions, `read` answers
- * find/get/getMany/checkpoint. A transaction's fn is async, so API reads run between its
- * statements; on their own connection they only ever see committed batches.
+ * Connections: `write` runs the (serialised) projection transactions; reads (find/get/getMany/
+ * checkpoint) take one of two read connections, the one that maps the file or the one that does
+ * not, whichever costs less while commits are heard or not (`readConnections.ts`). A
+ * transaction's fn is async, so API reads run between its statements; on their own connections
+ * they only ever see committed batches.
  *
  * Layout: each (workspace, object) pair is a `collections` row with a small integer id (`coll`)
  * and its document count. `filters` holds the `filterKeys` of every value of `fields` and
@@ -59,17 +63,13 @@ import { dropTables, tablesToDrop, ensureReadModelRow, generationsOn, generation
 
 /** `batchThread: false`: a rebuild's batches are never written on a thread of their own (batchPipeline.ts). */
 export function openSqliteReadStore(options: { path: string; batchThread?: boolean }): ReadStore {
-  const write = openConnection(options.path, false);
+  const write = openConnection(options.path, { readonly: false });
   applySchema(write, SCHEMA);
   ensureReadModelRow(write);
   changeSchema(write, () => {
     for (const generation of generationsWithTables(write)) addRenderedColumn(write, tablesOf(generation));
   });
-  const read = openConnection(options.path, true);
   const writeCache = new StatementCache(write);
-  const readCache = new StatementCache(read);
-
-  const linkSources = read.prepare('SELECT id FROM link_edges WHERE workspace_id = ? AND target = ? AND object = ? AND field = ?').pluck();
   const addLink = write.prepare('INSERT OR IGNORE INTO link_edges (workspace_id, target, object, field, id) VALUES (?, ?, ?, ?, ?)');
   const writers = new Map<number, DocumentWriter>();
   function writerFor(generation: number): DocumentWriter {
@@ -96,7 +96,7 @@ export function openSqliteReadStore(options: { path: string; batchThread?: boole
    * seen committed stays valid for good (also when another process writes the file).
    */
   const readColls = new Map<string, number>();
-  function readColl(t: Tables, workspaceId: string, object: string): number | null {
+  function readColl(readCache: StatementCache, t: Tables, workspaceId: string, object: string): number | null {
     const name = `${t.generation}\u0000${workspaceId}\u0000${object}`;
     const known = readColls.get(name);
     if (known !== undefined) return known;
@@ -109,7 +109,7 @@ export function openSqliteReadStore(options: { path: string; batchThread?: boole
   let assumedLive = 1;
 
   /** A read of the live generation; asked again once if a promotion dropped its tables meanwhile. */
-  function onLive<T>(readFn: (t: Tables) => T): T {
+  function onLive<T>(readCache: StatementCache, readFn: (t: Tables) => T): T {
     try {
       return readFn(tablesOf((assumedLive = liveOn(readCache))));
     } catch (error) {
@@ -119,7 +119,7 @@ export function openSqliteReadStore(options: { path: string; batchThread?: boole
   }
 
   /** Kept counts where they answer the query alone, else a COUNT over the plan's driving range. */
-  function total(t: Tables, coll: number, query: FindQuery, plan: FindPlan): number {
+  function total(readCache: StatementCache, t: Tables, coll: number, query: FindQuery, plan: FindPlan): number {
     if (query.name === undefined && query.updatedSince === undefined) {
       if (query.filters.length === 0) {
         return (readCache.get(`SELECT documents FROM ${t.collections} WHERE coll = ?`).get(coll) as { documents: number }).documents;
@@ -139,7 +139,42 @@ export function openSqliteReadStore(options: { path: string; batchThread?: boole
     return query.offset + found;
   }
 
-  const waiters = new CheckpointWaiters(options.path, (projection) => checkpointOn(readCache, projection));
+  /** What reads on one read connection: its statements and its read transactions. Made once per connection: a transaction function costs about 10 µs to make. */
+  interface Reader {
+    cache: StatementCache;
+    /** One read transaction: the page and the total come from the same snapshot. */
+    find(query: FindQuery): FindResult;
+    /** find for a reader of stored renderings; without a shape every row is read whole. */
+    findStored(query: FindQuery, shape: string | null): FindStoredResult;
+    linkSources: Database.Statement;
+  }
+  const readerOn = (read: Database.Database): Reader => {
+    const readCache = new StatementCache(read);
+    return {
+      cache: readCache,
+      find: read.transaction((query: FindQuery): FindResult => {
+        const t = tablesOf(liveOn(readCache));
+        const coll = readColl(readCache, t, query.workspaceId, query.object);
+        if (coll === null) return { documents: [], total: 0 };
+        const { plan, rows } = findPage(readCache, t, coll, criteriaOf(query), query.limit, query.offset);
+        return { documents: rows.map((row) => toDocument(query.workspaceId, query.object, row)), total: pageTells(query, rows.length) ?? total(readCache, t, coll, query, plan) };
+      }),
+      findStored: read.transaction((query: FindQuery, shape: string | null): FindStoredResult => {
+        const t = tablesOf(liveOn(readCache));
+        const coll = readColl(readCache, t, query.workspaceId, query.object);
+        if (coll === null) return { records: [], total: 0 };
+        const { plan, rows } = findStoredPage(readCache, t, coll, criteriaOf(query), query.limit, query.offset, shape);
+        const records = rows.map(({ id, rendered, row }): StoredRecord => ({ id, rendered, document: row === null ? null : () => toDocument(query.workspaceId, query.object, row) }));
+        return { records, total: pageTells(query, rows.length) ?? total(readCache, t, coll, query, plan) };
+      }),
+      linkSources: read.prepare('SELECT id FROM link_edges WHERE workspace_id = ? AND target = ? AND object = ? AND field = ?').pluck(),
+    };
+  };
+  const readers = new ReadConnections(options.path, readerOn);
+  /** The statements of the read connection a read takes now. */
+  const reading = (): StatementCache => readers.current().cache;
+
+  const waiters = new CheckpointWaiters(options.path, (projection) => checkpointOn(reading(), projection));
 
   // --- transactions -------------------------------------------------------------------------
   let queue: Promise<unknown> = Promise.resolve();
@@ -270,25 +305,6 @@ export function openSqliteReadStore(options: { path: string; batchThread?: boole
     return result;
   }
 
-  /** One read transaction: the page and the total come from the same snapshot. Made once: a transaction function costs about 10 µs to make. */
-  const findInSnapshot = read.transaction((query: FindQuery): FindResult => {
-    const t = tablesOf(liveOn(readCache));
-    const coll = readColl(t, query.workspaceId, query.object);
-    if (coll === null) return { documents: [], total: 0 };
-    const { plan, rows } = findPage(readCache, t, coll, criteriaOf(query), query.limit, query.offset);
-    return { documents: rows.map((row) => toDocument(query.workspaceId, query.object, row)), total: pageTells(query, rows.length) ?? total(t, coll, query, plan) };
-  });
-
-  /** findInSnapshot for a reader of stored renderings; without a shape every row is read whole. */
-  const findStoredInSnapshot = read.transaction((query: FindQuery, shape: string | null): FindStoredResult => {
-    const t = tablesOf(liveOn(readCache));
-    const coll = readColl(t, query.workspaceId, query.object);
-    if (coll === null) return { records: [], total: 0 };
-    const { plan, rows } = findStoredPage(readCache, t, coll, criteriaOf(query), query.limit, query.offset, shape);
-    const records = rows.map(({ id, rendered, row }): StoredRecord => ({ id, rendered, document: row === null ? null : () => toDocument(query.workspaceId, query.object, row) }));
-    return { records, total: pageTells(query, rows.length) ?? total(t, coll, query, plan) };
-  });
-
   const criteriaOf = (query: FindQuery): Criteria => ({ filters: query.filters, name: query.name, updatedSince: query.updatedSince });
 
   /** A read of the live generation in one snapshot; asked again once if a promotion dropped its tables meanwhile. */
@@ -302,16 +318,16 @@ export function openSqliteReadStore(options: { path: string; batchThread?: boole
   }
 
   /** A document's row; the generation the last read found live is assumed, and checked in the row's own statement. */
-  function getRow(workspaceId: string, object: string, id: string): DocumentRow | null {
+  function getRow(readCache: StatementCache, workspaceId: string, object: string, id: string): DocumentRow | null {
     // A promotion since (or the drop of its tables) is read again from the pointer.
     try {
-      const coll = readColl(tablesOf(assumedLive), workspaceId, object);
+      const coll = readColl(readCache, tablesOf(assumedLive), workspaceId, object);
       const found = coll === null ? null : getCheckingLive(readCache, tablesOf(assumedLive), coll, id);
       if (found && found.live === assumedLive) return found.row;
     } catch (error) {
       if (!isDroppedTable(error)) throw error;
     }
-    return onLive((t) => getRowOn(readCache, t, readColl(t, workspaceId, object), id));
+    return onLive(readCache, (t) => getRowOn(readCache, t, readColl(readCache, t, workspaceId, object), id));
   }
 
   /** The generation being built catches up with the live checkpoint (`catchUp` applies the events between). */
@@ -364,30 +380,33 @@ export function openSqliteReadStore(options: { path: string; batchThread?: boole
 
   return {
     async find(query: FindQuery): Promise<FindResult> {
-      return inSnapshot(() => findInSnapshot(query));
+      const reader = readers.current();
+      return inSnapshot(() => reader.find(query));
     },
 
     async findStored(query: FindQuery, shape?: string): Promise<FindStoredResult> {
-      return inSnapshot(() => findStoredInSnapshot(query, shape ?? null));
+      const reader = readers.current();
+      return inSnapshot(() => reader.findStored(query, shape ?? null));
     },
 
     async get(workspaceId, object, id) {
-      const row = getRow(workspaceId, object, id);
+      const row = getRow(reading(), workspaceId, object, id);
       return row ? toDocument(workspaceId, object, row) : null;
     },
 
     async getStored(workspaceId, object, id) {
-      const row = getRow(workspaceId, object, id);
+      const row = getRow(reading(), workspaceId, object, id);
       return row ? toStored(workspaceId, object, row) : null;
     },
 
     // better-sqlite3 answers synchronously: a GET of one record needs no await for its read.
     getStoredNow(workspaceId, object, id, shape) {
+      const readCache = reading();
       if (shape !== undefined) {
         // The rendering alone, when it has the shape (one value read where a row is ten); else
         // the whole row, read again in a snapshot of its own.
         try {
-          const coll = readColl(tablesOf(assumedLive), workspaceId, object);
+          const coll = readColl(readCache, tablesOf(assumedLive), workspaceId, object);
           const found = coll === null ? null : getRenderedCheckingLive(readCache, tablesOf(assumedLive), coll, id);
           if (found && found.live === assumedLive) {
             if (found.rendered === null) return null;
@@ -397,14 +416,15 @@ export function openSqliteReadStore(options: { path: string; batchThread?: boole
           if (!isDroppedTable(error)) throw error;
         }
       }
-      const row = getRow(workspaceId, object, id);
+      const row = getRow(readCache, workspaceId, object, id);
       return row ? toStored(workspaceId, object, row) : null;
     },
 
     async getMany(workspaceId, object, ids) {
       if (ids.length === 0) return [];
-      return onLive((t) => {
-        const coll = readColl(t, workspaceId, object);
+      const readCache = reading();
+      return onLive(readCache, (t) => {
+        const coll = readColl(readCache, t, workspaceId, object);
         if (coll === null) return [];
         const sql = `SELECT ${DOCUMENT_COLUMNS} FROM ${t.documents} d WHERE d.coll = ? AND d.id IN (SELECT value FROM json_each(?))`;
         const rows = readCache.documents(sql).all(coll, JSON.stringify(ids)) as DocumentRow[];
@@ -413,11 +433,11 @@ export function openSqliteReadStore(options: { path: string; batchThread?: boole
     },
 
     async linkSources(workspaceId, object, field, target) {
-      return linkSources.all(workspaceId, target, object, field) as string[];
+      return readers.current().linkSources.all(workspaceId, target, object, field) as string[];
     },
 
     async checkpoint(projection) {
-      return checkpointOn(readCache, projection);
+      return checkpointOn(reading(), projection);
     },
 
     waitForCheckpoint(projection, position, timeoutMs) {
@@ -431,7 +451,7 @@ export function openSqliteReadStore(options: { path: string; batchThread?: boole
     },
 
     async generations() {
-      return generationsOn(readCache);
+      return generationsOn(reading());
     },
 
     async beginGeneration(begin: BeginGeneration) {
@@ -525,7 +545,7 @@ export function openSqliteReadStore(options: { path: string; batchThread?: boole
     },
 
     async runnerStatuses() {
-      const rows = readCache.get('SELECT status FROM runner_status ORDER BY name').all() as { status: string }[];
+      const rows = reading().get('SELECT status FROM runner_status ORDER BY name').all() as { status: string }[];
       return rows.map((row) => JSON.parse(row.status) as RunnerStatus);
     },
 
@@ -547,7 +567,7 @@ export function openSqliteReadStore(options: { path: string; batchThread?: boole
       await pending;
       await pipeline?.close();
       waiters.close();
-      read.close();
+      readers.close();
       write.close();
     },
   };
