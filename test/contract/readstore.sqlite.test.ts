@@ -230,6 +230,71 @@ describe('sqlite read store', () => {
     }
   });
 
+  it('keeps a count for filter keys of two rows or more only, and answers the same totals', async () => {
+    const path = join(dir, 'counts.db');
+    const store = openSqliteReadStore({ path });
+    const raw = new Sqlite(path, { readonly: true });
+    const withIndustry = (n: number, industry: string) => ({ ...doc('ws', n), fields: { n, industry } });
+    const counted = () => raw.prepare("SELECT key, n FROM filter_counts WHERE field = 'industry' ORDER BY key").all();
+    const total = async (...values: string[]) =>
+      (await store.find({ workspaceId: 'ws', object: 'clients', filters: values.map((value) => ({ field: 'industry', value })), limit: 1, offset: 0 })).total;
+    try {
+      await store.transaction((tx) => tx.putMany([withIndustry(1, 'Alpha'), withIndustry(2, 'Alpha'), withIndustry(3, 'Beta')]));
+      expect(counted()).toEqual([{ key: 'alpha', n: 2 }]);
+      expect(raw.prepare("SELECT COUNT(*) AS rows FROM filter_counts WHERE field = 'n'").get()).toEqual({ rows: 0 });
+      expect([await total('Alpha'), await total('beta'), await total('Gamma')]).toEqual([2, 1, 0]);
+
+      await store.transaction((tx) => tx.put({ ...withIndustry(2, 'Beta'), revision: 1 }));
+      expect(counted()).toEqual([{ key: 'beta', n: 2 }]);
+      expect([await total('Alpha'), await total('Beta')]).toEqual([1, 2]);
+
+      await store.transaction(async (tx) => {
+        await tx.delete('ws', 'clients', doc('ws', 3).id);
+        await tx.put(withIndustry(4, 'Alpha'));
+      });
+      expect(counted()).toEqual([{ key: 'alpha', n: 2 }]);
+      expect([await total('Alpha'), await total('Beta')]).toEqual([2, 1]);
+      // Two filters: the one of fewer rows drives the query, counted or not.
+      const both = await store.find({ workspaceId: 'ws', object: 'clients', filters: [{ field: 'industry', value: 'Alpha' }, { field: 'n', value: '4' }], limit: 10, offset: 0 });
+      expect(both.documents.map((found) => found.id)).toEqual([doc('ws', 4).id]);
+
+      await store.transaction(async (tx) => {
+        await tx.delete('ws', 'clients', doc('ws', 1).id);
+        await tx.delete('ws', 'clients', doc('ws', 4).id);
+      });
+      expect(counted()).toEqual([]);
+      expect([await total('Alpha'), await total('Beta')]).toEqual([0, 1]);
+    } finally {
+      raw.close();
+      await store.close();
+    }
+  });
+
+  it('counts on from a count of one kept by a store written before keys of one row went uncounted', async () => {
+    const path = join(dir, 'counts-before.db');
+    const store = openSqliteReadStore({ path });
+    const withIndustry = (n: number) => ({ ...doc('ws', n), fields: { n, industry: 'Alpha' } });
+    try {
+      await store.transaction((tx) => tx.put(withIndustry(1)));
+      const writer = new Sqlite(path);
+      writer.prepare("INSERT INTO filter_counts (coll, field, key, n) SELECT coll, 'industry', 'alpha', 1 FROM collections").run();
+      const counted = () => writer.prepare("SELECT n FROM filter_counts WHERE field = 'industry'").all();
+      const total = async () => (await store.find({ workspaceId: 'ws', object: 'clients', filters: [{ field: 'industry', value: 'Alpha' }], limit: 1, offset: 0 })).total;
+      try {
+        await store.transaction((tx) => tx.put(withIndustry(2)));
+        expect(counted()).toEqual([{ n: 2 }]);
+        expect(await total()).toBe(2);
+        await store.transaction((tx) => tx.delete('ws', 'clients', doc('ws', 2).id));
+        expect(counted()).toEqual([]);
+        expect(await total()).toBe(1);
+      } finally {
+        writer.close();
+      }
+    } finally {
+      await store.close();
+    }
+  });
+
   it('refuses work after close and resolves pending waiters false', async () => {
     const store = openSqliteReadStore({ path: join(dir, 'closed.db') });
     const waiting = store.waitForCheckpoint('records', formatPosition(1n), 5000);

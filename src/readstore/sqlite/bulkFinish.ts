@@ -56,8 +56,9 @@ export async function finishBulkLoadInSteps(path: string, t: Tables, queue: Writ
     await steps.locked(() => own.exec(`DELETE FROM ${t.filters}; DELETE FROM ${t.filterCounts};`));
     await steps.queued(() => own.exec(`CREATE TEMP TABLE bulk_filters AS ${filterRowsSql(t)}`));
     await copyInChunks(own, steps, 'bulk_filters', `INSERT INTO ${t.filters} (coll, field, key, created_position, doc_id) SELECT coll, field, key, created_position, doc_id`);
-    // Grouped from the copied rows, in their key order (no sort), outside the lock.
-    await steps.queued(() => own.exec(`CREATE TEMP TABLE bulk_counts AS SELECT coll, field, key, count(*) AS n FROM main.${t.filters} GROUP BY coll, field, key`));
+    // Grouped from the copied rows, in their key order (no sort), outside the lock; keys of one row
+    // get no count (documentWriter.ts, writeCounts).
+    await steps.queued(() => own.exec(`CREATE TEMP TABLE bulk_counts AS SELECT coll, field, key, count(*) AS n FROM main.${t.filters} GROUP BY coll, field, key HAVING n >= 2`));
     await copyInChunks(own, steps, 'bulk_counts', `INSERT INTO ${t.filterCounts} (coll, field, key, n) SELECT coll, field, key, n`);
     await steps.locked(() => own.exec(`UPDATE ${t.collections} SET documents = (SELECT count(*) FROM ${t.documents} d WHERE d.coll = ${t.collections}.coll)`));
     for (const index of indexStatements(t)) {

@@ -77,7 +77,7 @@ export function finishBulkLoad(write: Database.Database, t: Tables): void {
     DELETE FROM ${t.filters};
     INSERT INTO ${t.filters} (coll, field, key, created_position, doc_id) ${filterRowsSql(t)};
     DELETE FROM ${t.filterCounts};
-    INSERT INTO ${t.filterCounts} (coll, field, key, n) SELECT coll, field, key, count(*) FROM ${t.filters} GROUP BY coll, field, key;
+    INSERT INTO ${t.filterCounts} (coll, field, key, n) SELECT coll, field, key, count(*) FROM ${t.filters} GROUP BY coll, field, key HAVING count(*) >= 2;
     UPDATE ${t.collections} SET documents = (SELECT count(*) FROM ${t.documents} d WHERE d.coll = ${t.collections}.coll);
   `);
   write.exec(generationSchema(t));

@@ -2,6 +2,7 @@ import type Database from 'better-sqlite3';
 import { filterKey, filterKeys } from '../../schema/filterKey.js';
 import type { RecordDocument, Values } from '../port.js';
 import { collOn, epochMs, type StatementCache, type StoredRow, type Tables } from './connection.js';
+import { filterRows } from './findPlan.js';
 
 /** "field\0key" for every filter key of a document's fields and calculated values. */
 export function keysOf(fields: Values, calculated: Values): Set<string> {
@@ -36,7 +37,8 @@ export class DocumentWriter {
   private readonly insertFilter;
   private readonly deleteFilter;
   private readonly countUp;
-  private readonly dropEmptyCount;
+  private readonly insertCount;
+  private readonly dropSmallCount;
   private readonly countDown;
 
   /**
@@ -89,10 +91,9 @@ export class DocumentWriter {
     this.deleteFilter = write.prepare(
       `DELETE FROM ${t.filters} WHERE coll = ? AND field = ? AND key = ? AND created_position = ? AND doc_id = ?`,
     );
-    this.countUp = write.prepare(
-      `INSERT INTO ${t.filterCounts} (coll, field, key, n) VALUES (?, ?, ?, ?) ON CONFLICT DO UPDATE SET n = n + excluded.n`,
-    );
-    this.dropEmptyCount = write.prepare(`DELETE FROM ${t.filterCounts} WHERE coll = ? AND field = ? AND key = ? AND n <= ?`);
+    this.countUp = write.prepare(`UPDATE ${t.filterCounts} SET n = n + ? WHERE coll = ? AND field = ? AND key = ?`);
+    this.insertCount = write.prepare(`INSERT INTO ${t.filterCounts} (coll, field, key, n) VALUES (?, ?, ?, ?)`);
+    this.dropSmallCount = write.prepare(`DELETE FROM ${t.filterCounts} WHERE coll = ? AND field = ? AND key = ? AND n <= ?`);
     this.countDown = write.prepare(`UPDATE ${t.filterCounts} SET n = n - ? WHERE coll = ? AND field = ? AND key = ?`);
   }
 
@@ -107,11 +108,24 @@ export class DocumentWriter {
     return coll;
   }
 
-  /** Before anything reads the counts, and before COMMIT. */
+  /**
+   * Before anything reads the counts, and before COMMIT. A key's count is kept only once it has
+   * two filter rows or more: most keys of a unique value (a name, an email) have one, and its
+   * counts row was a second insert at a random place of a B-tree for every record created, for a
+   * number the key's range of `filters`, which such a key's row was just written to, tells as
+   * cheaply (findPlan.ts, filterCount). A row of one, from before, stays valid.
+   */
   writeCounts(): void {
     for (const { coll, field, key, delta } of this.countChanges.values()) {
-      if (delta > 0) this.countUp.run(coll, field, key, delta);
-      else if (delta < 0 && this.dropEmptyCount.run(coll, field, key, -delta).changes === 0) this.countDown.run(-delta, coll, field, key);
+      if (delta > 0) {
+        if (this.countUp.run(delta, coll, field, key).changes > 0) continue;
+        // No row: the key had one filter row at most before this transaction.
+        const rows = filterRows(this.cache, this.t, coll, field, key);
+        if (rows >= 2) this.insertCount.run(coll, field, key, rows);
+      } else if (delta < 0 && this.dropSmallCount.run(coll, field, key, 1 - delta).changes === 0) {
+        // A row left with two or more is counted down; a key without one has none left to count.
+        this.countDown.run(-delta, coll, field, key);
+      }
     }
     this.countChanges.clear();
     for (const [coll, delta] of this.documentCountChanges) if (delta !== 0) this.countDocuments.run(delta, coll);

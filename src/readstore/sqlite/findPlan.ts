@@ -5,9 +5,18 @@ import { DOCUMENT_COLUMNS, epochMs, type DocumentRow, type StatementCache, type 
 
 /** Find queries over one collection, planned on `filters` and `filter_counts` (see the layout in ../sqlite.ts). */
 
+/**
+ * The filter rows of one key: kept in `filter_counts` for a key of two rows or more, else counted
+ * in `filters`, where such a key has at most one (documentWriter.ts, writeCounts).
+ */
 export function filterCount(db: StatementCache, t: Tables, coll: number, field: string, key: string): number {
   const row = db.get(`SELECT n FROM ${t.filterCounts} WHERE coll = ? AND field = ? AND key = ?`).get(coll, field, key) as { n: number } | undefined;
-  return row ? row.n : 0;
+  return row ? row.n : filterRows(db, t, coll, field, key);
+}
+
+/** A COUNT over the key's range of `filters`: for keys without a counts row, none or one row. */
+export function filterRows(db: StatementCache, t: Tables, coll: number, field: string, key: string): number {
+  return (db.get(`SELECT COUNT(*) AS n FROM ${t.filters} WHERE coll = ? AND field = ? AND key = ?`).get(coll, field, key) as { n: number }).n;
 }
 
 const PROBE = (t: Tables, alias: string) =>

@@ -49,8 +49,9 @@ import { dropTables, tablesToDrop, ensureReadModelRow, generationsOn, generation
  * `calculated`, clustered on (coll, field, key, created_position, doc_id): "field = key, in
  * creation order" is one contiguous range, its total one COUNT over it, and checking a further
  * filter for a known document is one primary-key probe. `filter_counts` keeps the number of rows
- * per (coll, field, key): the total of a one-filter list is a lookup, not a count over 100k
- * index entries, and the most selective of several filters drives the query.
+ * per (coll, field, key) of two rows or more (a key without one has at most one row): the total
+ * of a one-filter list is a lookup, not a count over 100k index entries, and the most selective
+ * of several filters drives the query.
  *
  * The parts live in `sqlite/`: the tables and connections (`connection`), query planning over
  * `filters` (`findPlan`), the documents and filter rows writer (`documentWriter`) and the
