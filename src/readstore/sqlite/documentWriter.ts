@@ -112,8 +112,8 @@ export class DocumentWriter {
    * Before anything reads the counts, and before COMMIT. A key's count is kept only once it has
    * two filter rows or more: most keys of a unique value (a name, an email) have one, and its
    * counts row was a second insert at a random place of a B-tree for every record created, for a
-   * number the key's range of `filters`, which such a key's row was just written to, tells as
-   * cheaply (findPlan.ts, filterCount). A row of one, from before, stays valid.
+   * count the key's range of `filters` tells as cheaply, its row having just been written there
+   * (findPlan.ts, filterCount). A row of one, from before, stays valid.
    */
   writeCounts(): void {
     for (const { coll, field, key, delta } of this.countChanges.values()) {

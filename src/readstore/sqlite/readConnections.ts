@@ -44,7 +44,7 @@ export class ReadConnections<R> {
   }
 
   /** A commit to the file: a projection transaction of any thread of this process, this one's included. */
-  heard(): void {
+  private heard(): void {
     this.heardAt = this.now();
     this.moving = true;
   }
@@ -53,11 +53,6 @@ export class ReadConnections<R> {
   current(): R {
     if (this.moving && this.now() - this.heardAt >= STILL_MS) this.moving = false;
     return this.moving ? this.unmapped().reader : this.mappedReader.reader;
-  }
-
-  /** Whether current() is the mapped connection's reader (for tests and for what is reported). */
-  mapped(): boolean {
-    return this.current() === this.mappedReader.reader;
   }
 
   close(): void {
