@@ -140,7 +140,7 @@ export function openSqliteReadStore(options: { path: string; batchThread?: boole
     return query.offset + found;
   }
 
-  /** What reads on one read connection: its statements and its read transactions. Made once per connection: a transaction function costs about 10 µs to make. */
+  /** What reads on one read connection: its statements and its read transactions. Made once per connection: making a transaction function costs more than most reads it runs. */
   interface Reader {
     cache: StatementCache;
     /** One read transaction: the page and the total come from the same snapshot. */
