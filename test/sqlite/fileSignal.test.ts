@@ -61,7 +61,12 @@ describe('fileSignal', () => {
 describe('fileSignal across threads and processes', () => {
   it('wakes the other threads of the process (the role threads), not the thread that rang', () => {
     const output = execFileSync(process.execPath, ['test/fixtures/threadFileSignal.mjs', '/data/events.db'], { cwd: repoRoot, encoding: 'utf8' });
-    expect(JSON.parse(output)).toEqual({ main: ['worker rang'], worker: ['main rang'] });
+    expect(JSON.parse(output)).toEqual({ main: ['worker rang'], worker: ['main rang'], workerThreadId: 1 });
+  });
+
+  it('does the same for a thread numbered past the cells of its own, which waits on the shared one', () => {
+    const output = execFileSync(process.execPath, ['test/fixtures/threadFileSignal.mjs', '/data/events.db', '40'], { cwd: repoRoot, encoding: 'utf8' });
+    expect(JSON.parse(output)).toEqual({ main: ['worker rang'], worker: ['main rang'], workerThreadId: 41 });
   });
 
   it("tells the primary and the other workers of a worker's change, and every worker of the primary's (API_PROCESSES)", () => {
