@@ -4,6 +4,7 @@ import type { Metrics } from '../core/metrics.js';
 import { parseRateLimit, type RateLimit } from '../core/rateLimit.js';
 import type { RateLimiter, Decision } from '../ratelimit/limiter.js';
 import type { ApiKey } from '../setup/port.js';
+import { answerHeader } from './answerHeader.js';
 import type { Authenticate } from './auth.js';
 
 /**
@@ -46,9 +47,9 @@ export function rateLimitCheck({ limiter, defaultLimit, metrics }: RateLimits): 
   };
   const answer = (c: Context, workspaceId: string, decision: Decision): void => {
     const { limit } = decision;
-    c.header('RateLimit-Policy', `${POLICY};q=${limit.burst};w=${Math.max(1, Math.ceil(limit.burst / limit.perSecond))}`);
+    answerHeader(c, 'RateLimit-Policy', `${POLICY};q=${limit.burst};w=${Math.max(1, Math.ceil(limit.burst / limit.perSecond))}`);
     const refill = decision.allowed ? Math.ceil((limit.burst - decision.remaining) / limit.perSecond) : decision.retryAfterSeconds;
-    c.header('RateLimit', `${POLICY};r=${decision.remaining};t=${Math.max(0, refill)}`);
+    answerHeader(c, 'RateLimit', `${POLICY};r=${decision.remaining};t=${Math.max(0, refill)}`);
     if (decision.allowed) return;
     metrics?.rateLimited(workspaceId);
     throw new TooManyRequests(`this API key's rate limit (${limit.text}) is used up; retry after ${decision.retryAfterSeconds} s`, decision.retryAfterSeconds);

@@ -14,6 +14,7 @@ import { upsertPlaybooks } from '../../commands/playbook/fromTemplate.js';
 import { NotFound, ValidationFailed } from '../core/errors.js';
 import { isUuid } from '../core/ids.js';
 import type { ObjectDef } from '../schema/types.js';
+import { answerHeader } from './answerHeader.js';
 import type { Caller } from './auth.js';
 import { readJsonBody } from './body.js';
 import { ifMatchOf, noneMatch } from './conditional.js';
@@ -113,7 +114,7 @@ export function recordRoutes(app: Hono<AppEnv>, deps: ApiDeps, limits: RateLimit
   const answerOne = (c: Context<AppEnv>, { json, revision }: RecordJson): Response => {
     if (revision === undefined) return jsonText(c, `{"data":${json}}`);
     const etag = etagOf(revision);
-    c.header('ETag', etag);
+    answerHeader(c, 'ETag', etag);
     if (noneMatch(c.req.header('If-None-Match'), etag)) return c.body(null, 304);
     return jsonText(c, `{"data":${json}}`);
   };
@@ -133,7 +134,7 @@ export function recordRoutes(app: Hono<AppEnv>, deps: ApiDeps, limits: RateLimit
     const fresh = await current(c, object, namesIn(body));
     await patchRecord(deps.commands, action(c), fresh, id, body, ifMatchOf(c));
     const { record, revision } = await getRecordAt(renderContext(c), fresh, id);
-    c.header('ETag', etagOf(revision));
+    answerHeader(c, 'ETag', etagOf(revision));
     return c.json({ data: record });
   });
 

@@ -3,6 +3,7 @@ import type { Context, MiddlewareHandler } from 'hono';
 import { routePath } from 'hono/route';
 import type { Logger } from 'pino';
 import type { Metrics } from '../core/metrics.js';
+import { answerHeader } from './answerHeader.js';
 import { RequestLog } from './requestLog.js';
 import type { AppEnv } from './types.js';
 
@@ -30,12 +31,7 @@ export function requestScope(logger: Logger, metrics: Metrics | undefined): Requ
       const requestId = given && REQUEST_ID.test(given) ? given : randomUUID();
       c.set('requestId', requestId);
       c.set('log', new RequestLog(logger, requestId));
-      // On Node's response itself, which merges it with the response's own headers: c.header()
-      // would give every response a Headers object, a cost a GET of one record notices. In
-      // process (app.request, the route tests) there is no Node response.
-      const outgoing = (c.env as Partial<AppEnv['Bindings']> | undefined)?.outgoing;
-      if (outgoing) outgoing.setHeader('X-Request-Id', requestId);
-      else c.header('X-Request-Id', requestId);
+      answerHeader(c, 'X-Request-Id', requestId);
       return performance.now();
     },
     log(c, status, started) {
