@@ -1,7 +1,7 @@
 import { newId } from '../src/core/ids.js';
 import { Conflict } from '../src/core/errors.js';
 import { inFlight } from '../src/core/inFlight.js';
-import { CLAIM_STREAM_PREFIXES, type AppendGroup, type AppendResult, type EventMetadata, type EventStore, type StreamAppend } from '../src/eventstore/port.js';
+import { asGroup, CLAIM_STREAM_PREFIXES, type AppendGroup, type AppendResult, type EventMetadata, type EventStore, type StreamAppend } from '../src/eventstore/port.js';
 import { formatAutoNumber } from '../src/schema/catalogue.js';
 import type { ObjectDef } from '../src/schema/types.js';
 import { fieldsKey, reservationStream } from './reservations/keys.js';
@@ -107,6 +107,13 @@ export class AutoNumbers {
    */
   private readonly counters = new Map<string, Counter>();
 
+  /**
+   * Counters that met a number already held (a value set by hand ahead of the counter): their
+   * blocks read each number's reservation stream first, as every block does where groups are not
+   * all or none. See `reserveBlock`.
+   */
+  private readonly readFirst = new Set<string>();
+
   private readonly audits = new Map<string, AuditState>();
   private readonly auditing: boolean;
   private readonly now: () => Date;
@@ -207,17 +214,34 @@ export class AutoNumbers {
     this.queues.delete(stream);
   }
 
-  /** One reservation for the whole batch; answers each waiter with its outcomes. */
+  /**
+   * One reservation for the whole batch; answers each waiter with its outcomes.
+   *
+   * Where groups are all or none (the embedded store, PostgreSQL), the claims of the block's
+   * numbers join the reservation's own group, and the numbers are presumed never claimed: their
+   * claims expect no stream, without reading it (a read per number, a round trip each on a server).
+   * A value held after all (set by hand ahead of the counter, or released since) fails the whole
+   * group with a Conflict, so nothing is written and no number used; the block is then made again
+   * from reads, which skip what is held and take what was released, and that counter is read first
+   * from then on. Elsewhere (EventStoreDB) each number's claim is read, and written in its record's
+   * group, as a group that fails keeps the appends before the failing one.
+   */
   private async reserveBlock(stream: string, workspaceId: string, numbered: NumberedField, all: Waiter[]): Promise<void> {
     const scope: ReservationScope = { events: this.events, workspaceId, object: numbered.object, loadState: () => Promise.reject(new Error('not needed')) };
+    const together = this.events.atomicGroups;
     const batch = [...all];
     while (batch.length > 0) {
       const count = batch.reduce((sum, waiter) => sum + waiter.count, 0);
       const counter = this.counters.get(stream) ?? (await this.readCounter(stream));
       const first = (counter ? counter.last : 0) + 1;
       const metadata = batch[0]!.metadata;
-      const free = await this.freeNumbers(scope, numbered, first, count, metadata);
-      const built = batch.map((waiter) => waiter.use(free.assigned.splice(0, waiter.count)));
+      const presume = together && !this.readFirst.has(stream);
+      const free = presume ? presumedFree(scope, numbered, first, count, metadata) : await this.freeNumbers(scope, numbered, first, count, metadata);
+      const numberClaims = new Set<StreamAppend>();
+      const assigned = together ? free.assigned.map((number) => ({ value: number.value, claim: (recordId: string) => remember(numberClaims, number.claim(recordId)) })) : free.assigned;
+      const used = batch.map((waiter) => waiter.use(assigned.splice(0, waiter.count)));
+      // Where groups are all or none, each record's group keeps its record; its number's claim goes with the reservation.
+      const built = together ? used.map((groups) => groups.map((group) => asGroup(group).filter((append) => !numberClaims.has(append)))) : used;
       // The prefix and field the values were made with: the audit makes them again.
       const data = { schemaVersion: 1, workspaceId, object: numbered.object.key, first, last: free.last, field: numbered.field, prefix: numbered.prefix };
       const reservation: StreamAppend = {
@@ -225,7 +249,7 @@ export class AutoNumbers {
         events: [{ id: newId(), type: 'NumbersReserved', data, metadata }],
         expectedRevision: counter ? counter.revision : 'no_stream',
       };
-      const claims = batch.flatMap((waiter) => waiter.claims);
+      const claims = [...batch.flatMap((waiter) => waiter.claims), ...numberClaims];
       try {
         // Not known until the append answers: a failure may or may not have written it.
         this.counters.delete(stream);
@@ -241,7 +265,12 @@ export class AutoNumbers {
         // fails (the last one claiming it, when several of this batch claim the same key).
         if (error.stream === stream) continue;
         // The claim failed the whole group where groups are all or none: the counter is as it was.
-        if (this.events.atomicGroups && counter) this.counters.set(stream, counter);
+        if (together && counter) this.counters.set(stream, counter);
+        // A number of the block is held: nothing was written; make the block again from reads.
+        if ([...numberClaims].some((claim) => claim.stream === error.stream)) {
+          this.readFirst.add(stream);
+          continue;
+        }
         const loser = batch.findLastIndex((waiter) => waiter.claims.some((claim) => claim.stream === error.stream));
         if (loser === -1) throw error;
         batch.splice(loser, 1)[0]!.reject(error);
@@ -286,4 +315,21 @@ export class AutoNumbers {
     }
     return { assigned, last: n - 1 };
   }
+}
+
+/** `count` numbers from `first` on, each claimed as never claimed before (see `reserveBlock`). */
+function presumedFree(scope: ReservationScope, numbered: NumberedField, first: number, count: number, metadata: EventMetadata): { assigned: AssignedNumber[]; last: number } {
+  const assigned = Array.from({ length: count }, (_, i): AssignedNumber => {
+    const value = formatAutoNumber(numbered.prefix, first + i);
+    const key = fieldsKey([numbered.field], { [numbered.field]: value })!;
+    return { value, claim: (recordId) => claimAppend(scope, key, NEVER_CLAIMED, recordId, metadata) };
+  });
+  return { assigned, last: first + count - 1 };
+}
+
+const NEVER_CLAIMED = { kind: 'free' as const, expectedRevision: 'no_stream' as const };
+
+function remember(claims: Set<StreamAppend>, claim: StreamAppend): StreamAppend {
+  claims.add(claim);
+  return claim;
 }
