@@ -1,5 +1,5 @@
+import type { HttpBindings } from '@hono/node-server';
 import type { Context } from 'hono';
-import type { AppEnv } from './types.js';
 
 /**
  * Sets a header of the answer to come, from any step of a request. Set on Node's response itself
@@ -8,7 +8,7 @@ import type { AppEnv } from './types.js';
  * In process (`app.request`, the route tests) there is no Node response, and it is `c.header()`.
  */
 export function answerHeader(c: Context, name: string, value: string): void {
-  const outgoing = (c.env as Partial<AppEnv['Bindings']> | undefined)?.outgoing;
+  const outgoing = (c.env as Partial<HttpBindings> | undefined)?.outgoing;
   if (outgoing) outgoing.setHeader(name, value);
   else c.header(name, value);
 }
