@@ -20,6 +20,12 @@ export interface GroupRunnerOptions {
   /** Settles every event of the batch (ack or nack). */
   handle(batch: PersistentEvent[]): Promise<void>;
   maxBatch: number;
+  /**
+   * After a batch smaller than maxBatch, wait this long before taking the next one, so that the
+   * events of a steady stream of writes are handled together rather than one or two at a time.
+   * An event after a quiet spell is handled at once; one arriving during the wait waits for it.
+   */
+  gatherMs?: number;
   logger: Logger;
   reconnect?: RetryBackoff;
 }
@@ -43,6 +49,7 @@ export function runGroup(options: GroupRunnerOptions): GroupRunner {
         for await (const batch of readyBatches(subscription, options.maxBatch)) {
           attempt = 0;
           await options.handle(batch);
+          if (options.gatherMs && batch.length < options.maxBatch && !stopped) await backoff.sleep(options.gatherMs);
         }
         if (stopped) return;
         options.logger.error({ attempt }, 'the webhook subscription ended; reconnecting (webhooks are not sent until it is back)');

@@ -29,6 +29,34 @@ function scripted(script: { fails: boolean; events: string[] }): PersistentSubsc
   return subscription;
 }
 
+/** A subscription handing out what `push` gives it, as soon as it is asked. */
+function fed(): PersistentSubscription & { push(...ids: string[]): void } {
+  const queue: string[] = [];
+  let wake: (() => void) | null = null;
+  let closed = false;
+  return {
+    push(...ids: string[]) {
+      queue.push(...ids);
+      wake?.();
+    },
+    connected: () => !closed,
+    async close() {
+      closed = true;
+      wake?.();
+    },
+    async *[Symbol.asyncIterator](): AsyncGenerator<PersistentEvent> {
+      while (!closed) {
+        const id = queue.shift();
+        if (id === undefined) {
+          await new Promise<void>((resolve) => (wake = resolve));
+          continue;
+        }
+        yield { event: { id } as PersistentEvent['event'], retryCount: 0, ack: async () => undefined, nack: async () => undefined };
+      }
+    },
+  };
+}
+
 describe('runGroup', () => {
   it('re-opens a failed subscription after a growing wait, logs an error, and is not ready meanwhile', async () => {
     const errors: string[] = [];
@@ -84,5 +112,40 @@ describe('runGroup', () => {
     expect(attempts).toBe(2);
     expect(errors.filter((message) => /subscription failed; reconnecting/.test(message))).toHaveLength(1);
     await runner.stop();
+  });
+
+  describe('gathering events between small batches (gatherMs)', () => {
+    const quiet = pino({ level: 'silent' });
+
+    it('given a quiet group, when an event comes, then it is handled at once; events that come meanwhile wait and are handled together', async () => {
+      const subscription = fed();
+      const batches: { ids: string[]; at: number }[] = [];
+      const runner = runGroup({ open: () => subscription, handle: async (batch) => void batches.push({ ids: batch.map((item) => item.event.id), at: Date.now() }), maxBatch: 10, gatherMs: 1_000, logger: quiet });
+      await until(() => runner.ready(), 5_000);
+      const pushedAt = Date.now();
+      subscription.push('a');
+      await until(() => batches.length === 1, 5_000);
+      expect(batches[0]!.at - pushedAt).toBeLessThan(500);
+      subscription.push('b');
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      subscription.push('c');
+      await until(() => batches.length === 2, 5_000);
+      expect(batches.map(({ ids }) => ids)).toEqual([['a'], ['b', 'c']]);
+      expect(batches[1]!.at - batches[0]!.at).toBeGreaterThanOrEqual(950);
+      await runner.stop();
+    });
+
+    it('given a full batch, when more events are ready, then they are taken without a wait; stop ends a wait at once', async () => {
+      const subscription = fed();
+      subscription.push('a', 'b', 'c');
+      const batches: string[][] = [];
+      const runner = runGroup({ open: () => subscription, handle: async (batch) => void batches.push(batch.map((item) => item.event.id)), maxBatch: 2, gatherMs: 10_000, logger: quiet });
+      await until(() => batches.length === 2, 2_000, 'the batch after a full one');
+      expect(batches).toEqual([['a', 'b'], ['c']]);
+      // [c] was not full: the runner now waits 10 s, which stop cuts short.
+      const stopping = Date.now();
+      await runner.stop();
+      expect(Date.now() - stopping).toBeLessThan(1_000);
+    });
   });
 });
