@@ -428,6 +428,17 @@ export function eventStoreContract(
         expect(await store.readStreams({ prefix: `${prefix}none-`, from: 'start', maxCount: 10 })).toEqual({ streams: [], next: null });
       });
 
+      it('keeps data with quotes, backslashes, escapes and text beyond ASCII, in appends committed together, and its chain holds', async () => {
+        const awkward = { quote: 'say "hi"', backslash: 'C:\\temp\\new', escapes: 'line\nbreak\ttab\u0001', accents: 'Crème brûlée, Ærø', emoji: '😀 👍🏽', nested: { list: ['"', '\\', '', null, 1.25e-7], empty: {} } };
+        const streams = [streamName(), streamName(), streamName()];
+        // Three appends at once: a store that commits what is queued together writes them in one statement.
+        await Promise.all(streams.map((stream, index) => store.append(stream, [newEvent('Awkward', { ...awkward, index }), newEvent('Awkward', { index, second: awkward })], { expectedRevision: 'no_stream' })));
+        for (const [index, stream] of streams.entries()) {
+          expect((await store.readStream(stream)).map((event) => event.data)).toEqual([{ ...awkward, index }, { index, second: awkward }]);
+        }
+        expect((await store.checkChain({ until: (await store.headPosition())! })).firstBreak).toBeNull();
+      });
+
       it('re-checks the chain up to the position given, as ChainCheck does over the events read', async () => {
         const stream = streamName();
         await store.append(stream, [newEvent(), newEvent('Other', { n: 1.5, list: ['x', null], 10: 'ten', 9: 'nine' })], { expectedRevision: 'no_stream' });
