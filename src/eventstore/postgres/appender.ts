@@ -167,9 +167,9 @@ export class Appender {
       this.written = { from: Number(head.seq), to: seq, kinds: [...new Set(rows.streams.map(kindOf))] };
       // Data and metadata go in as two JSON arrays made by joining their texts, not as json[]: the
       // driver writes an array parameter element by element, escaping every quote of every JSON
-      // text (a tenth of the API thread's append on the POST load). A json value's elements keep
-      // their very text, which the chain's hash covers.
-      const result = await client.query(
+      // text (docs/performance.md, session 32). A json value's elements keep their very text,
+      // which the chain check hashes without parsing.
+      const result = await client.query<{ written: number }>(
         `WITH written AS (
            INSERT INTO csr_events (seq, id, stream, revision, type, created_ms, data, metadata)
            SELECT u.s, u.i, u.st, u.r, u.t, $6, d.value, m.value
@@ -184,7 +184,8 @@ export class Appender {
         [rows.seq, rows.ids, rows.streams, rows.revisions, rows.types, created, `[${rows.data.join(',')}]`, `[${rows.metadata.join(',')}]`, seq, hash, announcementPayload(this.written)],
       );
       // The head moved to the last seq whatever was inserted: a short insert would leave a hole.
-      if ((result.rows[0] as { written: number }).written !== rows.length) throw new Error(`the log took ${(result.rows[0] as { written: number }).written} of ${rows.length} events`);
+      const { written } = result.rows[0]!;
+      if (written !== rows.length) throw new Error(`the log took ${written} of ${rows.length} events`);
     }
     return () => {
       for (const outcome of outcomes) outcome();
