@@ -68,11 +68,11 @@ export interface AppendResult {
 /**
  * Claim streams: the reservations of unique values and the auto-number counters
  * (commands/reservations, commands/autoNumbers). Only writers read them, each by its name, for its
- * last event; no follower needs them. A store with multi-stream transactions (the embedded one)
- * keeps them in a table of its own beside the log, written in the same transaction as the log's
- * events: they have no position in the log (readAll, subscriptions, readStreams and the audit
- * chain do not see them; their events' position is the log's start), and a create writes one event
- * to the log instead of four. EventStoreDB keeps them as streams of $all, which followers filter out.
+ * last event; no follower needs them. A store with multi-stream transactions (the embedded one,
+ * PostgreSQL) keeps them in a table of its own beside the log, written in the same transaction as
+ * the log's events: they have no position in the log (readAll, subscriptions, readStreams and the
+ * audit chain do not see them; their events' position is the log's start), and a create writes one
+ * event to the log instead of four. EventStoreDB keeps them as streams of $all, which followers filter out.
  */
 export const CLAIM_STREAM_PREFIXES = ['reservation-', 'autonumber-'] as const;
 

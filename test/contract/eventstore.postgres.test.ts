@@ -1,9 +1,12 @@
+import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Conflict, InsufficientStorage } from '../../src/core/errors.js';
 import type { EventStore, RecordedEvent } from '../../src/eventstore/port.js';
 import { revisionsStatement } from '../../src/eventstore/postgres/appender.js';
 import { readAfterStatement } from '../../src/eventstore/postgres/catchUp.js';
 import { openPostgresEventStore } from '../../src/eventstore/postgres/index.js';
+import { EVENTS_MIGRATION } from '../../src/eventstore/postgres/schema.js';
+import { migrate } from '../../src/postgres/migrate.js';
 import { openPool, type Pool } from '../../src/postgres/pool.js';
 import { eventually } from '../support/until.js';
 import { describeBackend } from './backends.js';
@@ -320,6 +323,69 @@ describeBackend('PostgreSQL event store', backend, (adminUrl) => {
       await expect(store.append('ok-1', [newEvent()], { expectedRevision: 'no_stream' })).rejects.toBeInstanceOf(Conflict);
       expect((await store.readAll({ from: 'start', maxCount: 10 })).map((e) => e.position)).toEqual([(await store.headPosition())!]);
     });
+
+    describe('claim streams (reservations, counters) in a table beside the log', () => {
+      const metadata = { source: 'api', actor: { type: 'system', id: 't', name: 't' }, actionId: 'a', correlationId: 'c', causationId: 'c' } as const;
+      const event = (type: string) => ({ ...newEvent(type, { n: 1 }), metadata });
+      const expectConflict = (appending: Promise<unknown>) => expect(appending).rejects.toBeInstanceOf(Conflict);
+
+      it('are not in the log, its chain or its subscriptions, and commit with the record', async () => {
+        const store = await open(database);
+        await store.appendThen([{ stream: 'reservation-w-clients-abc', events: [event('ValueReserved')], expectedRevision: 'no_stream' }, { stream: 'record-r1', events: [event('RecordCreated')], expectedRevision: 'no_stream' }], []);
+        const counter = await store.append('autonumber-w-clients', [event('NumbersReserved')], { expectedRevision: 'no_stream' });
+        expect((await store.readAll({ from: 'start', maxCount: 10 })).map((e) => e.stream)).toEqual(['record-r1']);
+        // A claim has no place in the log: an append of claims alone reports the log's head.
+        expect(counter.position).toBe(await store.headPosition());
+        expect(await store.checkChain({ until: await store.headPosition() })).toMatchObject({ events: 1, chained: 1, firstBreak: null });
+        const [claim] = await store.readStream('reservation-w-clients-abc');
+        expect(claim).toMatchObject({ type: 'ValueReserved', revision: 0, data: { n: 1 }, metadata: { actionId: 'a' } });
+        expect(claim!.created.getTime()).toBe((await store.readStream('record-r1'))[0]!.created.getTime());
+      });
+
+      it('of a log written before are taken over by the upgrade, and go on at their revision', async () => {
+        const url = await database();
+        const admin = openPool({ url, max: 1 });
+        try {
+          // The schema before claims had a table of their own, and its claims in the log.
+          await migrate(admin, { component: EVENTS_MIGRATION.component, steps: EVENTS_MIGRATION.steps.slice(0, 1) });
+          await admin.query(`INSERT INTO csr_events (seq, id, stream, revision, type, created_ms, data, metadata) VALUES
+            (1, 'e1', 'reservation-w-clients-old', 0, 'ValueReserved', 1, '{}', '{}'),
+            (2, 'e2', 'reservation-w-clients-old', 1, 'ValueReleased', 1, '{}', '{}'),
+            (3, 'e3', 'autonumber-w-clients', 0, 'NumbersReserved', 1, '{}', '{}');
+            UPDATE csr_event_head SET seq = 3`);
+        } finally {
+          await admin.end();
+        }
+        const store = await open(() => Promise.resolve(url));
+        expect((await store.readStream('reservation-w-clients-old')).map((e) => [e.type, e.revision])).toEqual([['ValueReserved', 0], ['ValueReleased', 1]]);
+        await expectConflict(store.append('reservation-w-clients-old', [event('ValueReserved')], { expectedRevision: 0 }));
+        await expectConflict(store.append('autonumber-w-clients', [event('NumbersReserved')], { expectedRevision: 'no_stream' }));
+        await store.append('reservation-w-clients-old', [event('ValueReserved')], { expectedRevision: 1 });
+        const [last] = await store.readStream('reservation-w-clients-old', { direction: 'backwards', maxCount: 1 });
+        expect([last!.type, last!.revision]).toEqual(['ValueReserved', 2]);
+      });
+
+      it('appended to the log by a process of the previous version are kept too: no value is handed out twice while both versions run', async () => {
+        const url = await database();
+        const store = await open(() => Promise.resolve(url));
+        await store.append('reservation-w-clients-new', [event('ValueReserved')], { expectedRevision: 'no_stream' });
+        const admin = openPool({ url, max: 1 });
+        // What the previous version's appender writes: the claim as a row of the log.
+        const previousVersionClaims = (stream: string, seq: number) =>
+          admin.query(`INSERT INTO csr_events (seq, id, stream, revision, type, created_ms, data, metadata) VALUES ($1, $2, $3, 0, 'ValueReserved', 1, '{}', '{}')`, [seq, randomUUID(), stream]);
+        try {
+          await previousVersionClaims('reservation-w-clients-old', 1_000_001);
+          // Its claim binds this version,
+          await expectConflict(store.append('reservation-w-clients-old', [event('ValueReserved')], { expectedRevision: 'no_stream' }));
+          // and this version's claim binds it: its append fails and writes nothing.
+          await expect(previousVersionClaims('reservation-w-clients-new', 1_000_002)).rejects.toThrow(/duplicate key/);
+          expect((await admin.query('SELECT count(*)::integer AS n FROM csr_events WHERE seq = 1000002')).rows[0]).toEqual({ n: 0 });
+        } finally {
+          await admin.end();
+        }
+      });
+    });
+
   });
 });
 

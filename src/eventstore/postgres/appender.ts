@@ -2,7 +2,7 @@ import { Conflict } from '../../core/errors.js';
 import pg, { type QueryResult } from 'pg';
 import type { Pool, PoolClient } from '../../postgres/pool.js';
 import { canonicalJson, canonicalMetadataOnce, chainHashOfJson, storedMetadataJson } from '../chain.js';
-import type { AppendResult, ExpectedRevision, StreamAppend } from '../port.js';
+import { isClaimStream, type AppendResult, type ExpectedRevision, type StreamAppend } from '../port.js';
 import { announcementPayload, kindOf, type Announcement } from './announcement.js';
 import { asStoreError } from './errors.js';
 import { seqPosition } from './rows.js';
@@ -119,6 +119,8 @@ export class Appender {
     // Commit times never go backwards along the log, even when the server's clock does.
     const created = Math.max(Number(head.now_ms), Number(head.created_ms));
     const rows = new Rows();
+    // Claim streams go to their own table (schema.ts): no seq, no place in the chain.
+    const claims = new ClaimRows();
     let seq = Number(head.seq);
     let hash = head.hash;
     const outcomes: Array<() => void> = [];
@@ -128,14 +130,20 @@ export class Appender {
       for (const [index, group] of job.groups.entries()) {
         const changed = new Map<string, number>();
         const mark = rows.length;
+        const claimsMark = claims.length;
         let result: AppendResult | undefined;
         try {
           for (const append of group) {
             const current = changed.has(append.stream) ? changed.get(append.stream) : revisions.get(append.stream);
             checkExpected(append.stream, append.expectedRevision, current);
             let revision = current ?? -1;
+            const claim = isClaimStream(append.stream);
             for (const event of append.events) {
               revision += 1;
+              if (claim) {
+                claims.push(append.stream, revision, event.id, event.type, JSON.stringify(event.data), this.canonicalMetadata(event.metadata));
+                continue;
+              }
               seq += 1;
               const data = canonicalJson(event.data);
               const metadata = this.canonicalMetadata(event.metadata);
@@ -148,6 +156,7 @@ export class Appender {
         } catch (error) {
           // The group's rows go, and the chain and positions continue from before it.
           rows.truncate(mark);
+          claims.truncate(claimsMark);
           seq = mark === 0 ? Number(head.seq) : rows.seq[mark - 1]!;
           hash = mark === 0 ? head.hash : rows.hash(mark - 1);
           if (index === 0) {
@@ -163,6 +172,15 @@ export class Appender {
       if (firstFailed !== undefined) outcomes.push(() => job.reject(firstFailed));
       else outcomes.push(() => job.resolve({ first: (results[0] as PromiseFulfilledResult<AppendResult>).value, then: results.slice(1) }));
     }
+    // The claims go in the log's statement (a CTE) when there are log rows, else alone.
+    const claimed = (first: number, created: string) =>
+      `INSERT INTO csr_claims (stream, revision, id, type, created_ms, data, metadata)
+       SELECT u.st, u.r, u.i, u.t, ${created}::bigint, d.value, m.value
+       FROM unnest($${first}::text[], $${first + 1}::integer[], $${first + 2}::text[], $${first + 3}::text[]) WITH ORDINALITY AS u(st, r, i, t, n)
+       JOIN json_array_elements($${first + 4}::json) WITH ORDINALITY AS d(value, n) ON d.n = u.n
+       JOIN json_array_elements($${first + 5}::json) WITH ORDINALITY AS m(value, n) ON m.n = u.n`;
+    const claimValues = [claims.streams, claims.revisions, claims.ids, claims.types, `[${claims.data.join(',')}]`, `[${claims.metadata.join(',')}]`];
+    if (claims.length > 0 && rows.length === 0) await client.query(claimed(1, '$7'), [...claimValues, created]);
     if (rows.length > 0) {
       this.written = { from: Number(head.seq), to: seq, kinds: [...new Set(rows.streams.map(kindOf))] };
       // Data and metadata go in as two JSON arrays made by joining their texts, not as json[]: the
@@ -170,7 +188,7 @@ export class Appender {
       // text (docs/performance.md, session 32). A json value's elements keep their very text,
       // which the chain check hashes without parsing.
       const result = await client.query<{ written: number }>(
-        `WITH written AS (
+        `WITH ${claims.length > 0 ? `claimed AS (${claimed(12, '$6')}), ` : ''}written AS (
            INSERT INTO csr_events (seq, id, stream, revision, type, created_ms, data, metadata)
            SELECT u.s, u.i, u.st, u.r, u.t, $6, d.value, m.value
            FROM unnest($1::bigint[], $2::text[], $3::text[], $4::integer[], $5::text[]) WITH ORDINALITY AS u(s, i, st, r, t, n)
@@ -181,7 +199,7 @@ export class Appender {
            UPDATE csr_event_head SET seq = $9, hash = $10, created_ms = $6 WHERE one
          )
          SELECT pg_notify('${NOTIFY_CHANNEL}', $11), (SELECT count(*) FROM written)::integer AS written`,
-        [rows.seq, rows.ids, rows.streams, rows.revisions, rows.types, created, `[${rows.data.join(',')}]`, `[${rows.metadata.join(',')}]`, seq, hash, announcementPayload(this.written)],
+        [rows.seq, rows.ids, rows.streams, rows.revisions, rows.types, created, `[${rows.data.join(',')}]`, `[${rows.metadata.join(',')}]`, seq, hash, announcementPayload(this.written), ...(claims.length > 0 ? claimValues : [])],
       );
       // The head moved to the last seq whatever was inserted: a short insert would leave a hole.
       const { written } = result.rows[0]!;
@@ -229,14 +247,47 @@ class Rows {
   }
 }
 
+/** The claims of one commit, column by column. */
+class ClaimRows {
+  streams: string[] = [];
+  revisions: number[] = [];
+  ids: string[] = [];
+  types: string[] = [];
+  data: string[] = [];
+  metadata: string[] = [];
+
+  get length(): number {
+    return this.streams.length;
+  }
+
+  push(stream: string, revision: number, id: string, type: string, data: string, metadata: string): void {
+    this.streams.push(stream);
+    this.revisions.push(revision);
+    this.ids.push(id);
+    this.types.push(type);
+    this.data.push(data);
+    this.metadata.push(metadata);
+  }
+
+  truncate(length: number): void {
+    for (const column of [this.streams, this.revisions, this.ids, this.types, this.data, this.metadata]) column.length = length;
+  }
+}
+
 /**
  * The last revision of each of `streams` that has events (as escaped literals: it goes in a simple
  * query). Per stream: the index's last entry, not every revision's (max() over a GROUP BY reads them
  * all; a counter stream written at every create made each append slower as the log grew).
  */
 export function revisionsStatement(streams: readonly string[]): string {
-  return `SELECT s.stream, (SELECT e.revision FROM csr_events e WHERE e.stream = s.stream ORDER BY e.revision DESC LIMIT 1) AS revision
-    FROM unnest(ARRAY[${streams.map((stream) => pg.escapeLiteral(stream)).join(', ')}]::text[]) AS s (stream)`;
+  const of = (table: string, names: readonly string[]) =>
+    `SELECT s.stream, (SELECT e.revision FROM ${table} e WHERE e.stream = s.stream ORDER BY e.revision DESC LIMIT 1) AS revision
+    FROM unnest(ARRAY[${names.map((stream) => pg.escapeLiteral(stream)).join(', ')}]::text[]) AS s (stream)`;
+  const claims = streams.filter(isClaimStream);
+  const logStreams = streams.filter((stream) => !isClaimStream(stream));
+  if (claims.length === 0) return of('csr_events', logStreams);
+  if (logStreams.length === 0) return of('csr_claims', claims);
+  return `${of('csr_events', logStreams)} UNION ALL ${of('csr_claims', claims)}`;
 }
 
 function checkExpected(stream: string, expected: ExpectedRevision, actual: number | undefined): void {

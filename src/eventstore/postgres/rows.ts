@@ -4,6 +4,8 @@ import { parsePosition, type Position } from '../position.js';
 /** How the PostgreSQL event store reads rows of `csr_events` and turns them into events. */
 
 export const COLUMNS = 'seq, id, stream, revision, type, created_ms, data, metadata';
+/** A claim's row (schema.ts, csr_claims) as an EventRow: it has no place in the log (seq 0). */
+export const CLAIM_COLUMNS = "'0'::bigint AS seq, id, stream, revision, type, created_ms, data, metadata";
 
 /** A row as the driver gives it: bigint columns as strings, json parsed. */
 export interface EventRow {
