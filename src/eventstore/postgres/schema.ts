@@ -56,6 +56,7 @@ export const EVENTS_MIGRATION: Migration = {
        PRIMARY KEY (grp, seq)
      );`,
     // The trigger comes before the copy: it locks the log against appends until this step commits.
+    // The prefixes are port.ts CLAIM_STREAM_PREFIXES written out: a released step never changes.
     `CREATE TABLE csr_claims (
        stream     text    COLLATE "C" NOT NULL,
        revision   integer NOT NULL,
