@@ -212,43 +212,8 @@ export class Appender {
 
 }
 
-/** The rows of one commit, column by column (unnest takes one array per column). */
-class Rows {
-  seq: number[] = [];
-  ids: string[] = [];
-  streams: string[] = [];
-  revisions: number[] = [];
-  types: string[] = [];
-  data: string[] = [];
-  metadata: string[] = [];
-  private readonly hashes: string[] = [];
-
-  get length(): number {
-    return this.seq.length;
-  }
-
-  push(seq: number, id: string, stream: string, revision: number, type: string, data: string, metadata: string): void {
-    this.seq.push(seq);
-    this.ids.push(id);
-    this.streams.push(stream);
-    this.revisions.push(revision);
-    this.types.push(type);
-    this.data.push(data);
-    this.metadata.push(metadata);
-    this.hashes.push(metadata.slice(-66, -2));
-  }
-
-  hash(index: number): string {
-    return this.hashes[index]!;
-  }
-
-  truncate(length: number): void {
-    for (const column of [this.seq, this.ids, this.streams, this.revisions, this.types, this.data, this.metadata, this.hashes]) column.length = length;
-  }
-}
-
-/** The claims of one commit, column by column. */
-class ClaimRows {
+/** Events of one commit, column by column (unnest takes one array per column). */
+abstract class Columns {
   streams: string[] = [];
   revisions: number[] = [];
   ids: string[] = [];
@@ -260,7 +225,11 @@ class ClaimRows {
     return this.streams.length;
   }
 
-  push(stream: string, revision: number, id: string, type: string, data: string, metadata: string): void {
+  truncate(length: number): void {
+    for (const column of this.columns()) column.length = length;
+  }
+
+  protected add(stream: string, revision: number, id: string, type: string, data: string, metadata: string): void {
     this.streams.push(stream);
     this.revisions.push(revision);
     this.ids.push(id);
@@ -269,8 +238,35 @@ class ClaimRows {
     this.metadata.push(metadata);
   }
 
-  truncate(length: number): void {
-    for (const column of [this.streams, this.revisions, this.ids, this.types, this.data, this.metadata]) column.length = length;
+  protected columns(): unknown[][] {
+    return [this.streams, this.revisions, this.ids, this.types, this.data, this.metadata];
+  }
+}
+
+/** The log's rows of one commit: each at its seq, its metadata carrying its hash. */
+class Rows extends Columns {
+  seq: number[] = [];
+  private readonly hashes: string[] = [];
+
+  push(seq: number, id: string, stream: string, revision: number, type: string, data: string, metadata: string): void {
+    this.seq.push(seq);
+    this.hashes.push(metadata.slice(-66, -2));
+    this.add(stream, revision, id, type, data, metadata);
+  }
+
+  hash(index: number): string {
+    return this.hashes[index]!;
+  }
+
+  protected override columns(): unknown[][] {
+    return [...super.columns(), this.seq, this.hashes];
+  }
+}
+
+/** The claims of one commit (no seq, no hash). */
+class ClaimRows extends Columns {
+  push(stream: string, revision: number, id: string, type: string, data: string, metadata: string): void {
+    this.add(stream, revision, id, type, data, metadata);
   }
 }
 
