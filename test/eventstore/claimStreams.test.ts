@@ -6,6 +6,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { Conflict } from '../../src/core/errors.js';
 import type { EventMetadata, NewEvent } from '../../src/eventstore/port.js';
 import { openSqliteEventStore } from '../../src/eventstore/sqlite/index.js';
+import { claimKey } from '../../src/eventstore/sqlite/eventLog.js';
 import { Sqlite } from '../../src/sqlite/driver.js';
 
 /**
@@ -51,5 +52,44 @@ describe('claim streams on the embedded store', () => {
     const [last] = await reopened.readStream('reservation-w-clients-old', { direction: 'backwards', maxCount: 1 });
     expect([last!.type, last!.revision]).toEqual(['ValueReserved', 2]);
     await reopened.close();
+  });
+  it('are told apart by their whole name where two share the key the index keeps of them', async () => {
+    const store = openSqliteEventStore({ path: join(dir, `${randomUUID()}.db`) });
+    // The same last 16 characters, as two digests that end alike would have.
+    const [one, other] = ['reservation-w1-clients-aaaa0123456789abcdef', 'reservation-w2-contacts-bbbb0123456789abcdef'];
+    await store.append(one, [event('ValueReserved')], { expectedRevision: 'no_stream' });
+    await store.append(other, [event('ValueReserved')], { expectedRevision: 'no_stream' });
+    await store.append(other, [event('ValueReleased')], { expectedRevision: 0 });
+    await expect(store.append(one, [event('ValueReserved')], { expectedRevision: 'no_stream' })).rejects.toBeInstanceOf(Conflict);
+    await expect(store.append(one, [event('ValueReleased')], { expectedRevision: 1 })).rejects.toBeInstanceOf(Conflict);
+    expect((await store.readStream(one)).map((e) => e.revision)).toEqual([0]);
+    expect((await store.readStream(other, { direction: 'backwards', maxCount: 1 })).map((e) => [e.type, e.revision])).toEqual([['ValueReleased', 1]]);
+    await store.close();
+  });
+
+  it('of the first claims table, unique on the whole name, move to the keyed one at open and go on at their revision', async () => {
+    const path = join(dir, `${randomUUID()}.db`);
+    const store = openSqliteEventStore({ path });
+    await store.append('reservation-w-clients-0123456789abcdef0123', [event('ValueReserved'), event('ValueReleased')], { expectedRevision: 'no_stream' });
+    await store.append('autonumber-w-clients', [event('NumbersReserved')], { expectedRevision: 'no_stream' });
+    await store.close();
+    // As a log of the version before: the claims table unique on (stream, revision), no keyed index.
+    const db = new Sqlite(path);
+    db.exec(`ALTER TABLE claims RENAME TO claims_now;
+      CREATE TABLE claims (stream TEXT NOT NULL, revision INTEGER NOT NULL, id TEXT NOT NULL, type TEXT NOT NULL, created INTEGER NOT NULL, data TEXT NOT NULL, metadata TEXT NOT NULL, UNIQUE (stream, revision));
+      INSERT INTO claims SELECT * FROM claims_now; DROP TABLE claims_now;`);
+    db.close();
+
+    const reopened = openSqliteEventStore({ path });
+    expect((await reopened.readStream('reservation-w-clients-0123456789abcdef0123')).map((e) => [e.type, e.revision])).toEqual([['ValueReserved', 0], ['ValueReleased', 1]]);
+    await expect(reopened.append('autonumber-w-clients', [event('NumbersReserved')], { expectedRevision: 'no_stream' })).rejects.toBeInstanceOf(Conflict);
+    await reopened.append('autonumber-w-clients', [event('NumbersReserved')], { expectedRevision: 0 });
+    await reopened.close();
+    const file = new Sqlite(path, { readonly: true });
+    const layout = file.prepare("SELECT name, sql FROM sqlite_master WHERE tbl_name = 'claims' ORDER BY name").all() as { name: string; sql: string | null }[];
+    expect(layout.map((entry) => entry.name)).toEqual(['claims', 'claims_by_key']);
+    expect(layout[1]!.sql).toContain(claimKey('stream'));
+    expect(file.prepare('SELECT count(*) AS n FROM claims').get()).toEqual({ n: 4 });
+    file.close();
   });
 });

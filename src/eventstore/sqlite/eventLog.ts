@@ -28,10 +28,26 @@ const EVENTS_SCHEMA = `
 `;
 
 /**
+ * What the claims index keeps of a claim stream's name: a reservation stream's last 16 characters
+ * (64 bits of the digest that ends its name, commands/reservations/keys.ts), any other claim stream
+ * (an auto-number counter, one per workspace and object) whole. The whole name made every index
+ * entry about 100 bytes at a random place (the digest), so each claim dirtied a page of an index
+ * that grew with the store (docs/performance.md, "the claims index"). Every lookup also compares
+ * the whole name, so two names with one key only cost a step more; the index is not UNIQUE, and
+ * the writer checks a claim stream's revision before it appends (groupCommitter.ts), under the
+ * write lock that makes the check and the insert one step.
+ */
+export function claimKey(name: string): string {
+  const prefix = CLAIM_STREAM_PREFIXES[0];
+  return `CASE WHEN substr(${name}, 1, ${prefix.length}) = '${prefix}' THEN substr(${name}, -16) ELSE ${name} END`;
+}
+
+/**
  * Claim streams (port.ts CLAIM_STREAM_PREFIXES) beside the log: written in the same transactions,
  * but outside the log's order, its chain and its readers, and with one index instead of three. Rows
- * go to the end of the table (rowid) and only (stream, revision) to the index: claim streams are
- * named by a hash, so a table keyed by them (WITHOUT ROWID) put every whole row at a random place.
+ * go to the end of the table (rowid) and only the key of (stream, revision) to the index: claim
+ * streams are named by a hash, so a table keyed by them (WITHOUT ROWID) put every whole row at a
+ * random place.
  */
 const CLAIMS_TABLE = `
   CREATE TABLE claims (
@@ -41,10 +57,13 @@ const CLAIMS_TABLE = `
     type     TEXT    NOT NULL,
     created  INTEGER NOT NULL,
     data     TEXT    NOT NULL,
-    metadata TEXT    NOT NULL,
-    UNIQUE (stream, revision)
+    metadata TEXT    NOT NULL
   );
+  CREATE INDEX claims_by_key ON claims (${claimKey('stream')}, revision);
 `;
+
+/** A claim stream's rows: by the index's key, then the whole name (named parameter @stream). */
+const CLAIM_STREAM = `${claimKey('stream')} = ${claimKey('@stream')} AND stream = +@stream`;
 
 const COLUMNS = 'seq, id, stream, revision, type, created, data, metadata';
 /** A claim's row as an EventRow: it has no place in the log (seq 0). */
@@ -84,10 +103,18 @@ export function openLogFile(path: string): Db {
   // only until COMMIT (never for durability), so it stays in memory.
   db.pragma('temp_store = MEMORY');
   applySchema(db, EVENTS_SCHEMA);
-  // A log written before the claims table kept its claim streams in the events table: they are
-  // copied over once, with the table's creation, and read from there on (the log keeps its rows).
   changeSchema(db, () => {
-    if (db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'claims'").get()) return;
+    if (db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'claims_by_key'").get()) return;
+    if (db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'claims'").get()) {
+      // The first claims table, unique on the whole (stream, revision): its rows, in their order,
+      // into the table of today. SQLite cannot drop a table's UNIQUE but by making the table again.
+      db.exec('ALTER TABLE claims RENAME TO claims_by_name');
+      db.exec(CLAIMS_TABLE);
+      db.exec('INSERT INTO claims SELECT stream, revision, id, type, created, data, metadata FROM claims_by_name ORDER BY rowid; DROP TABLE claims_by_name');
+      return;
+    }
+    // A log written before the claims table kept its claim streams in the events table: they are
+    // copied over once, with the table's creation, and read from there on (the log keeps its rows).
     db.exec(CLAIMS_TABLE);
     const copy = db.prepare('INSERT INTO claims SELECT stream, revision, id, type, created, data, metadata FROM events WHERE stream >= ? AND stream < ?');
     for (const prefix of CLAIM_STREAM_PREFIXES) copy.run(prefix, prefixEnd(prefix));
@@ -191,19 +218,19 @@ export class EventLog {
       `SELECT ${COLUMNS} FROM events WHERE stream = ${BOUND_VALUE} AND revision <= ${BOUND_VALUE} ORDER BY revision DESC LIMIT ${BOUND_COUNT}`,
     );
     this.claims = {
-      revision: db.prepare<[string], { revision: number }>(`SELECT revision FROM claims WHERE stream = ${BOUND_VALUE} ORDER BY revision DESC LIMIT 1`),
+      revision: db.prepare<[{ stream: string }], { revision: number }>(`SELECT revision FROM claims WHERE ${CLAIM_STREAM} ORDER BY revision DESC LIMIT 1`),
       insert: db.prepare<[string, number, string, string, number, string, string]>('INSERT INTO claims (stream, revision, id, type, created, data, metadata) VALUES (?, ?, ?, ?, ?, ?, ?)'),
-      forwards: db.prepare<[string, number, number], EventRow>(
-        `SELECT ${CLAIM_COLUMNS} FROM claims WHERE stream = ${BOUND_VALUE} AND revision >= ${BOUND_VALUE} ORDER BY revision ASC LIMIT ${BOUND_COUNT}`,
+      forwards: db.prepare<[{ stream: string; revision: number; count: number }], EventRow>(
+        `SELECT ${CLAIM_COLUMNS} FROM claims WHERE ${CLAIM_STREAM} AND revision >= +@revision ORDER BY revision ASC LIMIT CAST(@count AS INTEGER)`,
       ),
-      backwards: db.prepare<[string, number, number], EventRow>(
-        `SELECT ${CLAIM_COLUMNS} FROM claims WHERE stream = ${BOUND_VALUE} AND revision <= ${BOUND_VALUE} ORDER BY revision DESC LIMIT ${BOUND_COUNT}`,
+      backwards: db.prepare<[{ stream: string; revision: number; count: number }], EventRow>(
+        `SELECT ${CLAIM_COLUMNS} FROM claims WHERE ${CLAIM_STREAM} AND revision <= +@revision ORDER BY revision DESC LIMIT CAST(@count AS INTEGER)`,
       ),
     };
   }
 
   streamRevision(stream: string, claim = false): number | undefined {
-    return (claim ? this.claims.revision : this.streamRevisionStmt).get(stream)?.revision;
+    return (claim ? this.claims.revision.get({ stream }) : this.streamRevisionStmt.get(stream))?.revision;
   }
 
   /** Inserts one event of a claim stream: beside the log, unchained (its readers judge only its last event). */
@@ -247,8 +274,9 @@ export class EventLog {
 
   /** `fromRevision` included; undefined: from the first (forwards) or the last (backwards). */
   readStream(stream: string, backwards: boolean, maxCount: number, fromRevision?: number, claim = false): RecordedEvent[] {
-    if (backwards) return (claim ? this.claims.backwards : this.backwardsStmt).all(stream, fromRevision ?? Number.MAX_SAFE_INTEGER, maxCount).map(toRecordedEvent);
-    return (claim ? this.claims.forwards : this.forwardsStmt).all(stream, fromRevision ?? 0, maxCount).map(toRecordedEvent);
+    const revision = fromRevision ?? (backwards ? Number.MAX_SAFE_INTEGER : 0);
+    if (claim) return (backwards ? this.claims.backwards : this.claims.forwards).all({ stream, revision, count: maxCount }).map(toRecordedEvent);
+    return (backwards ? this.backwardsStmt : this.forwardsStmt).all(stream, revision, maxCount).map(toRecordedEvent);
   }
 
   /** Rows after seq `cursor` up to seq `until`, as stored, in log order. */

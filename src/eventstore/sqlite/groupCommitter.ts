@@ -231,19 +231,21 @@ export class GroupCommitter {
     let nextRevision = -1;
     for (const part of append.parts) {
       const claim = isClaimStream(part.stream);
-      // A new stream is not looked up: its first row, revision 0, cannot be inserted where the
-      // stream exists (its unique (stream, revision)), and only then is its revision read, for the Conflict.
-      const fresh = part.expectedRevision === 'no_stream';
+      // A new stream of the log is not looked up: its first row, revision 0, cannot be inserted
+      // where the stream exists (its unique (stream, revision)), and only then is its revision
+      // read, for the Conflict. A claim stream is always looked up: its index is not unique
+      // (eventLog.ts, claimKey), and this transaction's write lock makes the look and the insert one step.
+      const fresh = part.expectedRevision === 'no_stream' && !claim;
       const current = fresh ? undefined : this.log.streamRevision(part.stream, claim);
       if (!fresh) checkExpected(part.stream, part.expectedRevision, current);
       let revision = current ?? -1;
       for (const event of part.events) {
         revision += 1;
         if (claim) {
-          bytes += fresh && revision === 0 ? this.insertFirst(part.stream, true, () => this.log.insertClaim(part.stream, 0, event, created)).bytes : this.log.insertClaim(part.stream, revision, event, created).bytes;
+          bytes += this.log.insertClaim(part.stream, revision, event, created).bytes;
           continue;
         }
-        const inserted = fresh && revision === 0 ? this.insertFirst(part.stream, false, () => this.log.insert(part.stream, 0, event, created, head)) : this.log.insert(part.stream, revision, event, created, head);
+        const inserted = fresh && revision === 0 ? this.insertFirst(part.stream, () => this.log.insert(part.stream, 0, event, created, head)) : this.log.insert(part.stream, revision, event, created, head);
         lastSeq = inserted.seq;
         head = inserted.hash;
         bytes += inserted.bytes;
@@ -256,11 +258,11 @@ export class GroupCommitter {
     return { result: { position: formatPosition(BigInt(position)), nextRevision }, lastSeq, bytes };
   }
 
-  private insertFirst<T>(stream: string, claim: boolean, insert: () => T): T {
+  private insertFirst<T>(stream: string, insert: () => T): T {
     try {
       return insert();
     } catch (error) {
-      const actual = isUniqueViolation(error) ? this.log.streamRevision(stream, claim) : undefined;
+      const actual = isUniqueViolation(error) ? this.log.streamRevision(stream) : undefined;
       if (actual !== undefined) throw new Conflict(stream, 'no_stream', String(actual));
       throw error;
     }
