@@ -21,6 +21,22 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const metadata: EventMetadata = { source: 'api', actor: { type: 'system', id: 't', name: 't' }, actionId: 'a', correlationId: 'c', causationId: 'c' };
 const event = (type: string): NewEvent => ({ id: randomUUID(), type, data: { n: 1 }, metadata });
 
+/**
+ * A store holding a reservation stream of two events and a counter of one, closed, then changed by
+ * hand into the layout an earlier version left (`asBefore`, SQL); returns its path.
+ */
+async function storeOfAnEarlierLayout(reservation: string, asBefore: string): Promise<string> {
+  const path = join(dir, `${randomUUID()}.db`);
+  const store = openSqliteEventStore({ path });
+  await store.append(reservation, [event('ValueReserved'), event('ValueReleased')], { expectedRevision: 'no_stream' });
+  await store.append('autonumber-w-clients', [event('NumbersReserved')], { expectedRevision: 'no_stream' });
+  await store.close();
+  const db = new Sqlite(path);
+  db.exec(asBefore);
+  db.close();
+  return path;
+}
+
 describe('claim streams on the embedded store', () => {
   it('are not in the log, its chain or its subscriptions, and commit with the record', async () => {
     const store = openSqliteEventStore({ path: join(dir, `${randomUUID()}.db`) });
@@ -34,15 +50,11 @@ describe('claim streams on the embedded store', () => {
   });
 
   it('of a log written before are taken over at open, and go on at their revision', async () => {
-    const path = join(dir, `${randomUUID()}.db`);
-    const store = openSqliteEventStore({ path });
-    await store.append('reservation-w-clients-old', [event('ValueReserved'), event('ValueReleased')], { expectedRevision: 'no_stream' });
-    await store.append('autonumber-w-clients', [event('NumbersReserved')], { expectedRevision: 'no_stream' });
-    await store.close();
     // As a log written before the claims table: the claims in the events table, no claims table.
-    const db = new Sqlite(path);
-    db.exec("INSERT INTO events (id, stream, revision, type, created, data, metadata) SELECT id, stream, revision, type, created, data, metadata FROM claims; DROP TABLE claims");
-    db.close();
+    const path = await storeOfAnEarlierLayout(
+      'reservation-w-clients-old',
+      'INSERT INTO events (id, stream, revision, type, created, data, metadata) SELECT id, stream, revision, type, created, data, metadata FROM claims; DROP TABLE claims',
+    );
 
     const reopened = openSqliteEventStore({ path });
     expect((await reopened.readStream('reservation-w-clients-old')).map((e) => [e.type, e.revision])).toEqual([['ValueReserved', 0], ['ValueReleased', 1]]);
@@ -68,17 +80,13 @@ describe('claim streams on the embedded store', () => {
   });
 
   it('of the first claims table, unique on the whole name, move to the keyed one at open and go on at their revision', async () => {
-    const path = join(dir, `${randomUUID()}.db`);
-    const store = openSqliteEventStore({ path });
-    await store.append('reservation-w-clients-0123456789abcdef0123', [event('ValueReserved'), event('ValueReleased')], { expectedRevision: 'no_stream' });
-    await store.append('autonumber-w-clients', [event('NumbersReserved')], { expectedRevision: 'no_stream' });
-    await store.close();
     // As a log of the version before: the claims table unique on (stream, revision), no keyed index.
-    const db = new Sqlite(path);
-    db.exec(`ALTER TABLE claims RENAME TO claims_now;
-      CREATE TABLE claims (stream TEXT NOT NULL, revision INTEGER NOT NULL, id TEXT NOT NULL, type TEXT NOT NULL, created INTEGER NOT NULL, data TEXT NOT NULL, metadata TEXT NOT NULL, UNIQUE (stream, revision));
-      INSERT INTO claims SELECT * FROM claims_now; DROP TABLE claims_now;`);
-    db.close();
+    const path = await storeOfAnEarlierLayout(
+      'reservation-w-clients-0123456789abcdef0123',
+      `ALTER TABLE claims RENAME TO claims_now;
+       CREATE TABLE claims (stream TEXT NOT NULL, revision INTEGER NOT NULL, id TEXT NOT NULL, type TEXT NOT NULL, created INTEGER NOT NULL, data TEXT NOT NULL, metadata TEXT NOT NULL, UNIQUE (stream, revision));
+       INSERT INTO claims SELECT * FROM claims_now; DROP TABLE claims_now;`,
+    );
 
     const reopened = openSqliteEventStore({ path });
     expect((await reopened.readStream('reservation-w-clients-0123456789abcdef0123')).map((e) => [e.type, e.revision])).toEqual([['ValueReserved', 0], ['ValueReleased', 1]]);
