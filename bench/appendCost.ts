@@ -1,8 +1,9 @@
-import { hash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { reservationStream, type ReservationKey } from '../commands/reservations/keys.js';
 import { recordStream } from '../src/events/records.js';
 import type { AppendGroup, EventMetadata, EventStore } from '../src/eventstore/port.js';
 import type { TextRow } from './measure.js';
@@ -34,17 +35,17 @@ interface Build {
 
 const metadata: EventMetadata = { source: 'api', actor: { type: 'apiKey', id: randomUUID(), name: 'bench' }, actionId: randomUUID(), correlationId: randomUUID(), causationId: randomUUID() };
 
-/** Create number `n`'s appends: two claims named by a digest, as reservations are, then its record. */
+/** Create number `n`'s appends: the claims of its name and its number's value, on the streams reservations use, then its record. */
 function createAppends(workspaceId: string, n: number): AppendGroup {
   const recordId = randomUUID();
-  const claim = (value: string) => ({
-    stream: `reservation-${workspaceId}-clients-${hash('sha256', value, 'hex').slice(0, 40)}`,
-    events: [{ id: randomUUID(), type: 'ReservationClaimed', data: { schemaVersion: 1, workspaceId, object: 'clients', recordId, key: { kind: 'name', values: [value] } }, metadata }],
+  const fields = { name: `Loaded ${n}`, industry: 'Retail', clientNumber: `CL-${n}` };
+  const claim = (key: ReservationKey) => ({
+    stream: reservationStream(workspaceId, 'clients', key),
+    events: [{ id: randomUUID(), type: 'ReservationClaimed', data: { schemaVersion: 1, workspaceId, object: 'clients', recordId, key }, metadata }],
     expectedRevision: 'no_stream' as const,
   });
-  const fields = { name: `Loaded ${n}`, industry: 'Retail', clientNumber: `CL-${n}` };
   const record = { stream: recordStream(recordId), events: [{ id: randomUUID(), type: 'RecordCreated', data: { schemaVersion: 1, workspaceId, object: 'clients', recordId, fields }, metadata }], expectedRevision: 'no_stream' as const };
-  return [claim(`name ${n}`), claim(`number ${n}`), record];
+  return [claim({ kind: 'name', fields: ['name'], values: [fields.name.toLowerCase()] }), claim({ kind: 'fields', fields: ['clientNumber'], values: [fields.clientNumber.toLowerCase()] }), record];
 }
 
 async function appendCreates(store: EventStore, workspaceId: string, from: number, count: number): Promise<void> {
