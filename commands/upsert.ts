@@ -26,6 +26,14 @@ import { ReferenceResolver } from './references.js';
 export const MAX_RECORDS_PER_REQUEST = 1000;
 /** Records planned between two turns of the event loop. */
 const PLAN_SLICE = 50;
+/**
+ * Plans saved together: the next slice is saved once this one is committed. The request answers
+ * when the read model shows its last write, so committing all of it at once left the projector
+ * idle until the API had done everything, then the API idle until the projector had; in slices,
+ * the projector applies one while the API saves the next (docs/performance.md). Numbers still
+ * follow the request's order, and records matched within the request were planned before any save.
+ */
+const SAVE_SLICE = 100;
 
 export interface UpsertOptions {
   /** Validate, resolve and match, and write nothing (csv import --dry-run). */
@@ -100,7 +108,11 @@ export async function upsertRecords(
 
   const metadata = metadataFor(action, { [object.key]: new Set(plans.map((plan) => plan.recordId)).size });
   const numbersMetadata = metadataFor(action, {});
-  const outcomes = await Promise.allSettled(plans.map((plan) => savePlan(deps, action, object, plan, metadata, numbersMetadata, options)));
+  const outcomes: PromiseSettledResult<Position | null>[] = [];
+  for (let start = 0; start < plans.length; start += SAVE_SLICE) {
+    const slice = plans.slice(start, start + SAVE_SLICE);
+    outcomes.push(...(await Promise.allSettled(slice.map((plan) => savePlan(deps, action, object, plan, metadata, numbersMetadata, options)))));
+  }
 
   const positions: Position[] = [];
   const failedPlans = new Map<Plan, string>();

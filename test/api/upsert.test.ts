@@ -149,6 +149,21 @@ describe('matching', () => {
     expect(records).toHaveLength(1);
     expect(records[0]).toMatchObject({ tier: 'SMB', industry: 'Tech' });
   });
+
+  it('a 1,000-record body saves in request order: numbers follow the records, and the last record updates the first', async () => {
+    const api = await freshApi();
+    const body: Record<string, string>[] = Array.from({ length: 1000 }, (_, i) => ({ name: `Many ${i}` }));
+    body[999] = { name: 'MANY 0', tier: 'Enterprise' };
+    const result = await api.post('/api/v1/clients', body);
+    expect(result.status).toBe(200);
+    expect(result.body).toMatchObject({ created: 999, updated: 1, errors: [] });
+    expect(result.body.ids[999]).toBe(result.body.ids[0]);
+    const records = (await api.get('/api/v1/clients?limit=1000')).body;
+    expect(records.total).toBe(999);
+    const numberOf = new Map(records.data.map((record: any) => [record.id, record.clientNumber]));
+    expect(result.body.ids.slice(0, 999).map((id: string) => numberOf.get(id))).toEqual(Array.from({ length: 999 }, (_, i) => `CL-${String(i + 1).padStart(5, '0')}`));
+    expect(records.data.find((record: any) => record.id === result.body.ids[0])).toMatchObject({ name: 'MANY 0', tier: 'Enterprise' });
+  });
 });
 
 describe('auto numbers', () => {
