@@ -16,14 +16,36 @@ export interface Tables {
 }
 
 /** Generation 1 keeps the original names, so stores made before generations existed open as they are. */
+/** One Tables per generation: reads ask for theirs on every request, and the texts built from it (sqlFor) are kept with it. */
+const tablesByGeneration = new Map<number, Tables>();
+
 export function tablesOf(generation: number): Tables {
-  const suffix = generation === 1 ? '' : `_g${generation}`;
-  return {
-    generation,
-    collections: `collections${suffix}`,
-    documents: `documents${suffix}`,
-    filters: `filters${suffix}`,
-    filterCounts: `filter_counts${suffix}`,
+  let tables = tablesByGeneration.get(generation);
+  if (!tables) {
+    const suffix = generation === 1 ? '' : `_g${generation}`;
+    tables = Object.freeze({
+      generation,
+      collections: `collections${suffix}`,
+      documents: `documents${suffix}`,
+      filters: `filters${suffix}`,
+      filterCounts: `filter_counts${suffix}`,
+    });
+    tablesByGeneration.set(generation, tables);
+  }
+  return tables;
+}
+
+/**
+ * A statement's text for a generation's tables, built once: the text is the key of the
+ * statement caches, and a text built anew at every read is a new string for V8 to join and hash
+ * before the lookup finds the statement.
+ */
+export function sqlFor(build: (t: Tables) => string): (t: Tables) => string {
+  const texts = new WeakMap<Tables, string>();
+  return (t) => {
+    let text = texts.get(t);
+    if (text === undefined) texts.set(t, (text = build(t)));
+    return text;
   };
 }
 
@@ -222,8 +244,8 @@ export class StatementCache {
 
 // These take the connection's cache: a transaction reads through `write` (its own uncommitted
 // writes), the API through `read`.
-const collSql = (t: Tables) => `SELECT coll FROM ${t.collections} WHERE workspace_id = ? AND object = ?`;
-const getSql = (t: Tables) => `SELECT ${DOCUMENT_COLUMNS} FROM ${t.documents} d WHERE d.coll = ? AND d.id = ?`;
+const collSql = sqlFor((t) => `SELECT coll FROM ${t.collections} WHERE workspace_id = ? AND object = ?`);
+const getSql = sqlFor((t) => `SELECT ${DOCUMENT_COLUMNS} FROM ${t.documents} d WHERE d.coll = ? AND d.id = ?`);
 const checkpointSql = 'SELECT position FROM checkpoints WHERE projection = ?';
 
 export function collOn(cache: StatementCache, t: Tables, workspaceId: string, object: string): number | null {
@@ -257,8 +279,9 @@ export function getRowOn(cache: StatementCache, t: Tables, coll: number | null, 
  * A document and the live generation in one statement (one snapshot, where a lookup of the live
  * generation and then of the document take two): `live` says whether `t` was still the live one.
  */
-const getWithLiveSql = (t: Tables) =>
-  `SELECT r.live, ${DOCUMENT_COLUMNS} FROM read_model r LEFT JOIN ${t.documents} d ON d.coll = ? AND d.id = ? WHERE r.id = 1`;
+const getWithLiveSql = sqlFor(
+  (t) => `SELECT r.live, ${DOCUMENT_COLUMNS} FROM read_model r LEFT JOIN ${t.documents} d ON d.coll = ? AND d.id = ? WHERE r.id = 1`,
+);
 
 export function getCheckingLive(cache: StatementCache, t: Tables, coll: number, id: string): { live: number; row: DocumentRow | null } | null {
   const row = cache.documents(getWithLiveSql(t)).get(coll, id) as [number, ...DocumentRow] | undefined;
@@ -272,9 +295,11 @@ export function getCheckingLive(cache: StatementCache, t: Tables, coll: number, 
  * the live generation, then nothing (no such document), `;` (a document without a rendering) or
  * `:`, its revision (the ETag), `:` and its rendering.
  */
-const getRenderedWithLiveSql = (t: Tables) =>
-  `SELECT r.live || CASE WHEN d.doc_id IS NULL THEN '' WHEN d.rendered IS NULL THEN ';' ELSE ':' || d.revision || ':' || d.rendered END ` +
-  `FROM read_model r LEFT JOIN ${t.documents} d ON d.coll = ? AND d.id = ? WHERE r.id = 1`;
+const getRenderedWithLiveSql = sqlFor(
+  (t) =>
+    `/* pluck */ SELECT r.live || CASE WHEN d.doc_id IS NULL THEN '' WHEN d.rendered IS NULL THEN ';' ELSE ':' || d.revision || ':' || d.rendered END ` +
+    `FROM read_model r LEFT JOIN ${t.documents} d ON d.coll = ? AND d.id = ? WHERE r.id = 1`,
+);
 
 /** The live generation and the document's rendering: null when none, undefined when it has none. */
 export function getRenderedCheckingLive(
@@ -283,7 +308,7 @@ export function getRenderedCheckingLive(
   coll: number,
   id: string,
 ): { live: number; rendered: string | null | undefined; revision?: number } | null {
-  const text = cache.get(`/* pluck */ ${getRenderedWithLiveSql(t)}`).pluck(true).get(coll, id) as string | undefined;
+  const text = cache.get(getRenderedWithLiveSql(t)).pluck(true).get(coll, id) as string | undefined;
   if (text === undefined) return null;
   const colon = text.indexOf(':');
   if (colon >= 0) {
