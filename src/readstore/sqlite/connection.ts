@@ -15,10 +15,10 @@ export interface Tables {
   filterCounts: string;
 }
 
-/** Generation 1 keeps the original names, so stores made before generations existed open as they are. */
 /** One Tables per generation: reads ask for theirs on every request, and the texts built from it (sqlFor) are kept with it. */
 const tablesByGeneration = new Map<number, Tables>();
 
+/** Generation 1 keeps the original names, so stores made before generations existed open as they are. */
 export function tablesOf(generation: number): Tables {
   let tables = tablesByGeneration.get(generation);
   if (!tables) {
