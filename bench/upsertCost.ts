@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { treeCpuMs } from './cpu.js';
-import type { TextRow } from './measure.js';
+import { percentile, type TextRow } from './measure.js';
 import { freePort, root, stop } from './servers.js';
 
 /**
@@ -33,11 +33,6 @@ interface Build {
 
 function csrIn(checkout: string, dataDir: string, ...args: string[]): any {
   return JSON.parse(execFileSync(process.execPath, ['bin/csr', ...args, '--json'], { cwd: checkout, env: { ...process.env, DATA_DIR: dataDir }, encoding: 'utf8' }));
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)]!;
 }
 
 async function oneRun(build: Build, run: number): Promise<void> {
@@ -80,7 +75,7 @@ async function oneRun(build: Build, run: number): Promise<void> {
         ms.push(elapsed);
         if (cpuBefore !== null && cpuAfter !== null) cpuMs.push(cpuAfter - cpuBefore);
       }
-      build.runs.push({ ms: median(ms), cpuMs: cpuMs.length > 0 ? median(cpuMs) : null });
+      build.runs.push({ ms: percentile(ms, 50), cpuMs: cpuMs.length > 0 ? percentile(cpuMs, 50) : null });
     } finally {
       await stop(child);
     }
