@@ -6,7 +6,7 @@ import { pathToFileURL } from 'node:url';
 import { reservationStream, type ReservationKey } from '../commands/reservations/keys.js';
 import { recordStream } from '../src/events/records.js';
 import type { AppendGroup, EventMetadata, EventStore } from '../src/eventstore/port.js';
-import type { TextRow } from './measure.js';
+import { percentile, type TextRow } from './measure.js';
 import { root } from './servers.js';
 
 /**
@@ -60,8 +60,6 @@ async function openBuild(name: string, checkout: string): Promise<Build> {
   return { name, store: module.openSqliteEventStore({ path: join(dir, 'events.db') }), dir, microseconds: [] };
 }
 
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[values.length >> 1]!;
-
 export async function appendCostBench(): Promise<TextRow[]> {
   const against = process.env['BENCH_APPEND_AGAINST'];
   const builds = [await openBuild('this checkout', root), ...(against ? [await openBuild(resolve(against), resolve(against))] : [])];
@@ -85,7 +83,7 @@ export async function appendCostBench(): Promise<TextRow[]> {
   }
   return builds.map((build) => ({
     scenario: `embedded log, CPU per create (a record and two claims, ${COMMIT_SIZE} per commit) after ${PREFILL.toLocaleString('en')}: ${build.name}`,
-    result: `median ${median(build.microseconds).toFixed(0)} µs (rounds of ${PER_ROUND.toLocaleString('en')}: ${build.microseconds.map((us) => us.toFixed(0)).join(', ')})`,
+    result: `median ${percentile(build.microseconds, 50).toFixed(0)} µs (rounds of ${PER_ROUND.toLocaleString('en')}: ${build.microseconds.map((us) => us.toFixed(0)).join(', ')})`,
     target: '-',
   }));
 }

@@ -58,7 +58,12 @@ export function csr(dataDir: string, ...args: string[]): any {
 
 /** `csr ... --json` with the store chosen by `storeEnv` (DATA_DIR, or DATABASE_URL and its master key). */
 export function csrOn(storeEnv: Record<string, string>, ...args: string[]): any {
-  return JSON.parse(execFileSync(process.execPath, ['bin/csr', ...args, '--json'], { cwd: root, env: { ...process.env, ...storeEnv, ...WEBHOOK_ENV }, encoding: 'utf8' }));
+  return csrOf(root, storeEnv, ...args);
+}
+
+/** csrOn with the `csr` of another built checkout (a build compared with this one). */
+export function csrOf(checkout: string, storeEnv: Record<string, string>, ...args: string[]): any {
+  return JSON.parse(execFileSync(process.execPath, ['bin/csr', ...args, '--json'], { cwd: checkout, env: { ...process.env, ...storeEnv, ...WEBHOOK_ENV }, encoding: 'utf8' }));
 }
 
 type Method = 'GET' | 'POST';

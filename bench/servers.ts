@@ -19,12 +19,15 @@ export interface Server {
   child: ChildProcess;
 }
 
-/** Starts `script` (a path under the repo) on a free port and waits until it answers (logs stay at warn: no per-request lines). */
-export async function spawnServer(script: string, env: Record<string, string>): Promise<Server> {
+/**
+ * Starts `script` (a path under `checkout`, by default this one) on a free port and waits until it
+ * answers (logs stay at warn: no per-request lines).
+ */
+export async function spawnServer(script: string, env: Record<string, string>, checkout: string = root): Promise<Server> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const profile = process.env['BENCH_PROFILE'] ? ['--cpu-prof', `--cpu-prof-dir=${process.env['BENCH_PROFILE']}`] : [];
-  const child = spawn(process.execPath, [...profile, script], { cwd: root, env: { ...process.env, PORT: String(port), LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'ignore', 'inherit'] });
+  const child = spawn(process.execPath, [...profile, script], { cwd: checkout, env: { ...process.env, PORT: String(port), LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'ignore', 'inherit'] });
   for (let attempt = 0; attempt < 200; attempt++) {
     if (child.exitCode !== null) throw new Error(`${script} exited with ${child.exitCode}`);
     try {

@@ -1,11 +1,11 @@
-import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { treeCpuMs } from './cpu.js';
+import { csrOf } from './http.js';
 import { percentile, type TextRow } from './measure.js';
-import { freePort, root, stop } from './servers.js';
+import { root, spawnServer, stop } from './servers.js';
 
 /**
  * A 1,000-record upsert on the embedded store, alone (issue 44: p50 <= 150 ms): a fresh server with
@@ -31,32 +31,13 @@ interface Build {
   runs: { ms: number; cpuMs: number | null }[];
 }
 
-function csrIn(checkout: string, dataDir: string, ...args: string[]): any {
-  return JSON.parse(execFileSync(process.execPath, ['bin/csr', ...args, '--json'], { cwd: checkout, env: { ...process.env, DATA_DIR: dataDir }, encoding: 'utf8' }));
-}
-
 async function oneRun(build: Build, run: number): Promise<void> {
   const dataDir = mkdtempSync(join(tmpdir(), 'csr-bench-upsert-'));
   try {
-    csrIn(build.checkout, dataDir, 'workspaces', 'create', 'upsert');
-    const key = csrIn(build.checkout, dataDir, 'keys', 'create', '--workspace', 'upsert', '--name', 'bench').key as string;
-    const port = await freePort();
-    const url = `http://127.0.0.1:${port}`;
-    const child = spawn(process.execPath, ['dist/src/main.js'], {
-      cwd: build.checkout,
-      env: { ...process.env, DATA_DIR: dataDir, PORT: String(port), LOG_LEVEL: 'warn' },
-      stdio: ['ignore', 'ignore', 'inherit'],
-    });
+    csrOf(build.checkout, { DATA_DIR: dataDir }, 'workspaces', 'create', 'upsert');
+    const key = csrOf(build.checkout, { DATA_DIR: dataDir }, 'keys', 'create', '--workspace', 'upsert', '--name', 'bench').key as string;
+    const { url, child } = await spawnServer('dist/src/main.js', { DATA_DIR: dataDir }, build.checkout);
     try {
-      for (let attempt = 0; ; attempt++) {
-        try {
-          await fetch(url);
-          break;
-        } catch {
-          if (attempt > 1200 || child.exitCode !== null) throw new Error(`${build.name}: the server did not start`);
-          await new Promise((resolve) => setTimeout(resolve, 50));
-        }
-      }
       const ms: number[] = [];
       const cpuMs: number[] = [];
       for (let upsert = 0; upsert < WARMUP + UPSERTS; upsert++) {
