@@ -26,3 +26,22 @@ export function comparePositions(a: Position, b: Position): number {
 export function hasReached(checkpoint: Position | null, position: Position): boolean {
   return checkpoint !== null && checkpoint >= position;
 }
+
+/**
+ * The number of a position whose commit and prepare are one safe integer (every position of the
+ * embedded log), for a store that keeps it as an integer; null for any other.
+ */
+export function singleNumberOf(position: Position): number | null {
+  const match = SINGLE.exec(position);
+  if (!match) return null;
+  const n = Number(match[1]);
+  return Number.isSafeInteger(n) ? n : null;
+}
+
+/** formatPosition(n, n) of a safe integer, without BigInts (a reader of integer positions makes one per row). */
+export function formatSingleNumber(n: number): Position {
+  const half = String(n).padStart(WIDTH, '0');
+  return `${half}:${half}`;
+}
+
+const SINGLE = /^(0{4}\d{16}):\1$/;

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { formatPosition } from '../../src/eventstore/position.js';
 import type { RecordDocument } from '../../src/readstore/port.js';
-import { openConnection, READ_MAP_BYTES } from '../../src/readstore/sqlite/connection.js';
+import { generationSchema, openConnection, READ_MAP_BYTES, tablesOf } from '../../src/readstore/sqlite/connection.js';
 import { openSqliteReadStore } from '../../src/readstore/sqlite/index.js';
 import { ReadConnections, STILL_MS } from '../../src/readstore/sqlite/readConnections.js';
 import { Sqlite } from '../../src/sqlite/driver.js';
@@ -292,6 +292,73 @@ describe('sqlite read store', () => {
     } finally {
       await store.close();
     }
+  });
+
+  describe('creation positions', () => {
+    const list = async (store: ReturnType<typeof openSqliteReadStore>, filters: { field: string; value: string }[] = []) =>
+      (await store.find({ workspaceId: 'ws', object: 'clients', filters, limit: 10, offset: 0 })).documents;
+    const stored = (path: string, table: string) => {
+      const file = new Sqlite(path);
+      try {
+        return file.prepare(`SELECT DISTINCT typeof(created_position) AS type FROM ${table}`).all().map((row) => (row as { type: string }).type);
+      } finally {
+        file.close();
+      }
+    };
+    // Positions 3, 10 and 100: as text of other widths, or as numbers compared as text, these would not sort as the log.
+    const docs = [doc('ws', 100), doc('ws', 3), { ...doc('ws', 10), fields: { n: 3 } }];
+
+    it('are kept as integers in a new store and read back as the log wrote them, in its order', async () => {
+      const path = join(dir, 'positions-integer.db');
+      const store = openSqliteReadStore({ path });
+      try {
+        await store.transaction((tx) => tx.putMany(docs));
+        expect(stored(path, 'documents')).toEqual(['integer']);
+        expect(stored(path, 'filters')).toEqual(['integer']);
+        expect(await list(store)).toEqual([doc('ws', 3), docs[2], doc('ws', 100)]);
+        expect((await list(store, [{ field: 'n', value: '3' }])).map((d) => d.createdPosition)).toEqual([formatPosition(3n), formatPosition(10n)]);
+        expect(await store.get('ws', 'clients', doc('ws', 100).id)).toEqual(doc('ws', 100));
+      } finally {
+        await store.close();
+      }
+    });
+
+    it('of a generation made with text positions stay text; its rebuild makes the next generation with integers, listing the same', async () => {
+      const path = join(dir, 'positions-text.db');
+      const older = new Sqlite(path);
+      older.exec(generationSchema(tablesOf(1)).replaceAll('created_position INTEGER', 'created_position TEXT'));
+      older.close();
+      const store = openSqliteReadStore({ path });
+      try {
+        await store.transaction((tx) => tx.putMany(docs));
+        await store.transaction((tx) => tx.put({ ...doc('ws', 3), fields: { n: 3 }, revision: 1 }));
+        expect(stored(path, 'documents')).toEqual(['text']);
+        expect(stored(path, 'filters')).toEqual(['text']);
+        const before = await list(store, [{ field: 'n', value: '3' }]);
+        expect(before.map((d) => d.createdPosition)).toEqual([formatPosition(3n), formatPosition(10n)]);
+
+        const building = await store.beginGeneration({ version: 'v2', owner: 'test:1', restart: false, ownerAlive: () => false });
+        const all = await list(store);
+        await store.transaction((tx) => tx.putMany(all), { generation: building.generation });
+        await store.promoteGeneration(building.generation, 'records', async () => {});
+        expect(stored(path, `documents_g${building.generation}`)).toEqual(['integer']);
+        expect(stored(path, `filters_g${building.generation}`)).toEqual(['integer']);
+        expect(await list(store)).toEqual(all);
+        expect(await list(store, [{ field: 'n', value: '3' }])).toEqual(before);
+      } finally {
+        await store.close();
+      }
+    });
+
+    it('that the embedded log never writes are refused by an integer generation, with nothing of the batch written', async () => {
+      const store = openSqliteReadStore({ path: join(dir, 'positions-foreign.db') });
+      try {
+        await expect(store.transaction((tx) => tx.putMany([doc('ws', 1), { ...doc('ws', 2), createdPosition: '2' }]))).rejects.toThrow(RangeError);
+        expect(await store.get('ws', 'clients', doc('ws', 1).id)).toBeNull();
+      } finally {
+        await store.close();
+      }
+    });
   });
 
   it('refuses work after close and resolves pending waiters false', async () => {

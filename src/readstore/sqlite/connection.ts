@@ -3,6 +3,7 @@ import { ValidationFailed } from '../../core/errors.js';
 import type { Position } from '../../eventstore/position.js';
 import type { RecordDocument, StoredRecord, Values } from '../port.js';
 import { openSqliteFile } from '../../sqlite/file.js';
+import { positionOf, type StoredPosition } from './positions.js';
 
 /** The read store's tables, its connections, and how a document row becomes a RecordDocument. */
 
@@ -85,7 +86,10 @@ CREATE TABLE IF NOT EXISTS read_model (
 );
 `;
 
-/** The tables of one generation. */
+/**
+ * The tables of one generation, for a generation made now: one made earlier keeps the tables it
+ * has (creation positions as text: positions.ts).
+ */
 export function generationSchema(t: Tables): string {
   const g = t.generation === 1 ? '' : `_g${t.generation}`;
   return `
@@ -108,7 +112,7 @@ CREATE TABLE IF NOT EXISTS ${t.documents} (
   created_at TEXT NOT NULL,
   updated_at TEXT NOT NULL,
   updated_ms INTEGER NOT NULL,
-  created_position TEXT NOT NULL,
+  created_position INTEGER NOT NULL,
   revision INTEGER NOT NULL,
   rendered TEXT,
   UNIQUE (coll, id)
@@ -121,7 +125,7 @@ CREATE TABLE IF NOT EXISTS ${t.filters} (
   coll INTEGER NOT NULL,
   field TEXT NOT NULL,
   key TEXT NOT NULL,
-  created_position TEXT NOT NULL,
+  created_position INTEGER NOT NULL,
   doc_id INTEGER NOT NULL,
   PRIMARY KEY (coll, field, key, created_position, doc_id)
 ) WITHOUT ROWID;
@@ -147,7 +151,7 @@ export type DocumentRow = [
   calculated: string,
   createdAt: string,
   updatedAt: string,
-  createdPosition: string,
+  createdPosition: StoredPosition,
   revision: number,
   rendered: string | null,
 ];
@@ -156,7 +160,7 @@ export interface StoredRow {
   doc_id: number;
   fields: string;
   calculated: string;
-  created_position: string;
+  created_position: StoredPosition;
 }
 
 export const DOCUMENT_COLUMNS = 'd.id, d.name, d.fields, d.calculated, d.created_at, d.updated_at, d.created_position, d.revision, d.rendered';
@@ -172,7 +176,7 @@ export function toDocument(workspaceId: string, object: string, row: DocumentRow
     calculated: JSON.parse(calculated) as Values,
     createdAt,
     updatedAt,
-    createdPosition,
+    createdPosition: positionOf(createdPosition),
     revision,
     rendered: rendered ?? undefined,
   };

@@ -3,6 +3,7 @@ import { filterKey, filterKeys } from '../../schema/filterKey.js';
 import type { RecordDocument, Values } from '../port.js';
 import { collOn, epochMs, type StatementCache, type StoredRow, type Tables } from './connection.js';
 import { filterRows } from './findPlan.js';
+import { positionLayoutOf, type PositionLayout, type StoredPosition } from './positions.js';
 
 /** "field\0key" for every filter key of a document's fields and calculated values. */
 export function keysOf(fields: Values, calculated: Values): Set<string> {
@@ -26,6 +27,7 @@ function splitKey(fieldKey: string): [string, string] {
  */
 export class DocumentWriter {
   private readonly t: Tables;
+  private readonly positions: PositionLayout;
   private readonly insertCollection;
   private readonly countDocuments;
   private readonly storedRow;
@@ -72,6 +74,7 @@ export class DocumentWriter {
   ) {
     this.t = tables;
     const t = tables;
+    this.positions = positionLayoutOf(write, t);
     this.insertCollection = write.prepare(`INSERT INTO ${t.collections} (workspace_id, object) VALUES (?, ?) ON CONFLICT DO NOTHING`);
     this.countDocuments = write.prepare(`UPDATE ${t.collections} SET documents = documents + ? WHERE coll = ?`);
     this.storedRow = write.prepare(`SELECT doc_id, fields, calculated, created_position FROM ${t.documents} WHERE coll = ? AND id = ?`);
@@ -156,6 +159,7 @@ export class DocumentWriter {
   put(document: RecordDocument): void {
     if (this.bulk) return this.putBulk(document);
     const coll = this.coll(document.workspaceId, document.object, true)!;
+    const createdPosition = this.positions.stored(document.createdPosition);
     const row = {
       coll,
       id: document.id,
@@ -166,7 +170,7 @@ export class DocumentWriter {
       createdAt: document.createdAt,
       updatedAt: document.updatedAt,
       updatedMs: epochMs(document.updatedAt, 'updatedAt'),
-      createdPosition: document.createdPosition,
+      createdPosition,
       revision: document.revision,
       rendered: document.rendered ?? null,
     };
@@ -174,15 +178,15 @@ export class DocumentWriter {
     const keys = keysOf(document.fields, document.calculated);
     if (!stored) {
       const docId = Number(this.insertDocument.run(row).lastInsertRowid);
-      this.addFilters(coll, keys, document.createdPosition, docId);
+      this.addFilters(coll, keys, createdPosition, docId);
       this.changeDocumentCount(coll, 1);
       return;
     }
     this.updateDocument.run({ ...row, docId: stored.doc_id });
     const storedKeys = keysOf(JSON.parse(stored.fields) as Values, JSON.parse(stored.calculated) as Values);
-    if (stored.created_position !== document.createdPosition) {
+    if (stored.created_position !== createdPosition) {
       this.removeFilters(coll, storedKeys, stored.created_position, stored.doc_id);
-      this.addFilters(coll, keys, document.createdPosition, stored.doc_id);
+      this.addFilters(coll, keys, createdPosition, stored.doc_id);
       return;
     }
     this.removeFilters(coll, [...storedKeys].filter((key) => !keys.has(key)), stored.created_position, stored.doc_id);
@@ -197,15 +201,16 @@ export class DocumentWriter {
     const nameKey = document.name === null ? null : filterKey(document.name);
     const updatedMs = epochMs(document.updatedAt, 'updatedAt');
     const rendered = document.rendered ?? null;
+    const createdPosition = this.positions.stored(document.createdPosition);
     const absent = this.absent.delete(`${document.workspaceId}\u0000${document.object}\u0000${document.id}`);
     const docId = absent ? undefined : (this.storedDocId.get(coll, document.id) as number | undefined);
     if (docId === undefined) {
-      this.insertBulkDocument.run(coll, document.id, document.name, nameKey, fields, calculated, document.createdAt, document.updatedAt, updatedMs, document.createdPosition, document.revision, rendered);
+      this.insertBulkDocument.run(coll, document.id, document.name, nameKey, fields, calculated, document.createdAt, document.updatedAt, updatedMs, createdPosition, document.revision, rendered);
       return;
     }
     this.updateDocument.run({
       docId, name: document.name, nameKey, fields, calculated, createdAt: document.createdAt, updatedAt: document.updatedAt, updatedMs,
-      createdPosition: document.createdPosition, revision: document.revision, rendered,
+      createdPosition, revision: document.revision, rendered,
     });
   }
 
@@ -232,7 +237,7 @@ export class DocumentWriter {
     else this.countChanges.set(name, { coll, field, key, delta });
   }
 
-  private removeFilters(coll: number, keys: Iterable<string>, createdPosition: string, docId: number): void {
+  private removeFilters(coll: number, keys: Iterable<string>, createdPosition: StoredPosition, docId: number): void {
     for (const fieldKey of keys) {
       const [field, key] = splitKey(fieldKey);
       this.deleteFilter.run(coll, field, key, createdPosition, docId);
@@ -240,7 +245,7 @@ export class DocumentWriter {
     }
   }
 
-  private addFilters(coll: number, keys: Iterable<string>, createdPosition: string, docId: number): void {
+  private addFilters(coll: number, keys: Iterable<string>, createdPosition: StoredPosition, docId: number): void {
     for (const fieldKey of keys) {
       const [field, key] = splitKey(fieldKey);
       this.insertFilter.run(coll, field, key, createdPosition, docId);
