@@ -74,7 +74,7 @@ export class DocumentWriter {
   ) {
     this.t = tables;
     const t = tables;
-    this.positions = positionLayoutOf(write, t);
+    this.positions = positionLayoutOf(write, t.documents);
     this.insertCollection = write.prepare(`INSERT INTO ${t.collections} (workspace_id, object) VALUES (?, ?) ON CONFLICT DO NOTHING`);
     this.countDocuments = write.prepare(`UPDATE ${t.collections} SET documents = documents + ? WHERE coll = ?`);
     this.storedRow = write.prepare(`SELECT doc_id, fields, calculated, created_position FROM ${t.documents} WHERE coll = ? AND id = ?`);

@@ -1,6 +1,5 @@
 import type Database from 'better-sqlite3';
 import { formatSingleNumber, singleNumberOf, type Position } from '../../eventstore/position.js';
-import type { Tables } from './connection.js';
 
 /**
  * How a generation keeps a record's creation position (the documents row, two of its indexes and
@@ -34,9 +33,9 @@ const INTEGER: PositionLayout = {
   },
 };
 
-/** The layout of a generation whose tables exist (their declared column type says which). */
-export function positionLayoutOf(db: Database.Database, t: Tables): PositionLayout {
-  const columns = db.prepare(`PRAGMA table_info(${t.documents})`).all() as { name: string; type: string }[];
+/** The layout of a generation whose tables exist, by the declared type of its documents table's column. */
+export function positionLayoutOf(db: Database.Database, documents: string): PositionLayout {
+  const columns = db.prepare(`PRAGMA table_info(${documents})`).all() as { name: string; type: string }[];
   const column = columns.find((c) => c.name === 'created_position');
   return column && column.type.toUpperCase() === 'INTEGER' ? INTEGER : TEXT;
 }
