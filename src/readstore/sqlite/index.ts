@@ -55,7 +55,8 @@ import { dropTables, tablesToDrop, ensureReadModelRow, generationsOn, generation
  *
  * The parts live in `sqlite/`: the tables and connections (`connection`), query planning over
  * `filters` (`findPlan`), the documents and filter rows writer (`documentWriter`) and the
- * checkpoint waiters (`checkpointWaiters`), and the pointer to the live generation (`generations`).
+ * checkpoint waiters (`checkpointWaiters`), the pointer to the live generation (`generations`),
+ * and how a generation keeps creation positions (`positions`).
  *
  * Generations (blue/green rebuilds): each has its own four tables (generation 1 the unsuffixed
  * ones); `read_model` says which is live. Every read looks the live one up in its own snapshot; a
