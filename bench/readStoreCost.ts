@@ -5,6 +5,7 @@ import { pathToFileURL } from 'node:url';
 import { formatPosition } from '../src/eventstore/position.js';
 import type { FindQuery, ReadStore, RecordDocument } from '../src/readstore/port.js';
 import { STILL_MS } from '../src/readstore/sqlite/readConnections.js';
+import { INDUSTRIES } from './http.js';
 import { percentile, type TextRow } from './measure.js';
 import { root } from './servers.js';
 
@@ -22,7 +23,6 @@ const ROUNDS = Number(process.env['BENCH_READSTORE_ROUNDS'] ?? 6);
 const PER_ROUND = Number(process.env['BENCH_READSTORE_DOCUMENTS'] ?? 2_000);
 const LISTS = 1_000;
 const BATCH = 25;
-const INDUSTRIES = ['Retail', 'Tech', 'Health', 'Finance', 'Energy', 'Media', 'Travel', 'Food', 'Auto', 'Legal'];
 const LIST: FindQuery = { workspaceId: 'bench', object: 'clients', filters: [{ field: 'industry', value: 'retail' }], limit: 100, offset: 0 };
 
 type Open = (options: { path: string; batchThread?: boolean }) => ReadStore;

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { treeCpuMs } from './cpu.js';
-import { csrOf } from './http.js';
+import { csrOf, INDUSTRIES } from './http.js';
 import { percentile, type TextRow } from './measure.js';
 import { root, spawnServer, stop } from './servers.js';
 
@@ -22,7 +22,6 @@ const ROUNDS = Number(process.env['BENCH_UPSERT_ROUNDS'] ?? 2);
 const WARMUP = 5;
 const RECORDS = 1_000;
 const SETTLE_MS = 300;
-const INDUSTRIES = ['Retail', 'Tech', 'Health', 'Finance', 'Energy', 'Media', 'Travel', 'Food', 'Auto', 'Legal'];
 
 interface Build {
   name: string;
