@@ -128,7 +128,11 @@ export function measuredEventStore(sealed: EventStore, metrics: Metrics): EventS
   return instrumentAppends(sealed, metrics);
 }
 
-export async function openBackends(config: Config, logger?: Logger): Promise<Backends> {
+/**
+ * `commitThread`: the embedded log commits on a thread of its own (threadedCommitter.ts), for the
+ * process that serves the API; the other roles and the `csr` tool commit on their own thread.
+ */
+export async function openBackends(config: Config, logger?: Logger, options: { commitThread?: boolean } = {}): Promise<Backends> {
   // loadConfig checks it too; a Config made otherwise must not make a key per process of a shared backend.
   assertMasterKeyGiven(config);
   if (config.databaseUrl) return openPostgresBackends(config, config.databaseUrl, logger);
@@ -136,7 +140,7 @@ export async function openBackends(config: Config, logger?: Logger): Promise<Bac
   if (urls) return openProductionBackends(config, urls.eventStore, urls.mongoDb, logger);
   const files = embeddedFiles(config.dataDir);
   ensureDataDir(config.dataDir);
-  const stored = openSqliteEventStore({ path: files.events });
+  const stored = openSqliteEventStore({ path: files.events, commitThread: options.commitThread === true });
   const events = await sealedEventStore(stored, openSqliteKeyStore({ path: files.keys }), config).catch(async (error: unknown) => {
     await stored.close();
     throw error;

@@ -49,7 +49,7 @@ export async function startService(
   logger: Logger = createLogger(config.logLevel),
   clock: () => Date = () => new Date(),
 ): Promise<RunningService> {
-  const backends = await openBackends(config, logger);
+  const backends = await openBackends(config, logger, { commitThread: config.roles.includes('api') });
   // Every role of this thread reads the workspaces' catalogues from here; a schema event drops one.
   const catalogues = new Catalogues(backends.events);
   await catalogues.watch();

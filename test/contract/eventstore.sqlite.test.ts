@@ -10,6 +10,7 @@ import { Conflict } from '../../src/core/errors.js';
 import type { EventStore } from '../../src/eventstore/port.js';
 import { openSqliteEventStore } from '../../src/eventstore/sqlite/index.js';
 import { Sqlite } from '../../src/sqlite/driver.js';
+import { fileThreadFits } from '../../src/sqlite/fileThread.js';
 import { repoRoot } from '../support/process.js';
 import { eventStoreContract, newEvent, nextWithin, take, takeAcking } from './eventstore.contract.js';
 
@@ -21,6 +22,16 @@ const freshPath = () => join(root, randomUUID(), 'events.sqlite');
 
 // waitMs is only a deadline for what must arrive: generous, for a busy machine.
 eventStoreContract('sqlite', () => openSqliteEventStore({ path: freshPath() }), { waitMs: 10_000, clockSkewMs: 1_000, rewritesUnchained: true });
+
+/** The commit thread's script as built (test/globalSetup.ts builds dist/): the sources vitest runs have none. */
+const BUILT_COMMIT_THREAD = pathToFileURL(join(repoRoot, 'dist', 'src', 'eventstore', 'sqlite', 'commitThread.js'));
+
+// The API process's store: its appends commit on a thread of their own (threadedCommitter.ts).
+eventStoreContract('sqlite, committing on a thread', () => openSqliteEventStore({ path: freshPath(), commitThread: BUILT_COMMIT_THREAD }), {
+  waitMs: 10_000,
+  clockSkewMs: 1_000,
+  rewritesUnchained: true,
+});
 
 /** How long a test here waits for an event that must arrive (a deadline; a healthy run takes milliseconds). */
 const ARRIVES_MS = 10_000;
@@ -181,6 +192,58 @@ describe('SQLite event store', () => {
     const reopened = open(path);
     expect(await reopened.readStream('record-1')).toHaveLength(1);
     otherProcess.close();
+  });
+
+  describe('committing on a thread of its own (the API process)', () => {
+    const openThreaded = (path: string) => {
+      const store = openSqliteEventStore({ path, commitThread: BUILT_COMMIT_THREAD });
+      opened.push(store);
+      return store;
+    };
+
+    it('commits while the event loop that asked is busy: the commit and its fsync hold the thread, not the caller', async () => {
+      // The contract run above uses the thread only where it fits; on this machine it must.
+      expect(fileThreadFits(BUILT_COMMIT_THREAD, freshPath())).toBe(true);
+      const path = freshPath();
+      const store = openThreaded(path);
+      await store.append('warm-up', [newEvent()], { expectedRevision: 'no_stream' });
+      const appended = store.append('record-1', [newEvent()], { expectedRevision: 'no_stream' });
+      await new Promise((resolve) => setImmediate(resolve)); // the turn's appends went to the thread
+      const reader = new Sqlite(path);
+      const count = reader.prepare("SELECT count(*) AS n FROM events WHERE stream = 'record-1'").pluck();
+      const deadline = Date.now() + ARRIVES_MS;
+      // Not one turn of this event loop until the row is there: a commit on this thread could not write it.
+      let committed = false;
+      while (!committed && Date.now() < deadline) committed = count.get() === 1;
+      reader.close();
+      expect(committed).toBe(true);
+      expect((await appended).nextRevision).toBe(0);
+    });
+
+    it('gives a conflicting append the same Conflict as a commit on the calling thread, and the others of its commit their results', async () => {
+      const store = openThreaded(freshPath());
+      await store.append('taken', [newEvent()], { expectedRevision: 'no_stream' });
+      const [conflicting, fine] = await Promise.allSettled([
+        store.append('taken', [newEvent()], { expectedRevision: 'no_stream' }),
+        store.append('free', [newEvent()], { expectedRevision: 'no_stream' }),
+      ]);
+      expect(conflicting.status).toBe('rejected');
+      const error = (conflicting as PromiseRejectedResult).reason as Conflict;
+      expect(error).toBeInstanceOf(Conflict);
+      expect(error).toMatchObject({ status: 409, stream: 'taken', expected: 'no_stream', actual: '0' });
+      expect(fine).toMatchObject({ status: 'fulfilled', value: { nextRevision: 0 } });
+    });
+
+    it('commits the appends still queued when the store closes, then ends its thread', async () => {
+      const path = freshPath();
+      const store = openSqliteEventStore({ path, commitThread: BUILT_COMMIT_THREAD });
+      const appended = Array.from({ length: 50 }, (_, i) => store.append(`closing-${i}`, [newEvent()], { expectedRevision: 'no_stream' }));
+      await store.close();
+      expect((await Promise.all(appended)).map((result) => result.nextRevision)).toEqual(appended.map(() => 0));
+      const reopened = open(path);
+      expect(await reopened.readStream('closing-49')).toHaveLength(1);
+      await expect(store.append('after', [newEvent()], { expectedRevision: 'no_stream' })).rejects.toThrow('closed');
+    });
   });
 
   it('fails a conflicting append of a batch alone, taking earlier appends of the batch into account', async () => {

@@ -39,7 +39,8 @@ interface Committed {
 
 /**
  * About this much event text per transaction, then the rest of the queue commits after a turn of
- * the event loop. A commit runs synchronously on the event loop (hashing, writing, fsync): one of
+ * the event loop. A commit runs synchronously on the thread that runs it (hashing, writing, fsync):
+ * the API process's commit thread (threadedCommitter.ts), or any other caller's own, where one of
  * 1,000 records of 5 KB held every other request up for its whole length. Small appends never
  * reach it (a 1,000-record upsert of ordinary records is a fraction of it). A chain (a claim and
  * what depends on it, appendThen) is never split: gap-free numbers need them in one commit.

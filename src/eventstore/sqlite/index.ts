@@ -30,6 +30,8 @@ import { CatchUpSubscription } from './catchUpSubscription.js';
 import { chainThreadFits, checkChainOnThread } from './chainOnThread.js';
 import { EventLog, openLogFile, prefixEnd, type Db } from './eventLog.js';
 import { GroupCommitter } from './groupCommitter.js';
+import { COMMIT_THREAD_SCRIPT, ThreadedCommitter } from './threadedCommitter.js';
+import { fileThreadFits } from '../../sqlite/fileThread.js';
 import { GroupTables } from './groupTables.js';
 import { LogWatcher } from './logWatcher.js';
 import { PersistentGroup } from './persistentGroup.js';
@@ -41,7 +43,8 @@ import { checkStoredChain } from './storedChain.js';
  * - Durability: WAL with synchronous=FULL, so an acknowledged append survives kill -9 and power loss.
  *   The fsync that costs is shared: appends queued in the same turn of the event loop commit in one
  *   transaction (group commit); each append is checked and applied in its own savepoint, so one
- *   conflicting append fails alone.
+ *   conflicting append fails alone. The API process commits on a thread of its own, so its event
+ *   loop does not wait through the fsync (`commitThread`, threadedCommitter.ts).
  * - Positions: the INTEGER autoincrement `seq` of the events table (commit = prepare = seq).
  * - Appending zero events is rejected with a RangeError: there is no position to report for an
  *   append that wrote nothing, and a command that decides nothing should not append.
@@ -56,8 +59,15 @@ import { checkStoredChain } from './storedChain.js';
  * The parts live in `sqlite/`: the events table (`eventLog`), group commit, the log watcher that
  * wakes live subscribers, catch-up subscriptions, and persistent groups with their consumers.
  */
-export function openSqliteEventStore(options: { path: string }): EventStore {
-  return new SqliteEventStore(openLogFile(options.path), options.path);
+/**
+ * `commitThread`: commit on a thread of its own where the machine has a second core
+ * (threadedCommitter.ts); a URL names the thread's script (tests running the sources give the
+ * built one).
+ */
+export function openSqliteEventStore(options: { path: string; commitThread?: boolean | URL }): EventStore {
+  const script = options.commitThread instanceof URL ? options.commitThread : COMMIT_THREAD_SCRIPT;
+  const commitThread = options.commitThread !== undefined && options.commitThread !== false && fileThreadFits(script, options.path);
+  return new SqliteEventStore(openLogFile(options.path), options.path, commitThread ? script : null);
 }
 
 const DEFAULT_MAX_RETRY_COUNT = 10;
@@ -82,6 +92,17 @@ function validateFilter(filter: EventFilter | undefined): void {
 }
 
 
+/** Where appends are committed: on the calling thread, or on a commit thread (threadedCommitter.ts). */
+type Committer = Pick<GroupCommitter, 'enqueue' | 'enqueueChain'> & { close(): Promise<void> };
+
+function onThisThread(committer: GroupCommitter): Committer {
+  return {
+    enqueue: (append) => committer.enqueue(append),
+    enqueueChain: (first, then) => committer.enqueueChain(first, then),
+    close: async () => committer.flush(true),
+  };
+}
+
 class SqliteEventStore implements EventStore {
   /** One writer holds the file's write lock per commit, so the chain can run along the whole log. */
   readonly chainScope = 'log' as const;
@@ -90,7 +111,7 @@ class SqliteEventStore implements EventStore {
   private closed = false;
   private readonly log: EventLog;
   private readonly watcher: LogWatcher;
-  private readonly committer: GroupCommitter;
+  private readonly committer: Committer;
   private readonly subscriptions = new Set<CatchUpSubscription>();
   private readonly groups = new Map<string, PersistentGroup>();
   private groupTables: GroupTables | undefined;
@@ -103,14 +124,16 @@ class SqliteEventStore implements EventStore {
   constructor(
     private readonly db: Db,
     private readonly path: string,
+    commitThread: URL | null,
   ) {
     this.log = new EventLog(db);
     this.watcher = new LogWatcher(() => this.log.headSeq());
     this.commits = fileSignal('log', path, () => this.watcher.changed());
-    this.committer = new GroupCommitter(db, this.log, (head) => {
+    const committed = (head: number) => {
       this.watcher.advance(head);
       this.commits.changed();
-    });
+    };
+    this.committer = commitThread ? new ThreadedCommitter(path, committed, commitThread) : onThisThread(new GroupCommitter(db, this.log, committed));
   }
 
   async append(stream: string, events: NewEvent[], options: { expectedRevision: ExpectedRevision }): Promise<AppendResult> {
@@ -249,7 +272,7 @@ class SqliteEventStore implements EventStore {
     if (this.closed) return;
     this.closed = true;
     // Callers of queued appends were promised durability or an error, not silence.
-    this.committer.flush(true);
+    await this.committer.close();
     for (const subscription of [...this.subscriptions]) await subscription.close();
     for (const group of this.groups.values()) group.stop();
     this.watcher.stop();
