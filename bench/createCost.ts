@@ -53,7 +53,7 @@ interface Profile {
   timeDeltas: number[];
 }
 
-type Thread = 'API thread' | 'projector thread' | 'dispatcher thread' | 'other threads';
+type Thread = 'API thread' | 'commit thread' | 'projector thread' | 'dispatcher thread' | 'other threads';
 
 /** Where a sample's stack is, by the deepest frame of the project's code (paths under dist/). */
 const STAGES: Record<Thread, [string, string][]> = {
@@ -69,6 +69,11 @@ const STAGES: Record<Thread, [string, string][]> = {
     ['src/readstore/', 'validation + decide'],
     ['queries/', 'answer (rendering)'],
     ['src/', 'HTTP layer (auth, body, routing, log)'],
+  ],
+  // The API process's appends (src/eventstore/sqlite/threadedCommitter.ts).
+  'commit thread': [
+    ['src/eventstore/chain', 'hashing (audit chain)'],
+    ['', 'append + commit'],
   ],
   'projector thread': [
     ['projections/automation/', 'reactor: playbook automation'],
@@ -99,6 +104,8 @@ function threadOf(file: string, urls: string[]): Thread {
   const has = (part: string) => urls.some((url) => url.includes(`/dist/${part}`));
   if (has('src/webhooks/')) return 'dispatcher thread';
   if (has('projections/')) return 'projector thread';
+  // Followers are told apart above; what else runs the log's code commits the API's appends.
+  if (has('src/eventstore/')) return 'commit thread';
   return 'other threads';
 }
 
