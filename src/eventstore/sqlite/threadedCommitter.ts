@@ -10,8 +10,8 @@ import { fromWire, type CommitReply, type CommitRequest, type CommitThreadData, 
  * appends of a turn of the event loop go to the commit thread together, it commits them as the
  * group commit does on its own thread (the same transaction, savepoints, chain and checks), and
  * their promises settle once it answers. What SQLite makes visible to readers is unchanged: a WAL
- * commit with FULL is seen only after its fsync. The thread hop costs a few tens of
- * microseconds per commit, paid back where an fsync takes longer (docs/performance.md).
+ * commit with FULL is seen only after its fsync. The hop between threads is paid back where an
+ * fsync takes longer than it (docs/performance.md has the figures).
  */
 
 export const COMMIT_THREAD_SCRIPT = new URL('./commitThread.js', import.meta.url);
