@@ -66,7 +66,7 @@ import { checkStoredChain } from './storedChain.js';
  */
 export function openSqliteEventStore(options: { path: string; commitThread?: boolean | URL }): EventStore {
   const script = options.commitThread instanceof URL ? options.commitThread : COMMIT_THREAD_SCRIPT;
-  const commitThread = options.commitThread !== undefined && options.commitThread !== false && fileThreadFits(script, options.path);
+  const commitThread = Boolean(options.commitThread) && fileThreadFits(script, options.path);
   return new SqliteEventStore(openLogFile(options.path), options.path, commitThread ? script : null);
 }
 

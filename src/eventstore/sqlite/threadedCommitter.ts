@@ -80,11 +80,7 @@ export class ThreadedCommitter {
     this.scheduled = false;
     const appends = this.queue;
     this.queue = [];
-    if (appends.length > 0) this.post({ appends });
-  }
-
-  private post(request: CommitRequest): void {
-    this.thread().postMessage(request);
+    if (appends.length > 0) this.thread().postMessage({ appends } satisfies CommitRequest);
   }
 
   private thread(): Worker {

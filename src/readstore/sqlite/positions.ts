@@ -16,15 +16,13 @@ import { formatSingleNumber, singleNumberOf, type Position } from '../../eventst
 export type StoredPosition = string | number;
 
 export interface PositionLayout {
-  readonly integer: boolean;
   /** The position to bind for this generation's columns. */
   stored(position: Position): StoredPosition;
 }
 
-const TEXT: PositionLayout = { integer: false, stored: (position) => position };
+const TEXT: PositionLayout = { stored: (position) => position };
 
 const INTEGER: PositionLayout = {
-  integer: true,
   stored(position) {
     const n = singleNumberOf(position);
     // Only the embedded log feeds this store, and its positions are all of that form.
