@@ -1,0 +1,69 @@
+import { spawn } from 'node:child_process';
+import { describe, expect, it } from 'vitest';
+import { HELPERS, stagesOfPerf } from '../../bench/costStages.js';
+import { jsFrameOf, parsePerfScript, perfAvailable, PERF_NODE_ARGS, recordPerf } from '../../bench/perfSamples.js';
+
+const PERF = perfAvailable();
+
+const SCRIPT = `  4242 
+	    7fa1e40f1cfc JS:*upsertRecords file:///srv/dist/commands/upsert.js:28:36 (/tmp/perf-4242.map)
+	         155c9d3 Builtins_AsyncGeneratorAwaitResolveClosure (/usr/bin/node)
+	          c4993d v8::internal::(anonymous namespace)::Invoke (/usr/bin/node)
+
+  4250 
+	ffffffff8e21c0a1 iowrite16+0x11 ([kernel.kallsyms])
+	    7fa1e40f2000 JS:^write file:///srv/dist/src/eventstore/sqlite/groupCommitter.js:206:10 (/tmp/perf-4242.map)
+
+  4251 
+	          d0c0de v8::internal::Scavenger::ScavengeObject<v8::internal::FullHeapObjectSlot> (/usr/bin/node)
+`;
+
+describe('perf samples (bench/perfSamples.ts)', () => {
+  it('reads the thread and the frames, innermost first, of each sample of `perf script`', () => {
+    const samples = parsePerfScript(SCRIPT);
+    expect(samples.map((sample) => sample.tid)).toEqual([4242, 4250, 4251]);
+    expect(samples[0]!.frames[0]).toEqual({ symbol: 'JS:*upsertRecords file:///srv/dist/commands/upsert.js:28:36', dso: '/tmp/perf-4242.map' });
+    // A symbol with parentheses of its own keeps them; only the last group names the file.
+    expect(samples[0]!.frames[2]).toEqual({ symbol: 'v8::internal::(anonymous namespace)::Invoke', dso: '/usr/bin/node' });
+    // The offset into a kernel symbol is not part of its name.
+    expect(samples[1]!.frames[0]).toEqual({ symbol: 'iowrite16', dso: '[kernel.kallsyms]' });
+  });
+
+  it.each([
+    // given a perf symbol, then the JavaScript frame it names (null: not JavaScript)
+    ['JS:*upsertRecords file:///srv/dist/commands/upsert.js:28:36', { functionName: 'upsertRecords', url: 'file:///srv/dist/commands/upsert.js' }],
+    ['JS:^write file:///srv/dist/src/eventstore/sqlite/groupCommitter.js:206:10', { functionName: 'write', url: 'file:///srv/dist/src/eventstore/sqlite/groupCommitter.js' }],
+    ['JS:~resOnFinish node:_http_server:966:21', { functionName: 'resOnFinish', url: 'node:_http_server' }],
+    ['JS:* file:///srv/node_modules/@hono/node-server/dist/index.mjs:1040:9', { functionName: '', url: 'file:///srv/node_modules/@hono/node-server/dist/index.mjs' }],
+    ['Builtins_FulfillPromise', null],
+    ['RegExp:^[0-9a-f]{8}$', null],
+  ])('%s is %o', (symbol, frame) => {
+    expect(jsFrameOf(symbol)).toEqual(frame);
+  });
+
+  it('puts each sample in its thread and stage: the main thread serves the API, a worker is known by its code, a thread without JavaScript is a helper', () => {
+    const counts = stagesOfPerf(4242, parsePerfScript(SCRIPT));
+    expect(Object.fromEntries(counts)).toEqual({
+      'API thread|validation + decide': 1,
+      'commit thread|append + commit': 1,
+      [`other threads|${HELPERS}`]: 1,
+    });
+  });
+
+  // Where `perf record` cannot sample (no linux-perf, or kernel.perf_event_paranoid too high) this
+  // one is reported as skipped, and createCost.ts splits by V8's profiler.
+  it.runIf(PERF)('samples a running process and names its JavaScript functions (needs `perf record`)', async () => {
+    const burn = `function burnForPerf() { let x = 0; for (let i = 0; i < 1e6; i++) x += Math.sqrt(i); return x; }
+      process.stdout.write('ready'); const end = Date.now() + 5000; while (Date.now() < end) burnForPerf();`;
+    const child = spawn(process.execPath, [...PERF_NODE_ARGS, '-e', burn], { stdio: ['ignore', 'pipe', 'inherit'] });
+    await new Promise((resolve) => child.stdout.once('data', resolve));
+    const recording = await recordPerf(child.pid!, 1000);
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    const samples = await recording.stop();
+    child.kill();
+    const named = samples.filter((sample) => sample.frames.some((frame) => jsFrameOf(frame.symbol)?.functionName === 'burnForPerf'));
+    expect(samples.length).toBeGreaterThan(100);
+    expect(named.length / samples.length).toBeGreaterThan(0.5);
+  }, 20_000);
+});
+
