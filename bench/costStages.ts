@@ -31,7 +31,12 @@ const STAGES: Record<Thread, [string, string][]> = {
     ['commands/create', 'reservations (number, name)'],
     ['commands/', 'validation + decide'],
     ['src/schema/', 'validation + decide'],
+    ['src/readstore/sqlite/checkpointWaiters', 'read-your-writes wait'],
+    ['projections/readYourWrites', 'read-your-writes wait'],
     ['src/readstore/', 'validation + decide'],
+    // The signals another thread's commit or checkpoint rings (read-your-writes waits, the switch of read connections).
+    ['src/sqlite/fileSignal', 'wake-ups from other threads'],
+    ['src/core/doorbells', 'wake-ups from other threads'],
     ['queries/', 'answer (rendering)'],
     ['src/', 'HTTP layer (auth, body, routing, log)'],
   ],

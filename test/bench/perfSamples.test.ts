@@ -16,12 +16,16 @@ const SCRIPT = `  4242
 
   4251 
 	          d0c0de v8::internal::Scavenger::ScavengeObject<v8::internal::FullHeapObjectSlot> (/usr/bin/node)
+
+  4242 
+	    7fa1e40f3000 JS:*changed file:///srv/dist/src/sqlite/fileSignal.js:15:16 (/tmp/perf-4242.map)
+	    7fa1e40f4000 JS:^ file:///srv/dist/src/readstore/sqlite/checkpointWaiters.js:24:55 (/tmp/perf-4242.map)
 `;
 
 describe('perf samples (bench/perfSamples.ts)', () => {
   it('reads the thread and the frames, innermost first, of each sample of `perf script`', () => {
     const samples = parsePerfScript(SCRIPT);
-    expect(samples.map((sample) => sample.tid)).toEqual([4242, 4250, 4251]);
+    expect(samples.map((sample) => sample.tid)).toEqual([4242, 4250, 4251, 4242]);
     expect(samples[0]!.frames[0]).toEqual({ symbol: 'JS:*upsertRecords file:///srv/dist/commands/upsert.js:28:36', dso: '/tmp/perf-4242.map' });
     // A symbol with parentheses of its own keeps them; only the last group names the file.
     expect(samples[0]!.frames[2]).toEqual({ symbol: 'v8::internal::(anonymous namespace)::Invoke', dso: '/usr/bin/node' });
@@ -45,6 +49,8 @@ describe('perf samples (bench/perfSamples.ts)', () => {
     const counts = stagesOfPerf(4242, parsePerfScript(SCRIPT));
     expect(Object.fromEntries(counts)).toEqual({
       'API thread|validation + decide': 1,
+      // The deepest frame of the project's code decides: the signal, not the waiter that listens to it.
+      'API thread|wake-ups from other threads': 1,
       'commit thread|append + commit': 1,
       [`other threads|${HELPERS}`]: 1,
     });
