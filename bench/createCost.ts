@@ -33,13 +33,14 @@ import { startBenchReceiver } from './webhooks.js';
  * over the stages.
  *
  * Knobs: BENCH_COST_CREATES (measured creates per run, default 6,000), BENCH_COST_WARMUP (creates
- * before, default 3,000), BENCH_COST_RUNS (default 3), BENCH_COST_SPLIT=false (the total only),
+ * before, default 20,000: V8 still compiles the create's path for several seconds after a start,
+ * docs/performance.md), BENCH_COST_RUNS (default 3), BENCH_COST_SPLIT=false (the total only),
  * BENCH_COST_SAMPLER=v8 (V8's profiler even where perf can sample), BENCH_COST_PROFILES=<dir> keeps
  * V8's profiles (`node dist/bench/profileTop.js <file>` lists their top frames).
  */
 
 const CREATES = Number(process.env['BENCH_COST_CREATES'] ?? 6_000);
-const WARMUP = Number(process.env['BENCH_COST_WARMUP'] ?? 3_000);
+const WARMUP = Number(process.env['BENCH_COST_WARMUP'] ?? 20_000);
 const RUNS = Number(process.env['BENCH_COST_RUNS'] ?? 3);
 const WEBHOOK = process.env['BENCH_COST_WEBHOOK'] === 'true';
 /** false: only the plain servers, for an A/B of the total (half the time). */
