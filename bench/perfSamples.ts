@@ -56,9 +56,12 @@ export async function recordPerf(pid: number, hz = 1000): Promise<{ stop(): Prom
   await new Promise((resolve) => setTimeout(resolve, 500));
   return {
     async stop() {
-      const exited = new Promise((resolve) => perf.once('exit', resolve));
-      perf.kill('SIGINT');
-      await exited;
+      // A perf that could not attach has exited already: its data file is missing and `perf script` says so.
+      if (perf.exitCode === null && perf.signalCode === null) {
+        const exited = new Promise((resolve) => perf.once('exit', resolve));
+        perf.kill('SIGINT');
+        await exited;
+      }
       try {
         const text = execFileSync('perf', ['script', '-i', data, '-F', 'tid,ip,sym,dso'], { encoding: 'utf8', maxBuffer: 1 << 30, stdio: ['ignore', 'pipe', 'ignore'] });
         return parsePerfScript(text);
