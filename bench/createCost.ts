@@ -97,13 +97,13 @@ type Sampler = 'none' | 'perf' | 'v8';
 
 async function oneRun(receiverOrigin: string, sampler: Sampler): Promise<RunResult> {
   const dataDir = mkdtempSync(join(tmpdir(), 'csr-bench-cost-'));
-  const profiles = KEEP && sampler === 'v8' ? KEEP : mkdtempSync(join(tmpdir(), 'csr-bench-cost-prof-'));
+  const profiles = sampler === 'v8' ? KEEP || mkdtempSync(join(tmpdir(), 'csr-bench-cost-prof-')) : null;
   csr(dataDir, 'workspaces', 'create', 'cost');
   if (WEBHOOK) csr(dataDir, 'webhooks', 'create', '--workspace', 'cost', '--name', 'cost', '--url', `${receiverOrigin}/cost`);
   const key = csr(dataDir, 'keys', 'create', '--workspace', 'cost', '--name', 'bench').key as string;
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  const profile = sampler === 'v8' ? ['--cpu-prof', `--cpu-prof-dir=${profiles}`, `--cpu-prof-interval=${INTERVAL_US}`] : sampler === 'perf' ? PERF_NODE_ARGS : [];
+  const profile = profiles ? ['--cpu-prof', `--cpu-prof-dir=${profiles}`, `--cpu-prof-interval=${INTERVAL_US}`] : sampler === 'perf' ? PERF_NODE_ARGS : [];
   const child = spawn(process.execPath, [...profile, 'dist/src/main.js'], {
     cwd: root,
     env: { ...process.env, DATA_DIR: dataDir, PORT: String(port), LOG_LEVEL: 'warn', ...WEBHOOK_ENV },
@@ -128,21 +128,23 @@ async function oneRun(receiverOrigin: string, sampler: Sampler): Promise<RunResu
   await new Promise((resolve) => setTimeout(resolve, 500));
   const to = nowUs();
   const cpuAfter = treeCpuMs(child.pid!);
-  const perfSamples = perf ? await perf.stop() : [];
+  const perfSamples = perf ? await perf.stop() : null;
   await stop(child);
 
   const stages = new Map<string, number>();
-  for (const [name, samples] of stagesOfPerf(child.pid!, perfSamples)) stages.set(name, (samples * 1e6) / PERF_HZ / CREATES);
-  for (const file of readdirSync(profiles).filter((name) => name.endsWith('.cpuprofile'))) {
-    const profile = JSON.parse(readFileSync(join(profiles, file), 'utf8')) as Profile;
-    const { thread, counts } = stagesOfProfile(file, profile, from, to);
-    for (const [stage, samples] of counts) {
-      const name = `${thread}|${stage}`;
-      stages.set(name, (stages.get(name) ?? 0) + (samples * INTERVAL_US) / CREATES);
+  if (perfSamples) for (const [name, samples] of stagesOfPerf(child.pid!, perfSamples)) stages.set(name, (samples * 1e6) / PERF_HZ / CREATES);
+  if (profiles) {
+    for (const file of readdirSync(profiles).filter((name) => name.endsWith('.cpuprofile'))) {
+      const profile = JSON.parse(readFileSync(join(profiles, file), 'utf8')) as Profile;
+      const { thread, counts } = stagesOfProfile(file, profile, from, to);
+      for (const [stage, samples] of counts) {
+        const name = `${thread}|${stage}`;
+        stages.set(name, (stages.get(name) ?? 0) + (samples * INTERVAL_US) / CREATES);
+      }
     }
+    if (!KEEP) rmSync(profiles, { recursive: true, force: true });
   }
   rmSync(dataDir, { recursive: true, force: true });
-  if (!KEEP) rmSync(profiles, { recursive: true, force: true });
   return { stages, processUs: cpuBefore === null || cpuAfter === null ? null : ((cpuAfter - cpuBefore) * 1000) / CREATES };
 }
 
