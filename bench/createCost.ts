@@ -7,7 +7,7 @@ import { csr, WEBHOOK_ENV } from './http.js';
 import { CONNECTIONS, type TextRow } from './measure.js';
 import { freePort, root, stop } from './servers.js';
 import { stagesOfProfile, stagesOfPerf, type Profile } from './costStages.js';
-import { perfAvailable, PERF_NODE_ARGS, recordPerf } from './perfSamples.js';
+import { perfAvailable, perfTarget, recordPerf } from './perfSamples.js';
 import { startBenchReceiver } from './webhooks.js';
 
 /**
@@ -103,9 +103,10 @@ async function oneRun(receiverOrigin: string, sampler: Sampler): Promise<RunResu
   const key = csr(dataDir, 'keys', 'create', '--workspace', 'cost', '--name', 'bench').key as string;
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  const profile = profiles ? ['--cpu-prof', `--cpu-prof-dir=${profiles}`, `--cpu-prof-interval=${INTERVAL_US}`] : sampler === 'perf' ? PERF_NODE_ARGS : [];
-  const child = spawn(process.execPath, [...profile, 'dist/src/main.js'], {
-    cwd: root,
+  const target = sampler === 'perf' ? perfTarget() : null;
+  const profile = profiles ? ['--cpu-prof', `--cpu-prof-dir=${profiles}`, `--cpu-prof-interval=${INTERVAL_US}`] : (target?.args ?? []);
+  const child = spawn(process.execPath, [...profile, join(root, 'dist/src/main.js')], {
+    cwd: target?.cwd ?? root,
     env: { ...process.env, DATA_DIR: dataDir, PORT: String(port), LOG_LEVEL: 'warn', ...WEBHOOK_ENV },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
@@ -118,9 +119,10 @@ async function oneRun(receiverOrigin: string, sampler: Sampler): Promise<RunResu
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
   }
+  // From before the warm-up: perf names only the code V8 compiles while it records.
+  const perf = target ? await recordPerf(child.pid!, PERF_HZ, target) : null;
   await post(url, key, WARMUP);
   await new Promise((resolve) => setTimeout(resolve, 1000));
-  const perf = sampler === 'perf' ? await recordPerf(child.pid!, PERF_HZ) : null;
   const cpuBefore = treeCpuMs(child.pid!);
   const from = nowUs();
   await post(url, key, CREATES);
@@ -128,8 +130,8 @@ async function oneRun(receiverOrigin: string, sampler: Sampler): Promise<RunResu
   await new Promise((resolve) => setTimeout(resolve, 500));
   const to = nowUs();
   const cpuAfter = treeCpuMs(child.pid!);
-  const perfSamples = perf ? await perf.stop() : null;
   await stop(child);
+  const perfSamples = perf ? await perf.stop({ fromUs: from, toUs: to }) : null;
 
   const stages = new Map<string, number>();
   if (perfSamples) for (const [name, samples] of stagesOfPerf(child.pid!, perfSamples)) stages.set(name, (samples * 1e6) / PERF_HZ / CREATES);

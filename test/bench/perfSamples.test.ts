@@ -1,7 +1,8 @@
 import { spawn } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { HELPERS, stagesOfPerf } from '../../bench/costStages.js';
-import { jsFrameOf, parsePerfScript, perfAvailable, PERF_NODE_ARGS, recordPerf } from '../../bench/perfSamples.js';
+import { existsSync } from 'node:fs';
+import { jsFrameOf, parsePerfScript, perfAvailable, perfTarget, recordPerf } from '../../bench/perfSamples.js';
 
 const PERF = perfAvailable();
 
@@ -10,7 +11,7 @@ const SCRIPT = `  4242
 	         155c9d3 Builtins_AsyncGeneratorAwaitResolveClosure (/usr/bin/node)
 	          c4993d v8::internal::(anonymous namespace)::Invoke (/usr/bin/node)
 
-  4250 
+  4250  1482.064343: 
 	ffffffff8e21c0a1 iowrite16+0x11 ([kernel.kallsyms])
 	    7fa1e40f2000 JS:^write file:///srv/dist/src/eventstore/sqlite/groupCommitter.js:206:10 (/tmp/perf-4242.map)
 
@@ -31,6 +32,9 @@ describe('perf samples (bench/perfSamples.ts)', () => {
     expect(samples[0]!.frames[2]).toEqual({ symbol: 'v8::internal::(anonymous namespace)::Invoke', dso: '/usr/bin/node' });
     // The offset into a kernel symbol is not part of its name.
     expect(samples[1]!.frames[0]).toEqual({ symbol: 'iowrite16', dso: '[kernel.kallsyms]' });
+    // With `-F tid,time,...` the header has the sample's time (seconds), kept in µs.
+    expect(samples[1]!.timeUs).toBe(1_482_064_343);
+    expect(samples[0]!.timeUs).toBeUndefined();
   });
 
   it.each([
@@ -59,17 +63,28 @@ describe('perf samples (bench/perfSamples.ts)', () => {
   // Where `perf record` cannot sample (no linux-perf, or kernel.perf_event_paranoid too high) this
   // one is reported as skipped, and createCost.ts splits by V8's profiler.
   it.runIf(PERF)('samples a running process and names its JavaScript functions (needs `perf record`)', async () => {
+    // The burn starts once perf records (perf names only code that V8 compiles while it records),
+    // and the process then exits by itself (its exit writes the JIT dump out).
     const burn = `function burnForPerf() { let x = 0; for (let i = 0; i < 1e6; i++) x += Math.sqrt(i); return x; }
-      process.stdout.write('ready'); const end = Date.now() + 5000; while (Date.now() < end) burnForPerf();`;
-    const child = spawn(process.execPath, [...PERF_NODE_ARGS, '-e', burn], { stdio: ['ignore', 'pipe', 'inherit'] });
+      process.stdout.write('ready'); process.stdin.once('data', () => { const end = Date.now() + 1500; while (Date.now() < end) burnForPerf(); process.exit(0); });`;
+    const target = perfTarget();
+    const child = spawn(process.execPath, [...target.args, '-e', burn], { cwd: target.cwd, stdio: ['pipe', 'pipe', 'inherit'] });
     await new Promise((resolve) => child.stdout.once('data', resolve));
-    const recording = await recordPerf(child.pid!, 1000);
-    await new Promise((resolve) => setTimeout(resolve, 1000));
-    const samples = await recording.stop();
-    child.kill();
+    const recording = await recordPerf(child.pid!, 1000, target);
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    const fromUs = Number(process.hrtime.bigint() / 1000n);
+    child.stdin.write('go\n');
+    await exited;
+    const toUs = Number(process.hrtime.bigint() / 1000n) - 500_000;
+    const samples = await recording.stop({ fromUs, toUs });
+    // Only the window's: perf stamps samples with the clock process.hrtime reads.
+    expect(samples.every(({ timeUs }) => timeUs! >= fromUs && timeUs! <= toUs)).toBe(true);
     const named = samples.filter((sample) => sample.frames.some((frame) => jsFrameOf(frame.symbol)?.functionName === 'burnForPerf'));
     expect(samples.length).toBeGreaterThan(100);
     expect(named.length / samples.length).toBeGreaterThan(0.5);
+    // Named from the JIT dump (perf inject's libraries), not from a map without lifetimes; its folder is gone.
+    expect(named[0]!.frames.find((frame) => jsFrameOf(frame.symbol)?.functionName === 'burnForPerf')!.dso).toMatch(/jitted-\d+-\d+\.so$/);
+    expect(existsSync(target.cwd)).toBe(false);
   }, 20_000);
 });
 
