@@ -13,7 +13,7 @@ import { join } from 'node:path';
  * named from V8's JIT dump (`perfTarget`).
  */
 
-/** One frame of a sampled stack: its symbol, and the file it is in (a JIT frame's is the map). */
+/** One frame of a sampled stack: its symbol, and the file it is in (a JIT frame's is a library `perf inject` made of it). */
 export interface Frame {
   symbol: string;
   dso: string;
