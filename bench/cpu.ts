@@ -82,3 +82,34 @@ export async function cpuPerRequest<T extends { requests: number }>(pid: number,
   const cpuUs = before === null || after === null || result.requests === 0 ? null : ((after - before) * 1000) / result.requests;
   return { ...result, cpuUs };
 }
+
+/** The bytes a thread has passed to write system calls (files and sockets): `wchar` of a /proc/<pid>/task/<tid>/io text. */
+export function parseWrittenBytes(text: string): number | null {
+  const match = /^wchar:\s*(\d+)$/m.exec(text);
+  return match ? Number(match[1]) : null;
+}
+
+/**
+ * Thread id -> bytes written so far, for every thread of `pid` (Linux; null elsewhere). Per thread,
+ * because each thread of a server writes one file's log: the commit thread the event log's, the
+ * projector the read model's, the checkpointer copies both back.
+ */
+export function threadWrites(pid: number): Map<number, number> | null {
+  if (process.platform !== 'linux') return null;
+  const written = new Map<number, number>();
+  let tids: string[];
+  try {
+    tids = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return null;
+  }
+  for (const tid of tids) {
+    try {
+      const bytes = parseWrittenBytes(readFileSync(`/proc/${pid}/task/${tid}/io`, 'utf8'));
+      if (bytes !== null) written.set(Number(tid), bytes);
+    } catch {
+      // A thread that ended between the listing and the read wrote nothing more that counts.
+    }
+  }
+  return written;
+}

@@ -2,11 +2,11 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { treeCpuMs } from './cpu.js';
+import { threadWrites, treeCpuMs } from './cpu.js';
 import { csr, WEBHOOK_ENV } from './http.js';
 import { CONNECTIONS, type TextRow } from './measure.js';
 import { freePort, root, stop } from './servers.js';
-import { stagesOfProfile, stagesOfPerf, type Profile } from './costStages.js';
+import { stagesOfProfile, stagesOfPerf, threadsOfPerf, type Profile } from './costStages.js';
 import { perfAvailable, perfTarget, recordPerf } from './perfSamples.js';
 import { startBenchReceiver } from './webhooks.js';
 
@@ -72,6 +72,8 @@ const nowUs = () => Number(process.hrtime.bigint() / 1000n);
 interface RunResult {
   /** "thread|stage" -> µs per create. */
   stages: Map<string, number>;
+  /** Thread -> bytes it passed to write calls per create (files and sockets); from perf runs, whose samples tell the threads apart. */
+  writes: Map<string, number>;
   processUs: number | null;
 }
 
@@ -124,17 +126,26 @@ async function oneRun(receiverOrigin: string, sampler: Sampler): Promise<RunResu
   await post(url, key, WARMUP);
   await new Promise((resolve) => setTimeout(resolve, 1000));
   const cpuBefore = treeCpuMs(child.pid!);
+  const writesBefore = threadWrites(child.pid!);
   const from = nowUs();
   await post(url, key, CREATES);
   // The followers (reactors, webhook deliveries) finish what the creates gave them.
   await new Promise((resolve) => setTimeout(resolve, 500));
   const to = nowUs();
   const cpuAfter = treeCpuMs(child.pid!);
+  const writesAfter = threadWrites(child.pid!);
   await stop(child);
   const perfSamples = perf ? await perf.stop({ fromUs: from, toUs: to }) : null;
 
   const stages = new Map<string, number>();
-  if (perfSamples) for (const [name, samples] of stagesOfPerf(child.pid!, perfSamples)) stages.set(name, (samples * 1e6) / PERF_HZ / CREATES);
+  const writes = new Map<string, number>();
+  if (perfSamples) {
+    for (const [name, samples] of stagesOfPerf(child.pid!, perfSamples)) stages.set(name, (samples * 1e6) / PERF_HZ / CREATES);
+    for (const [tid, { thread }] of threadsOfPerf(child.pid!, perfSamples)) {
+      const bytes = (writesAfter?.get(tid) ?? 0) - (writesBefore?.get(tid) ?? 0);
+      if (bytes > 0) writes.set(thread, (writes.get(thread) ?? 0) + bytes / CREATES);
+    }
+  }
   if (profiles) {
     for (const file of readdirSync(profiles).filter((name) => name.endsWith('.cpuprofile'))) {
       const profile = JSON.parse(readFileSync(join(profiles, file), 'utf8')) as Profile;
@@ -147,7 +158,7 @@ async function oneRun(receiverOrigin: string, sampler: Sampler): Promise<RunResu
     if (!KEEP) rmSync(profiles, { recursive: true, force: true });
   }
   rmSync(dataDir, { recursive: true, force: true });
-  return { stages, processUs: cpuBefore === null || cpuAfter === null ? null : ((cpuAfter - cpuBefore) * 1000) / CREATES };
+  return { stages, writes, processUs: cpuBefore === null || cpuAfter === null ? null : ((cpuAfter - cpuBefore) * 1000) / CREATES };
 }
 
 function median(values: number[]): number {
@@ -189,14 +200,19 @@ export async function createCostBench(): Promise<TextRow[]> {
   }
   const us = (share: number) => (total === null ? 'n/a' : (share * total).toFixed(0));
   console.log(`\nCPU per create by stage: median of ${RUNS} runs of ${CREATES} creates after ${WARMUP}, ${CONNECTIONS} connections; split by ${SAMPLERS[sampler]}\n`);
-  console.log('| thread | stage | share of the samples | µs per create |\n|---|---|---|---|');
+  // What each thread wrote per create: a thread's file writes are the pages of its store's WAL (docs/performance.md, session 37).
+  const written = (thread: string) => {
+    const runs = profiledRuns.filter((run) => run.writes.size > 0);
+    return runs.length === 0 ? '' : `${(median(runs.map((run) => run.writes.get(thread) ?? 0)) / 1024).toFixed(1)} KiB`;
+  };
+  console.log('| thread | stage | share of the samples | µs per create | written per create |\n|---|---|---|---|---|');
   for (const [thread, threadRows] of [...byThread].sort((a, b) => a[0].localeCompare(b[0]))) {
-    for (const row of threadRows.sort((a, b) => b.share - a.share)) console.log(`| ${thread} | ${row.name.split('|')[1]} | ${(100 * row.share).toFixed(1)}% | ${us(row.share)} |`);
+    for (const row of threadRows.sort((a, b) => b.share - a.share)) console.log(`| ${thread} | ${row.name.split('|')[1]} | ${(100 * row.share).toFixed(1)}% | ${us(row.share)} | |`);
     const share = threadRows.reduce((sum, row) => sum + row.share, 0);
-    console.log(`| ${thread} | **all** | **${(100 * share).toFixed(1)}%** | **${us(share)}** |`);
+    console.log(`| ${thread} | **all** | **${(100 * share).toFixed(1)}%** | **${us(share)}** | ${written(thread)} |`);
   }
   const whole = total === null ? 'n/a (not Linux)' : `${total.toFixed(0)} µs (runs: ${processes.map((value) => value.toFixed(0)).join(', ')})`;
-  console.log(`| the process, every thread (/proc, unprofiled) | | | **${whole}** |\n`);
+  console.log(`| the process, every thread (/proc, unprofiled) | | | **${whole}** | |\n`);
   return [{ scenario: 'create: CPU per create, every thread of the process (createCost.ts)', result: whole, target: '<= 250 µs' }];
 }
 

@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { parseStat, treeCpuMs } from '../../bench/cpu.js';
+import { parseStat, parseWrittenBytes, threadWrites, treeCpuMs } from '../../bench/cpu.js';
 
 describe('bench CPU accounting', () => {
   it('reads the parent and the CPU ticks of a stat line whose command holds spaces and parentheses', () => {
@@ -21,5 +21,29 @@ describe('bench CPU accounting', () => {
     await new Promise((resolve) => child.once('exit', resolve));
     // /proc counts in clock ticks (10 ms): allow one tick for the rounding.
     expect(after - before).toBeGreaterThanOrEqual(190);
+  });
+
+  it.each([
+    // given a /proc/<pid>/task/<tid>/io text, then the bytes it says the thread wrote
+    ['rchar: 9000\nwchar: 17710\nsyscr: 12\nsyscw: 8\nread_bytes: 0\nwrite_bytes: 4096\ncancelled_write_bytes: 0\n', 17710],
+    ['wchar: 0\n', 0],
+    ['rchar: 12\n', null],
+  ])('reads what a thread wrote from its io text (%#)', (text, bytes) => {
+    expect(parseWrittenBytes(text)).toBe(bytes);
+  });
+
+  it.runIf(process.platform === 'linux')('counts the bytes each thread of a process writes, in that thread', async () => {
+    // The child's main thread writes 1 MiB to a file, then waits; its other threads write nothing of it.
+    const write = `const fs = require('node:fs'); const os = require('node:os'); const path = require('node:path');
+      const file = path.join(os.tmpdir(), 'csr-bench-writes-' + process.pid); fs.writeFileSync(file, Buffer.alloc(1 << 20)); fs.rmSync(file);
+      process.stdout.write('written'); process.stdin.resume();`;
+    const child = spawn(process.execPath, ['-e', write], { stdio: ['pipe', 'pipe', 'inherit'] });
+    await new Promise((resolve) => child.stdout.once('data', resolve));
+    const written = threadWrites(child.pid!)!;
+    child.stdin.end();
+    await new Promise((resolve) => child.once('exit', resolve));
+    expect(written.get(child.pid!)).toBeGreaterThanOrEqual(1 << 20);
+    const others = [...written].filter(([tid]) => tid !== child.pid).reduce((sum, [, bytes]) => sum + bytes, 0);
+    expect(others).toBeLessThan(1 << 20);
   });
 });

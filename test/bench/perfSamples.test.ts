@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { HELPERS, stagesOfPerf } from '../../bench/costStages.js';
+import { HELPERS, stagesOfPerf, threadsOfPerf } from '../../bench/costStages.js';
 import { existsSync } from 'node:fs';
 import { jsFrameOf, parsePerfScript, perfAvailable, perfTarget, recordPerf } from '../../bench/perfSamples.js';
 
@@ -57,6 +57,12 @@ describe('perf samples (bench/perfSamples.ts)', () => {
       'API thread|wake-ups from other threads': 1,
       'commit thread|append + commit': 1,
       [`other threads|${HELPERS}`]: 1,
+    });
+    // The same threads by id (createCost.ts puts each thread's bytes written in its row by them).
+    expect(Object.fromEntries(threadsOfPerf(4242, parsePerfScript(SCRIPT)))).toEqual({
+      4242: { thread: 'API thread', native: false },
+      4250: { thread: 'commit thread', native: false },
+      4251: { thread: 'other threads', native: true },
     });
   });
 
