@@ -124,36 +124,35 @@ export function stagesOfProfile(file: string, profile: Profile, from: number, to
   return { thread, counts };
 }
 
-/**
- * Thread id -> the row each thread's samples go in, from perf's samples of every thread of the
- * process `pid`: each thread is told apart by the project code its samples ran (the main thread is
- * the process's own id); a thread that never ran JavaScript is one of V8's or libuv's helpers
- * (garbage collection, compilation), in the row of other threads.
- */
-export function threadsOfPerf(pid: number, samples: readonly Sample[]): Map<number, { thread: Thread; native: boolean }> {
-  const urlsOf = new Map<number, Set<string>>();
-  for (const sample of samples) {
-    let urls = urlsOf.get(sample.tid);
-    if (!urls) urlsOf.set(sample.tid, (urls = new Set()));
-    for (const frame of sample.frames) {
-      const js = jsFrameOf(frame.symbol);
-      if (js) urls.add(js.url);
-    }
-  }
-  return new Map([...urlsOf].map(([tid, urls]) => [tid, { thread: urls.size === 0 ? 'other threads' : threadOf(tid === pid, urls), native: urls.size === 0 }]));
+/** A perf thread's row: the thread it is, and whether it never ran JavaScript (a helper). */
+export interface PerfThread {
+  thread: Thread;
+  native: boolean;
 }
 
-/** Stage -> samples, from perf's samples of every thread of the process `pid` (threads as `threadsOfPerf` tells them). */
-export function stagesOfPerf(pid: number, samples: readonly Sample[]): Map<string, number> {
-  const threads = threadsOfPerf(pid, samples);
-  const counts = new Map<string, number>();
-  for (const sample of samples) {
-    const { thread, native } = threads.get(sample.tid)!;
+/**
+ * perf's samples of every thread of the process `pid`, split: stage -> samples, and thread id ->
+ * its row. Each thread is told apart by the project code its samples ran (the main thread is the
+ * process's own id); a thread that never ran JavaScript is one of V8's or libuv's helpers (garbage
+ * collection, compilation), in the row of other threads.
+ */
+export function splitPerf(pid: number, samples: readonly Sample[]): { stages: Map<string, number>; threads: Map<number, PerfThread> } {
+  const urlsOf = new Map<number, Set<string>>();
+  const stacks = samples.map((sample) => {
     const stack = sample.frames.map((frame) => jsFrameOf(frame.symbol)).filter((frame): frame is JsFrame => frame !== null);
+    let urls = urlsOf.get(sample.tid);
+    if (!urls) urlsOf.set(sample.tid, (urls = new Set()));
+    for (const frame of stack) urls.add(frame.url);
+    return { tid: sample.tid, stack };
+  });
+  const threads = new Map([...urlsOf].map(([tid, urls]): [number, PerfThread] => [tid, { thread: urls.size === 0 ? 'other threads' : threadOf(tid === pid, urls), native: urls.size === 0 }]));
+  const stages = new Map<string, number>();
+  for (const { tid, stack } of stacks) {
+    const { thread, native } = threads.get(tid)!;
     const name = native ? `other threads|${HELPERS}` : `${thread}|${stageOf(thread, stack)}`;
-    counts.set(name, (counts.get(name) ?? 0) + 1);
+    stages.set(name, (stages.get(name) ?? 0) + 1);
   }
-  return counts;
+  return { stages, threads };
 }
 
 /** The stage of threads that never run the project's JavaScript. */

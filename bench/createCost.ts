@@ -6,7 +6,7 @@ import { threadWrites, treeCpuMs } from './cpu.js';
 import { csr, WEBHOOK_ENV } from './http.js';
 import { CONNECTIONS, type TextRow } from './measure.js';
 import { freePort, root, stop } from './servers.js';
-import { stagesOfProfile, stagesOfPerf, threadsOfPerf, type Profile } from './costStages.js';
+import { splitPerf, stagesOfProfile, type Profile } from './costStages.js';
 import { perfAvailable, perfTarget, recordPerf } from './perfSamples.js';
 import { startBenchReceiver } from './webhooks.js';
 
@@ -72,7 +72,7 @@ const nowUs = () => Number(process.hrtime.bigint() / 1000n);
 interface RunResult {
   /** "thread|stage" -> µs per create. */
   stages: Map<string, number>;
-  /** Thread -> bytes it passed to write calls per create (files and sockets); from perf runs, whose samples tell the threads apart. */
+  /** Thread -> bytes it passed to write calls per create (files and sockets); from perf runs, whose samples tell the threads apart (splitPerf). */
   writes: Map<string, number>;
   processUs: number | null;
 }
@@ -140,8 +140,9 @@ async function oneRun(receiverOrigin: string, sampler: Sampler): Promise<RunResu
   const stages = new Map<string, number>();
   const writes = new Map<string, number>();
   if (perfSamples) {
-    for (const [name, samples] of stagesOfPerf(child.pid!, perfSamples)) stages.set(name, (samples * 1e6) / PERF_HZ / CREATES);
-    for (const [tid, { thread }] of threadsOfPerf(child.pid!, perfSamples)) {
+    const split = splitPerf(child.pid!, perfSamples);
+    for (const [name, samples] of split.stages) stages.set(name, (samples * 1e6) / PERF_HZ / CREATES);
+    for (const [tid, { thread }] of split.threads) {
       const bytes = (writesAfter?.get(tid) ?? 0) - (writesBefore?.get(tid) ?? 0);
       if (bytes > 0) writes.set(thread, (writes.get(thread) ?? 0) + bytes / CREATES);
     }

@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { HELPERS, stagesOfPerf, threadsOfPerf } from '../../bench/costStages.js';
+import { HELPERS, splitPerf } from '../../bench/costStages.js';
 import { existsSync } from 'node:fs';
 import { jsFrameOf, parsePerfScript, perfAvailable, perfTarget, recordPerf } from '../../bench/perfSamples.js';
 
@@ -50,8 +50,8 @@ describe('perf samples (bench/perfSamples.ts)', () => {
   });
 
   it('puts each sample in its thread and stage: the main thread serves the API, a worker is known by its code, a thread without JavaScript is a helper', () => {
-    const counts = stagesOfPerf(4242, parsePerfScript(SCRIPT));
-    expect(Object.fromEntries(counts)).toEqual({
+    const { stages, threads } = splitPerf(4242, parsePerfScript(SCRIPT));
+    expect(Object.fromEntries(stages)).toEqual({
       'API thread|validation + decide': 1,
       // The deepest frame of the project's code decides: the signal, not the waiter that listens to it.
       'API thread|wake-ups from other threads': 1,
@@ -59,7 +59,7 @@ describe('perf samples (bench/perfSamples.ts)', () => {
       [`other threads|${HELPERS}`]: 1,
     });
     // The same threads by id (createCost.ts puts each thread's bytes written in its row by them).
-    expect(Object.fromEntries(threadsOfPerf(4242, parsePerfScript(SCRIPT)))).toEqual({
+    expect(Object.fromEntries(threads)).toEqual({
       4242: { thread: 'API thread', native: false },
       4250: { thread: 'commit thread', native: false },
       4251: { thread: 'other threads', native: true },
