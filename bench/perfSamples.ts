@@ -76,16 +76,17 @@ export function perfTarget(): PerfTarget {
  * that V8 compiled while it recorded. Call `stop` once the process has exited by itself or on a
  * signal it handles (the service's SIGTERM): V8 writes its JIT dump through a buffer that only the
  * process's exit flushes, and `stop` answers the samples of `window`. perf's files, its cache of
- * the binaries it saw (PERF_BUILDID_DIR, by default in the home folder) and the target's folder
- * are removed by `stop`.
+ * the binaries it saw and the target's folder are removed by `stop`.
  */
 export async function recordPerf(pid: number, hz: number, target: PerfTarget): Promise<{ stop(window?: Window): Promise<Sample[]> }> {
   const dir = mkdtempSync(join(tmpdir(), 'csr-bench-perf-'));
   const data = join(dir, 'perf.data');
   const injected = join(dir, 'perf.jit.data');
-  const env = { ...process.env, PERF_BUILDID_DIR: join(dir, 'buildids') };
+  // perf's cache of the binaries it saw, by default in the home folder, where it kept a copy of
+  // every library perf inject makes; this perf answers the PERF_BUILDID_DIR variable only in part.
+  const cache = ['--buildid-dir', join(dir, 'buildids')];
   // -k 1: the monotonic clock, which V8 stamps its JIT dump's entries with.
-  const perf: ChildProcess = spawn('perf', ['record', '-k', '1', '-e', 'cpu-clock', '-F', String(hz), '-g', '-p', String(pid), '-o', data], { stdio: 'ignore', env });
+  const perf: ChildProcess = spawn('perf', [...cache, 'record', '-k', '1', '-e', 'cpu-clock', '-F', String(hz), '-g', '-p', String(pid), '-o', data], { stdio: 'ignore' });
   // perf attaches to each thread before it samples; what it misses meanwhile is the window's edge.
   await new Promise((resolve) => setTimeout(resolve, 500));
   return {
@@ -97,7 +98,7 @@ export async function recordPerf(pid: number, hz: number, target: PerfTarget): P
         perf.kill('SIGINT');
         await exited;
       }
-      const run = (args: string[]) => execFileSync('perf', args, { encoding: 'utf8', maxBuffer: 1 << 30, stdio: ['ignore', 'pipe', 'ignore'], env });
+      const run = (args: string[]) => execFileSync('perf', [...cache, ...args], { encoding: 'utf8', maxBuffer: 1 << 30, stdio: ['ignore', 'pipe', 'ignore'] });
       try {
         // Writes a small library per compiled function into the target's folder, beside the dump.
         run(['inject', '--jit', '-i', data, '-o', injected]);

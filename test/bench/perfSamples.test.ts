@@ -2,6 +2,8 @@ import { spawn } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { HELPERS, splitPerf } from '../../bench/costStages.js';
 import { existsSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { basename, join } from 'node:path';
 import { jsFrameOf, parsePerfScript, perfAvailable, perfTarget, recordPerf } from '../../bench/perfSamples.js';
 
 const PERF = perfAvailable();
@@ -91,6 +93,8 @@ describe('perf samples (bench/perfSamples.ts)', () => {
     // Named from the JIT dump (perf inject's libraries), not from a map without lifetimes; its folder is gone.
     expect(named[0]!.frames.find((frame) => jsFrameOf(frame.symbol)?.functionName === 'burnForPerf')!.dso).toMatch(/jitted-\d+-\d+\.so$/);
     expect(existsSync(target.cwd)).toBe(false);
+    // perf's cache of the binaries it saw (a copy of every library perf inject made) stays out of the home folder.
+    expect(existsSync(join(homedir(), '.debug', 'tmp', basename(target.cwd)))).toBe(false);
   }, 20_000);
 });
 
