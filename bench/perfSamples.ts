@@ -102,8 +102,9 @@ export async function recordPerf(pid: number, hz: number, target: PerfTarget): P
       try {
         // Writes a small library per compiled function into the target's folder, beside the dump.
         run(['inject', '--jit', '-i', data, '-o', injected]);
-        const samples = parsePerfScript(run(['script', '-i', injected, '-F', 'tid,time,ip,sym,dso']));
-        return window ? samples.filter(({ timeUs }) => timeUs !== undefined && timeUs >= window.fromUs && timeUs <= window.toUs) : samples;
+        // perf keeps only the window's samples: the warm-up before it is most of the recording.
+        const span = window ? ['--time', `${(window.fromUs / 1e6).toFixed(6)},${(window.toUs / 1e6).toFixed(6)}`] : [];
+        return parsePerfScript(run(['script', '-i', injected, '-F', 'tid,time,ip,sym,dso', ...span]));
       } finally {
         rmSync(dir, { recursive: true, force: true });
         rmSync(target.cwd, { recursive: true, force: true });

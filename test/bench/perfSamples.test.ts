@@ -1,9 +1,9 @@
 import { spawn } from 'node:child_process';
-import { describe, expect, it } from 'vitest';
-import { HELPERS, splitPerf } from '../../bench/costStages.js';
 import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { basename, join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { HELPERS, splitPerf } from '../../bench/costStages.js';
 import { jsFrameOf, parsePerfScript, perfAvailable, perfTarget, recordPerf } from '../../bench/perfSamples.js';
 
 const PERF = perfAvailable();
