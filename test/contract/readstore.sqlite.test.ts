@@ -269,6 +269,35 @@ describe('sqlite read store', () => {
     }
   });
 
+  it('writes a record looked up and not found once, however often the transaction puts it', async () => {
+    const path = join(dir, 'absent.db');
+    const store = openSqliteReadStore({ path });
+    const raw = new Sqlite(path, { readonly: true });
+    const withIndustry = (n: number, industry: string, revision: number) => ({ ...doc('ws', n), fields: { n, industry }, revision });
+    const rows = () => raw.prepare("SELECT key FROM filters WHERE field = 'industry' ORDER BY key").all();
+    const total = async (value: string) =>
+      (await store.find({ workspaceId: 'ws', object: 'clients', filters: [{ field: 'industry', value }], limit: 1, offset: 0 })).total;
+    try {
+      await store.transaction(async (tx) => {
+        expect(await tx.get('ws', 'clients', doc('ws', 1).id)).toBeNull();
+        await tx.put(withIndustry(1, 'Alpha', 0));
+        await tx.put(withIndustry(1, 'Beta', 1));
+        expect(await tx.get('ws', 'clients', doc('ws', 2).id)).toBeNull();
+        await tx.delete('ws', 'clients', doc('ws', 2).id);
+        await tx.put(withIndustry(2, 'Beta', 0));
+      });
+      expect(rows()).toEqual([{ key: 'beta' }, { key: 'beta' }]);
+      expect([await total('Alpha'), await total('Beta')]).toEqual([0, 2]);
+      expect((await store.get('ws', 'clients', doc('ws', 1).id))?.revision).toBe(1);
+      // A later transaction looks up again: what an earlier one found absent is not remembered.
+      await store.transaction((tx) => tx.put(withIndustry(2, 'Alpha', 1)));
+      expect(rows()).toEqual([{ key: 'alpha' }, { key: 'beta' }]);
+    } finally {
+      raw.close();
+      await store.close();
+    }
+  });
+
   it('counts on from a count of one kept by a store written before keys of one row went uncounted', async () => {
     const path = join(dir, 'counts-before.db');
     const store = openSqliteReadStore({ path });

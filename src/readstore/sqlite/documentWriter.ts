@@ -2,7 +2,6 @@ import type Database from 'better-sqlite3';
 import { filterKey, filterKeys } from '../../schema/filterKey.js';
 import type { RecordDocument, Values } from '../port.js';
 import { collOn, epochMs, type StatementCache, type StoredRow, type Tables } from './connection.js';
-import { filterRows } from './findPlan.js';
 import { positionLayoutOf, type PositionLayout, type StoredPosition } from './positions.js';
 
 /** "field\0key" for every filter key of a document's fields and calculated values. */
@@ -39,6 +38,7 @@ export class DocumentWriter {
   private readonly insertFilter;
   private readonly deleteFilter;
   private readonly countUp;
+  private readonly probeCount;
   private readonly insertCount;
   private readonly dropSmallCount;
   private readonly countDown;
@@ -62,8 +62,10 @@ export class DocumentWriter {
   bulk = false;
 
   /**
-   * Records the open transaction looked up and did not find (bulk load only): their document is
-   * inserted without looking it up again. A rebuild's batch looks every record it changes up first.
+   * Records the open transaction looked up and did not find: their document is inserted without
+   * looking it up again. The projection looks every record it changes up first (batchOverlay.ts),
+   * inside the transaction's write lock, or, for a rebuild's lazy batch, in a generation no other
+   * transaction writes; so a record found absent stays absent until this writer puts it.
    */
   private readonly absent = new Set<string>();
 
@@ -95,6 +97,13 @@ export class DocumentWriter {
       `DELETE FROM ${t.filters} WHERE coll = ? AND field = ? AND key = ? AND created_position = ? AND doc_id = ?`,
     );
     this.countUp = write.prepare(`UPDATE ${t.filterCounts} SET n = n + ? WHERE coll = ? AND field = ? AND key = ?`);
+    // coalesce evaluates its arguments in turn: the key's filter rows are counted only when it has no counts row.
+    this.probeCount = write
+      .prepare(
+        `SELECT coalesce((SELECT n FROM ${t.filterCounts} WHERE coll = @coll AND field = @field AND key = @key),
+          -1 - (SELECT COUNT(*) FROM ${t.filters} WHERE coll = @coll AND field = @field AND key = @key))`,
+      )
+      .pluck();
     this.insertCount = write.prepare(`INSERT INTO ${t.filterCounts} (coll, field, key, n) VALUES (?, ?, ?, ?)`);
     this.dropSmallCount = write.prepare(`DELETE FROM ${t.filterCounts} WHERE coll = ? AND field = ? AND key = ? AND n <= ?`);
     this.countDown = write.prepare(`UPDATE ${t.filterCounts} SET n = n - ? WHERE coll = ? AND field = ? AND key = ?`);
@@ -121,9 +130,15 @@ export class DocumentWriter {
   writeCounts(): void {
     for (const { coll, field, key, delta } of this.countChanges.values()) {
       if (delta > 0) {
-        if (this.countUp.run(delta, coll, field, key).changes > 0) continue;
+        // One statement for either case: most keys counted up here are new unique values, with no
+        // counts row, whose filter rows had to be counted after a missed UPDATE.
+        const probed = this.probeCount.get({ coll, field, key }) as number;
+        if (probed >= 0) {
+          this.countUp.run(delta, coll, field, key);
+          continue;
+        }
         // No row: the key had one filter row at most before this transaction.
-        const rows = filterRows(this.cache, this.t, coll, field, key);
+        const rows = -1 - probed;
         if (rows >= 2) this.insertCount.run(coll, field, key, rows);
       } else if (delta < 0 && this.dropSmallCount.run(coll, field, key, 1 - delta).changes === 0) {
         // A row left with two or more is counted down; a key without one has none left to count.
@@ -137,7 +152,7 @@ export class DocumentWriter {
 
   /** A look-up of the open transaction found no such document. */
   lookedUpAbsent(workspaceId: string, object: string, id: string): void {
-    if (this.bulk) this.absent.add(`${workspaceId}\u0000${object}\u0000${id}`);
+    this.absent.add(`${workspaceId}\u0000${object}\u0000${id}`);
   }
 
   /** After COMMIT: the transaction's collection ids now exist for good. */
@@ -174,7 +189,9 @@ export class DocumentWriter {
       revision: document.revision,
       rendered: document.rendered ?? null,
     };
-    const stored = this.storedRow.get(coll, document.id) as StoredRow | undefined;
+    // A created record's document was just looked up by the projection (batchOverlay.ts) and not found.
+    const absent = this.absent.delete(`${document.workspaceId}\u0000${document.object}\u0000${document.id}`);
+    const stored = absent ? undefined : (this.storedRow.get(coll, document.id) as StoredRow | undefined);
     const keys = keysOf(document.fields, document.calculated);
     if (!stored) {
       const docId = Number(this.insertDocument.run(row).lastInsertRowid);
