@@ -15,7 +15,16 @@ export function isUuid(value: unknown): value is string {
  * randomUUID, which draws from a pool, where randomBytes(16) for every id would not.
  */
 export function newId(now: number = Date.now()): string {
-  const time = now.toString(16).padStart(12, '0');
+  // A create makes several ids in one millisecond: its time part is formatted once per millisecond.
+  if (now !== prefixMs) {
+    const time = now.toString(16).padStart(12, '0');
+    prefix = `${time.slice(0, 8)}-${time.slice(8, 12)}-7`;
+    prefixMs = now;
+  }
   // randomUUID(): xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx; keep what follows the version digit.
-  return `${time.slice(0, 8)}-${time.slice(8, 12)}-7${randomUUID().slice(15)}`;
+  return prefix + randomUUID().slice(15);
 }
+
+/** The time part of the last id made, and its millisecond. */
+let prefixMs = Number.NaN;
+let prefix = '';

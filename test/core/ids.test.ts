@@ -16,6 +16,11 @@ describe('newId', () => {
     expect([...ids].sort()).toEqual(ids);
   });
 
+  it('carries the time it is given, whatever time the id before it had', () => {
+    const times = [1_700_000_000_000, 1_700_000_000_000, 5, 1_700_000_000_000, 2 ** 47, 5];
+    expect(times.map((at) => newId(at).replace('-', '').slice(0, 12))).toEqual(times.map((at) => at.toString(16).padStart(12, '0')));
+  });
+
   it('differs between ids of the same millisecond', () => {
     const ids = new Set(Array.from({ length: 1_000 }, () => newId(1_700_000_000_000)));
     expect(ids.size).toBe(1_000);
