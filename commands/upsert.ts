@@ -4,7 +4,7 @@ import type { Position } from '../src/eventstore/position.js';
 import { newId } from '../src/core/ids.js';
 import { inFlight } from '../src/core/inFlight.js';
 import { filterKey } from '../src/schema/filterKey.js';
-import type { FieldFilter, FindQuery, Values } from '../src/readstore/port.js';
+import type { FieldFilter, FindQuery, FindResult, Values } from '../src/readstore/port.js';
 import { feedsRollups } from '../src/schema/calculated.js';
 import { recordName, uniqueFields } from '../src/schema/catalogue.js';
 import type { ObjectDef } from '../src/schema/types.js';
@@ -226,11 +226,22 @@ async function lookUp(deps: CommandDeps, action: Action, object: ObjectDef, prep
     else if (record.criteria.key !== null) queries.set(record.criteria.key, { workspaceId: action.workspaceId, object: object.key, ...record.criteria.query, limit: 2, offset: 0 });
   }
   await inFlight([...ids], READS_IN_FLIGHT, async (id) => void stored.loaded.set(id, await loadRecord(deps.events, id)));
-  await inFlight([...queries], READS_IN_FLIGHT, async ([key, query]) => {
-    const found = await deps.readStore.find(query);
-    const existing = found.total > 1 ? undefined : found.documents[0];
-    stored.found.set(key, { total: found.total, existing: existing ? { id: existing.id, loaded: await loadRecord(deps.events, existing.id) } : null });
+  // Asked together, PLAN_SLICE at a time: the embedded store answers each slice from one read
+  // transaction, where one transaction per find was most of a match's cost, and a slice between
+  // two turns of the event loop keeps other requests moving.
+  const asked = [...queries];
+  const found: FindResult[] = [];
+  for (let start = 0; start < asked.length; start += PLAN_SLICE) {
+    found.push(...(await deps.readStore.findEach(asked.slice(start, start + PLAN_SLICE).map(([, query]) => query))));
+  }
+  const matched: { key: string; id: string; total: number }[] = [];
+  asked.forEach(([key], at) => {
+    const { total, documents } = found[at]!;
+    const existing = total > 1 ? undefined : documents[0];
+    if (existing) matched.push({ key, id: existing.id, total });
+    else stored.found.set(key, { total, existing: null });
   });
+  await inFlight(matched, READS_IN_FLIGHT, async ({ key, id, total }) => void stored.found.set(key, { total, existing: { id, loaded: await loadRecord(deps.events, id) } }));
   return stored;
 }
 

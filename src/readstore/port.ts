@@ -159,8 +159,17 @@ export interface RunnerStatus {
   updatedAt: string;
 }
 
+/** Finds a server store's findEach sends at once when it cannot send them together: a few of its pooled connections, not all of them. */
+export const FINDS_IN_FLIGHT = 4;
+
 export interface ReadStore {
   find(query: FindQuery): Promise<FindResult>;
+  /**
+   * `find` for each query, the answers in the queries' order (an upsert's matches): the embedded
+   * store answers them all from one read transaction, PostgreSQL sends finds by name together in
+   * a few statements, and other finds a few at a time (src/core/inFlight.ts).
+   */
+  findEach(queries: readonly FindQuery[]): Promise<FindResult[]>;
   get(workspaceId: string, object: string, id: string): Promise<RecordDocument | null>;
   /**
    * `get` for a reader of the stored rendering (a GET of one record): the document is parsed only

@@ -413,6 +413,35 @@ export function readStoreContract(name: string, open: () => Promise<ReadStore> |
         expect(await ids(query(ws, { name: '' }))).toEqual([]);
       });
 
+      it('findEach answers each query as find does, in the queries\' order, names and filters mixed, none for none', async () => {
+        const ws = workspace();
+        const a = doc(ws, 1, { name: 'Acme', fields: { tier: 'SMB' } });
+        const b = doc(ws, 2, { name: 'acme', fields: { tier: 'Enterprise' } });
+        const c = doc(ws, 3, { name: 'Globex', fields: { tier: 'SMB' } });
+        await putAll(a, b, c);
+        const queries = [
+          query(ws, { name: 'globex', limit: 2 }),
+          query(ws, { filters: [{ field: 'tier', value: 'smb' }] }),
+          query(ws, { name: 'ACME', limit: 2 }),
+          query(ws, { name: 'Initech', limit: 2 }),
+          query(ws, { object: 'contacts', name: 'acme', limit: 2 }),
+          query(workspace(), { filters: [{ field: 'tier', value: 'smb' }] }),
+          query(ws, { name: 'acme', limit: 1 }),
+        ];
+        const each = await store.findEach(queries);
+        expect(each).toEqual(await Promise.all(queries.map((q) => store.find(q))));
+        expect(each.map(({ documents, total }) => [documents.map((document) => document.id), total])).toEqual([
+          [[c.id], 1],
+          [[a.id, c.id], 2],
+          [[a.id, b.id], 2],
+          [[], 0],
+          [[], 0],
+          [[], 0],
+          [[a.id], 2],
+        ]);
+        expect(await store.findEach([])).toEqual([]);
+      });
+
       it('updatedSince is strict and compares moments, not strings', async () => {
         const ws = workspace();
         const a = doc(ws, 1, { updatedAt: at(10) });

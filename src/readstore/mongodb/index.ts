@@ -1,6 +1,7 @@
 import { MongoClient, type ClientSession, type Collection, type Db, type TransactionOptions } from 'mongodb';
 import { hasReached, type Position } from '../../eventstore/position.js';
-import { REBUILD_SUPERSEDED } from '../port.js';
+import { FINDS_IN_FLIGHT, REBUILD_SUPERSEDED } from '../port.js';
+import { inFlight } from '../../core/inFlight.js';
 import type { BeginGeneration, FieldFilter, FindQuery, FindResult, ReadStore, ReadTransaction, RecordDocument, RunnerStatus } from '../port.js';
 import {
   fromPointer,
@@ -171,6 +172,7 @@ export async function openMongoReadStore(options: MongoStoreOptions): Promise<Re
 
   return mappingStorageErrors({
     find,
+    findEach: (queries) => inFlight(queries, FINDS_IN_FLIGHT, find),
 
     async findStored(query: FindQuery) {
       const { documents, total } = await find(query);

@@ -3,7 +3,8 @@ import pg from 'pg';
 import { mappingPostgresErrors } from '../../postgres/errors.js';
 import { migrate } from '../../postgres/migrate.js';
 import { inTransaction, onTransactionClient, preparedQuery, type Pool, type PoolClient } from '../../postgres/pool.js';
-import { REBUILD_SUPERSEDED } from '../port.js';
+import { FINDS_IN_FLIGHT, REBUILD_SUPERSEDED } from '../port.js';
+import { inFlight } from '../../core/inFlight.js';
 import type { BeginGeneration, FindQuery, FindResult, LinkEdge, ReadStore, ReadTransaction, RecordDocument, RunnerStatus } from '../port.js';
 import { Analyzer } from './analyze.js';
 import { CheckpointWatcher } from './checkpointWatcher.js';
@@ -244,6 +245,15 @@ export async function openPostgresReadStore(options: PostgresReadStoreOptions): 
     return { documents: rows.map(fromRow), total };
   }
 
+  async function findEach(queries: readonly FindQuery[]): Promise<FindResult[]> {
+    const results = new Array<FindResult>(queries.length);
+    const asked = queries.map((query, at) => ({ query, at }));
+    const into = async ({ query, at }: { query: FindQuery; at: number }) => void (results[at] = await find(query));
+    // Finds by name asked at once go together, a statement per batch (nameFinds.ts); the others each take a connection.
+    await Promise.all([...asked.filter(({ query }) => isNameFind(query)).map(into), inFlight(asked.filter(({ query }) => !isNameFind(query)), FINDS_IN_FLIGHT, into)]);
+    return results;
+  }
+
   async function pointer(): Promise<PointerRow> {
     const found = await pool.query<PointerRow>('SELECT * FROM csr_read_model WHERE id = $1', [POINTER_ID]);
     return found.rows[0]!;
@@ -251,6 +261,7 @@ export async function openPostgresReadStore(options: PostgresReadStoreOptions): 
 
   return mappingPostgresErrors<ReadStore>({
     find,
+    findEach,
 
     async findStored(query, shape) {
       if (shape === undefined) {

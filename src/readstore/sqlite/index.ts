@@ -146,20 +146,26 @@ export function openSqliteReadStore(options: { path: string; batchThread?: boole
     cache: StatementCache;
     /** One read transaction: the page and the total come from the same snapshot. */
     find(query: FindQuery): FindResult;
+    /** find for each query, all in one read transaction. */
+    findEach(queries: readonly FindQuery[]): FindResult[];
     /** find for a reader of stored renderings; without a shape every row is read whole. */
     findStored(query: FindQuery, shape: string | null): FindStoredResult;
     linkSources: Database.Statement;
   }
   const readerOn = (read: Database.Database): Reader => {
     const readCache = new StatementCache(read);
+    const findIn = (t: Tables, query: FindQuery): FindResult => {
+      const coll = readColl(readCache, t, query.workspaceId, query.object);
+      if (coll === null) return { documents: [], total: 0 };
+      const { plan, rows } = findPage(readCache, t, coll, criteriaOf(query), query.limit, query.offset);
+      return { documents: rows.map((row) => toDocument(query.workspaceId, query.object, row)), total: pageTells(query, rows.length) ?? total(readCache, t, coll, query, plan) };
+    };
     return {
       cache: readCache,
-      find: read.transaction((query: FindQuery): FindResult => {
+      find: read.transaction((query: FindQuery): FindResult => findIn(tablesOf(liveOn(readCache)), query)),
+      findEach: read.transaction((queries: readonly FindQuery[]): FindResult[] => {
         const t = tablesOf(liveOn(readCache));
-        const coll = readColl(readCache, t, query.workspaceId, query.object);
-        if (coll === null) return { documents: [], total: 0 };
-        const { plan, rows } = findPage(readCache, t, coll, criteriaOf(query), query.limit, query.offset);
-        return { documents: rows.map((row) => toDocument(query.workspaceId, query.object, row)), total: pageTells(query, rows.length) ?? total(readCache, t, coll, query, plan) };
+        return queries.map((query) => findIn(t, query));
       }),
       findStored: read.transaction((query: FindQuery, shape: string | null): FindStoredResult => {
         const t = tablesOf(liveOn(readCache));
@@ -386,6 +392,10 @@ export function openSqliteReadStore(options: { path: string; batchThread?: boole
       return inSnapshot(() => reader.find(query));
     },
 
+    async findEach(queries: readonly FindQuery[]): Promise<FindResult[]> {
+      const reader = readers.current();
+      return inSnapshot(() => reader.findEach(queries));
+    },
     async findStored(query: FindQuery, shape?: string): Promise<FindStoredResult> {
       const reader = readers.current();
       return inSnapshot(() => reader.findStored(query, shape ?? null));
