@@ -15,6 +15,9 @@ export function keysOf(fields: Values, calculated: Values): Set<string> {
   return keys;
 }
 
+/** Keys writeCounts remembers having a counts row, at most: a field's shared values (industries, statuses), not every value. */
+const COUNTED_KEYS = 10_000;
+
 function splitKey(fieldKey: string): [string, string] {
   const at = fieldKey.indexOf('\u0000');
   return [fieldKey.slice(0, at), fieldKey.slice(at + 1)];
@@ -57,6 +60,8 @@ export class DocumentWriter {
    */
   private readonly countChanges = new Map<string, { coll: number; field: string; key: string; delta: number }>();
   private readonly documentCountChanges = new Map<number, number>();
+  /** "coll\0field\0key" of keys last seen with a counts row (writeCounts). */
+  private readonly counted = new Set<string>();
 
   /** A generation being bulk-loaded (bulkLoad.ts): documents only, no filter rows, no counts. */
   bulk = false;
@@ -128,18 +133,24 @@ export class DocumentWriter {
    * (findPlan.ts, filterCount). A row of one, from before, stays valid.
    */
   writeCounts(): void {
-    for (const { coll, field, key, delta } of this.countChanges.values()) {
+    for (const [name, { coll, field, key, delta }] of this.countChanges) {
       if (delta > 0) {
-        // One statement for either case: most keys counted up here are new unique values, with no
-        // counts row, whose filter rows had to be counted after a missed UPDATE.
+        // A key seen with a counts row is counted up at once; any other is probed first, in one
+        // statement that tells its row or else counts its filter rows: most keys counted up are
+        // new unique values (a name, a number), whose UPDATE would miss.
+        if (this.counted.has(name) && this.countUp.run(delta, coll, field, key).changes > 0) continue;
         const probed = this.probeCount.get({ coll, field, key }) as number;
         if (probed >= 0) {
           this.countUp.run(delta, coll, field, key);
+          this.remember(name);
           continue;
         }
         // No row: the key had one filter row at most before this transaction.
         const rows = -1 - probed;
-        if (rows >= 2) this.insertCount.run(coll, field, key, rows);
+        if (rows >= 2) {
+          this.insertCount.run(coll, field, key, rows);
+          this.remember(name);
+        }
       } else if (delta < 0 && this.dropSmallCount.run(coll, field, key, 1 - delta).changes === 0) {
         // A row left with two or more is counted down; a key without one has none left to count.
         this.countDown.run(-delta, coll, field, key);
@@ -148,6 +159,12 @@ export class DocumentWriter {
     this.countChanges.clear();
     for (const [coll, delta] of this.documentCountChanges) if (delta !== 0) this.countDocuments.run(delta, coll);
     this.documentCountChanges.clear();
+  }
+
+  /** A key that has a counts row now: a hint only, checked by the UPDATE's changes. */
+  private remember(name: string): void {
+    if (this.counted.size >= COUNTED_KEYS) this.counted.clear();
+    this.counted.add(name);
   }
 
   /** A look-up of the open transaction found no such document. */
