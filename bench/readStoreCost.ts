@@ -36,7 +36,7 @@ interface Build {
 }
 
 /** Client n as the projector writes it: every log position of the embedded log is `n:n`, four apart per create. */
-function client(n: number): RecordDocument {
+export function client(n: number): RecordDocument {
   const at = new Date(Date.UTC(2026, 0, 1) + n * 1000).toISOString();
   const name = `Single bench ${n}`;
   const industry = INDUSTRIES[n % INDUSTRIES.length]!;

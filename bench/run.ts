@@ -14,6 +14,7 @@ import { csr, httpBenchmarks, WEBHOOK_ENV } from './http.js';
 import { appendCostBench } from './appendCost.js';
 import { upsertCostBench } from './upsertCost.js';
 import { readStoreCostBench } from './readStoreCost.js';
+import { readStoreInstructionsBench } from './readStoreInstructions.js';
 import { createCostBench } from './createCost.js';
 import { faultsBench } from './faults.js';
 import { feedBench } from './feed.js';
@@ -36,7 +37,9 @@ import { startBenchReceiver, webhookLatency, webhookThroughput, type BenchReceiv
  * (only those, on the full store only), or cost (a create's CPU by stage and thread, createCost.ts; only when named), or append (the
  * embedded log's CPU per create alone, appendCost.ts, BENCH_APPEND_AGAINST=<checkout> beside another build; only when named), or upsert
  * (1,000-record upserts alone, upsertCost.ts, BENCH_UPSERT_AGAINST=<checkout> alternating with another build; only when named), or readstore
- * (the embedded read store's writes and lists alone, readStoreCost.ts, BENCH_READSTORE_AGAINST=<checkout>; only when named); BENCH_PEER=false leaves Emmett out; BENCH_API_PROCESSES
+ * (the embedded read store's writes and lists alone, readStoreCost.ts, BENCH_READSTORE_AGAINST=<checkout>; only when named), or instructions
+ * (the instructions of the read store's writes, counted by valgrind, readStoreInstructions.ts, BENCH_INSTRUCTIONS_AGAINST=<checkout>; only when
+ * named); BENCH_PEER=false leaves Emmett out; BENCH_API_PROCESSES
  * (default 1,2); BENCH_DURATION, BENCH_WARMUP (s); BENCH_RECORDS; BENCH_PROFILE=<dir>.
  */
 
@@ -46,7 +49,7 @@ const LIST_RECORDS = Number(process.env['BENCH_RECORDS'] ?? 100_000);
 const SCENARIO_NAMES: Record<string, Scenario> = { post: 'POST one record', get: 'GET one record', list: 'GET list' };
 
 const only = new Set((process.env['BENCH_ONLY'] ?? '').split(',').map((token) => token.trim()).filter(Boolean));
-for (const token of only) if (!['http', 'postgres', 'pgrebuild', 'lag', 'webhooks', 'feed', 'faults', 'import', 'audit', 'rebuild', 'cost', 'append', 'upsert', 'readstore', ...Object.keys(SCENARIO_NAMES)].includes(token)) throw new Error(`BENCH_ONLY: unknown '${token}' (http, postgres, pgrebuild, lag, webhooks, feed, faults, import, audit, rebuild, cost, append, upsert, readstore, post, get, list)`);
+for (const token of only) if (!['http', 'postgres', 'pgrebuild', 'lag', 'webhooks', 'feed', 'faults', 'import', 'audit', 'rebuild', 'cost', 'append', 'upsert', 'readstore', 'instructions', ...Object.keys(SCENARIO_NAMES)].includes(token)) throw new Error(`BENCH_ONLY: unknown '${token}' (http, postgres, pgrebuild, lag, webhooks, feed, faults, import, audit, rebuild, cost, append, upsert, readstore, instructions, post, get, list)`);
 const chosenScenarios = Object.keys(SCENARIO_NAMES).filter((name) => only.has(name));
 const runs = (section: string) => only.size === 0 || only.has(section) || (section === 'http' && chosenScenarios.length > 0);
 /** Optional sections: run only when named. */
@@ -191,6 +194,7 @@ if (named('cost')) rows.push(...(await createCostBench()));
 if (named('append')) rows.push(...(await appendCostBench()));
 if (named('upsert')) rows.push(...(await upsertCostBench()));
 if (named('readstore')) rows.push(...(await readStoreCostBench()));
+if (named('instructions')) rows.push(...(await readStoreInstructionsBench()));
 
 /** Node 20 and Node 22.14+/24 load different better-sqlite3 majors, with different SQLite releases and planners. */
 const sqliteVersion = (new Sqlite(':memory:').prepare('SELECT sqlite_version() AS version').get() as { version: string }).version;
