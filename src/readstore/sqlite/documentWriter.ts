@@ -15,6 +15,10 @@ export function keysOf(fields: Values, calculated: Values): Set<string> {
   return keys;
 }
 
+/** name, name_key, fields, calculated, created_at, updated_at, updated_ms, created_position, revision, rendered. */
+type DocumentValues = [string | null, string | null, string, string, string, string, number, StoredPosition, number, string | null];
+const CREATED_POSITION = 7;
+
 /** Keys writeCounts remembers having a counts row, at most: a field's shared values (industries, statuses), not every value. */
 const COUNTED_KEYS = 10_000;
 
@@ -34,7 +38,6 @@ export class DocumentWriter {
   private readonly countDocuments;
   private readonly storedRow;
   private readonly insertDocument;
-  private readonly insertBulkDocument;
   private readonly storedDocId;
   private readonly updateDocument;
   private readonly deleteDocument;
@@ -85,17 +88,15 @@ export class DocumentWriter {
     this.insertCollection = write.prepare(`INSERT INTO ${t.collections} (workspace_id, object) VALUES (?, ?) ON CONFLICT DO NOTHING`);
     this.countDocuments = write.prepare(`UPDATE ${t.collections} SET documents = documents + ? WHERE coll = ?`);
     this.storedRow = write.prepare(`SELECT doc_id, fields, calculated, created_position FROM ${t.documents} WHERE coll = ? AND id = ?`);
+    // Positional values: binding a dozen named ones looked each name up on the values' object, a
+    // third of the insert's cost.
     this.insertDocument = write.prepare(`
-    INSERT INTO ${t.documents} (coll, id, name, name_key, fields, calculated, created_at, updated_at, updated_ms, created_position, revision, rendered)
-    VALUES (@coll, @id, @name, @nameKey, @fields, @calculated, @createdAt, @updatedAt, @updatedMs, @createdPosition, @revision, @rendered)`);
-    this.insertBulkDocument = write.prepare(`
     INSERT INTO ${t.documents} (coll, id, name, name_key, fields, calculated, created_at, updated_at, updated_ms, created_position, revision, rendered)
     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
     this.storedDocId = write.prepare(`SELECT doc_id FROM ${t.documents} WHERE coll = ? AND id = ?`).pluck();
     this.updateDocument = write.prepare(`
-    UPDATE ${t.documents} SET name = @name, name_key = @nameKey, fields = @fields, calculated = @calculated, created_at = @createdAt,
-      updated_at = @updatedAt, updated_ms = @updatedMs, created_position = @createdPosition, revision = @revision, rendered = @rendered
-    WHERE doc_id = @docId`);
+    UPDATE ${t.documents} SET name = ?, name_key = ?, fields = ?, calculated = ?, created_at = ?, updated_at = ?, updated_ms = ?, created_position = ?, revision = ?, rendered = ?
+    WHERE doc_id = ?`);
     this.deleteDocument = write.prepare(`DELETE FROM ${t.documents} WHERE doc_id = ?`);
     this.insertFilter = write.prepare(`INSERT INTO ${t.filters} (coll, field, key, created_position, doc_id) VALUES (?, ?, ?, ?, ?)`);
     this.deleteFilter = write.prepare(
@@ -105,8 +106,8 @@ export class DocumentWriter {
     // coalesce evaluates its arguments in turn: the key's filter rows are counted only when it has no counts row.
     this.probeCount = write
       .prepare(
-        `SELECT coalesce((SELECT n FROM ${t.filterCounts} WHERE coll = @coll AND field = @field AND key = @key),
-          -1 - (SELECT COUNT(*) FROM ${t.filters} WHERE coll = @coll AND field = @field AND key = @key))`,
+        `SELECT coalesce((SELECT n FROM ${t.filterCounts} WHERE coll = ? AND field = ? AND key = ?),
+          -1 - (SELECT COUNT(*) FROM ${t.filters} WHERE coll = ? AND field = ? AND key = ?))`,
       )
       .pluck();
     this.insertCount = write.prepare(`INSERT INTO ${t.filterCounts} (coll, field, key, n) VALUES (?, ?, ?, ?)`);
@@ -139,7 +140,7 @@ export class DocumentWriter {
         // statement that tells its row or else counts its filter rows: most keys counted up are
         // new unique values (a name, a number), whose UPDATE would miss.
         if (this.counted.has(name) && this.countUp.run(delta, coll, field, key).changes > 0) continue;
-        const probed = this.probeCount.get({ coll, field, key }) as number;
+        const probed = this.probeCount.get(coll, field, key, coll, field, key) as number;
         if (probed >= 0) {
           this.countUp.run(delta, coll, field, key);
           this.remember(name);
@@ -191,32 +192,19 @@ export class DocumentWriter {
   put(document: RecordDocument): void {
     if (this.bulk) return this.putBulk(document);
     const coll = this.coll(document.workspaceId, document.object, true)!;
-    const createdPosition = this.positions.stored(document.createdPosition);
-    const row = {
-      coll,
-      id: document.id,
-      name: document.name,
-      nameKey: document.name === null ? null : filterKey(document.name),
-      fields: JSON.stringify(document.fields),
-      calculated: JSON.stringify(document.calculated),
-      createdAt: document.createdAt,
-      updatedAt: document.updatedAt,
-      updatedMs: epochMs(document.updatedAt, 'updatedAt'),
-      createdPosition,
-      revision: document.revision,
-      rendered: document.rendered ?? null,
-    };
+    const values = this.documentValues(document);
+    const createdPosition = values[CREATED_POSITION];
     // A created record's document was just looked up by the projection (batchOverlay.ts) and not found.
     const absent = this.absent.delete(`${document.workspaceId}\u0000${document.object}\u0000${document.id}`);
     const stored = absent ? undefined : (this.storedRow.get(coll, document.id) as StoredRow | undefined);
     const keys = keysOf(document.fields, document.calculated);
     if (!stored) {
-      const docId = Number(this.insertDocument.run(row).lastInsertRowid);
+      const docId = Number(this.insertDocument.run(coll, document.id, ...values).lastInsertRowid);
       this.addFilters(coll, keys, createdPosition, docId);
       this.changeDocumentCount(coll, 1);
       return;
     }
-    this.updateDocument.run({ ...row, docId: stored.doc_id });
+    this.updateDocument.run(...values, stored.doc_id);
     const storedKeys = keysOf(JSON.parse(stored.fields) as Values, JSON.parse(stored.calculated) as Values);
     if (stored.created_position !== createdPosition) {
       this.removeFilters(coll, storedKeys, stored.created_position, stored.doc_id);
@@ -227,25 +215,30 @@ export class DocumentWriter {
     this.addFilters(coll, [...keys].filter((key) => !storedKeys.has(key)), stored.created_position, stored.doc_id);
   }
 
-  /** The document alone (bulk load): an insert with positional values, or an update of the row found. */
+  /** The document alone (bulk load): an insert, or an update of the row found. */
   private putBulk(document: RecordDocument): void {
     const coll = this.coll(document.workspaceId, document.object, true)!;
-    const fields = JSON.stringify(document.fields);
-    const calculated = JSON.stringify(document.calculated);
-    const nameKey = document.name === null ? null : filterKey(document.name);
-    const updatedMs = epochMs(document.updatedAt, 'updatedAt');
-    const rendered = document.rendered ?? null;
-    const createdPosition = this.positions.stored(document.createdPosition);
+    const values = this.documentValues(document);
     const absent = this.absent.delete(`${document.workspaceId}\u0000${document.object}\u0000${document.id}`);
     const docId = absent ? undefined : (this.storedDocId.get(coll, document.id) as number | undefined);
-    if (docId === undefined) {
-      this.insertBulkDocument.run(coll, document.id, document.name, nameKey, fields, calculated, document.createdAt, document.updatedAt, updatedMs, createdPosition, document.revision, rendered);
-      return;
-    }
-    this.updateDocument.run({
-      docId, name: document.name, nameKey, fields, calculated, createdAt: document.createdAt, updatedAt: document.updatedAt, updatedMs,
-      createdPosition, revision: document.revision, rendered,
-    });
+    if (docId === undefined) this.insertDocument.run(coll, document.id, ...values);
+    else this.updateDocument.run(...values, docId);
+  }
+
+  /** A document's columns after coll and id, in the order insertDocument and updateDocument bind them. */
+  private documentValues(document: RecordDocument): DocumentValues {
+    return [
+      document.name,
+      document.name === null ? null : filterKey(document.name),
+      JSON.stringify(document.fields),
+      JSON.stringify(document.calculated),
+      document.createdAt,
+      document.updatedAt,
+      epochMs(document.updatedAt, 'updatedAt'),
+      this.positions.stored(document.createdPosition),
+      document.revision,
+      document.rendered ?? null,
+    ];
   }
 
   remove(workspaceId: string, object: string, id: string): void {
