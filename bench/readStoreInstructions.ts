@@ -11,9 +11,9 @@ import { root } from './servers.js';
  * The instructions the embedded read store executes to write a created client (its document,
  * filter rows and counts, looked up first as the projector does; readStoreWrites.ts), counted by
  * valgrind's callgrind: `BENCH_ONLY=instructions` (only when named). These VMs give no hardware
- * counters to perf, and CPU time moved by a third from one round to the next on a busy day, so a
- * change of a few percent to the read store's writes never showed in a timed run; an instruction
- * count moves by about 1% between runs of one build (the JIT's timing). Each count is a run that
+ * counters to perf, and on a busy day CPU time moved more from one round to the next than a small
+ * change to the read store's writes does; an instruction count barely moves between runs of one
+ * build (only with the JIT's timing; docs/performance.md, session 38). Each count is a run that
  * writes BENCH_INSTRUCTIONS_DOCUMENTS (default 2,000) less one that writes none, both on a copy of
  * a store of BENCH_INSTRUCTIONS_PREFILL clients (default 100,000) that this checkout wrote. With
  * BENCH_INSTRUCTIONS_AGAINST=<another checkout, built> that checkout runs the same, run after run

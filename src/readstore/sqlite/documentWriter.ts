@@ -88,8 +88,8 @@ export class DocumentWriter {
     this.insertCollection = write.prepare(`INSERT INTO ${t.collections} (workspace_id, object) VALUES (?, ?) ON CONFLICT DO NOTHING`);
     this.countDocuments = write.prepare(`UPDATE ${t.collections} SET documents = documents + ? WHERE coll = ?`);
     this.storedRow = write.prepare(`SELECT doc_id, fields, calculated, created_position FROM ${t.documents} WHERE coll = ? AND id = ?`);
-    // Positional values: binding a dozen named ones looked each name up on the values' object, a
-    // third of the insert's cost.
+    // Positional values: binding a dozen named ones looked each name up on the values' object
+    // (docs/performance.md, session 38).
     this.insertDocument = write.prepare(`
     INSERT INTO ${t.documents} (coll, id, name, name_key, fields, calculated, created_at, updated_at, updated_ms, created_position, revision, rendered)
     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
