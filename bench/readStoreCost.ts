@@ -73,10 +73,15 @@ async function list(store: ReadStore, count: number): Promise<void> {
   for (let i = 0; i < count; i++) await store.findStored({ ...LIST, offset: (i % 20) * 100 }, 'shape');
 }
 
-async function openBuild(name: string, checkout: string): Promise<Build> {
+/** The embedded read store of another built checkout (or this one), on the file `path`, its batches on the calling thread. */
+export async function openCheckoutStore(checkout: string, path: string): Promise<ReadStore> {
   const module = (await import(pathToFileURL(join(checkout, 'dist/src/readstore/sqlite/index.js')).href)) as { openSqliteReadStore: Open };
+  return module.openSqliteReadStore({ path, batchThread: false });
+}
+
+async function openBuild(name: string, checkout: string): Promise<Build> {
   const dir = mkdtempSync(join(tmpdir(), 'csr-bench-readstore-'));
-  return { name, store: module.openSqliteReadStore({ path: join(dir, 'read.db'), batchThread: false }), dir, putMicroseconds: [], listMicroseconds: [] };
+  return { name, store: await openCheckoutStore(checkout, join(dir, 'read.db')), dir, putMicroseconds: [], listMicroseconds: [] };
 }
 
 function cpuMicroseconds(work: () => Promise<void>): Promise<number> {

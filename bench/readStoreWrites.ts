@@ -1,7 +1,5 @@
-import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import type { ReadStore } from '../src/readstore/port.js';
-import { client } from './readStoreCost.js';
+import { client, openCheckoutStore } from './readStoreCost.js';
 
 /**
  * The child of readStoreInstructions.ts: `node dist/bench/readStoreWrites.js <checkout> <store
@@ -13,11 +11,8 @@ import { client } from './readStoreCost.js';
 
 const BATCH = 25;
 
-type Open = (options: { path: string; batchThread?: boolean }) => ReadStore;
-
 export async function writeClients(checkout: string, path: string, first: number, count: number): Promise<void> {
-  const module = (await import(pathToFileURL(join(checkout, 'dist/src/readstore/sqlite/index.js')).href)) as { openSqliteReadStore: Open };
-  const store = module.openSqliteReadStore({ path, batchThread: false });
+  const store = await openCheckoutStore(checkout, path);
   try {
     for (let done = 0; done < count; done += BATCH) {
       const documents = Array.from({ length: Math.min(BATCH, count - done) }, (_, i) => client(first + done + i));
