@@ -22,6 +22,11 @@ const CREATED_POSITION = 7;
 /** Keys writeCounts remembers having a counts row, at most: a field's shared values (industries, statuses), not every value. */
 const COUNTED_KEYS = 10_000;
 
+/** A document's key in the writer's memo of what its transaction found absent. */
+function documentKey(workspaceId: string, object: string, id: string): string {
+  return `${workspaceId}\u0000${object}\u0000${id}`;
+}
+
 function splitKey(fieldKey: string): [string, string] {
   const at = fieldKey.indexOf('\u0000');
   return [fieldKey.slice(0, at), fieldKey.slice(at + 1)];
@@ -170,7 +175,7 @@ export class DocumentWriter {
 
   /** A look-up of the open transaction found no such document. */
   lookedUpAbsent(workspaceId: string, object: string, id: string): void {
-    this.absent.add(`${workspaceId}\u0000${object}\u0000${id}`);
+    this.absent.add(documentKey(workspaceId, object, id));
   }
 
   /** After COMMIT: the transaction's collection ids now exist for good. */
@@ -195,7 +200,7 @@ export class DocumentWriter {
     const values = this.documentValues(document);
     const createdPosition = values[CREATED_POSITION];
     // A created record's document was just looked up by the projection (batchOverlay.ts) and not found.
-    const absent = this.absent.delete(`${document.workspaceId}\u0000${document.object}\u0000${document.id}`);
+    const absent = this.absent.delete(documentKey(document.workspaceId, document.object, document.id));
     const stored = absent ? undefined : (this.storedRow.get(coll, document.id) as StoredRow | undefined);
     const keys = keysOf(document.fields, document.calculated);
     if (!stored) {
@@ -219,7 +224,7 @@ export class DocumentWriter {
   private putBulk(document: RecordDocument): void {
     const coll = this.coll(document.workspaceId, document.object, true)!;
     const values = this.documentValues(document);
-    const absent = this.absent.delete(`${document.workspaceId}\u0000${document.object}\u0000${document.id}`);
+    const absent = this.absent.delete(documentKey(document.workspaceId, document.object, document.id));
     const docId = absent ? undefined : (this.storedDocId.get(coll, document.id) as number | undefined);
     if (docId === undefined) this.insertDocument.run(coll, document.id, ...values);
     else this.updateDocument.run(...values, docId);
