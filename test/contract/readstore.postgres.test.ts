@@ -531,6 +531,51 @@ describeBackend('PostgreSQL read store', backend, (adminUrl) => {
       });
     });
 
+    it("a generation being built keeps its filter keys staged, a row per record, and its promotion makes them its indexed partition, counted", async () => {
+      await withStore(async (store, pool) => {
+        const docs = Array.from({ length: 40 }, (_, i) => doc(i % 4 === 0 ? 'other' : 'ws', i + 1));
+        await store.transaction((tx) => tx.putMany(docs.slice(0, 10)));
+        const first = await store.beginGeneration({ version: 'v2', owner: 'test:1', restart: false, ownerAlive: () => false });
+        const tables = async () =>
+          (await pool.query<{ name: string }>("SELECT relname AS name FROM pg_class WHERE relname ~ '^csr_record_keys_' AND relkind IN ('r', 'p') ORDER BY 1")).rows.map((row) => row.name);
+        const g = first.generation;
+        expect(await tables()).toEqual(['csr_record_keys_g1', `csr_record_keys_staged_g${g}`]);
+        // A restart drops what the abandoned generation staged.
+        const building = await store.beginGeneration({ version: 'v2', owner: 'test:1', restart: true, ownerAlive: () => false });
+        const n = building.generation;
+        expect(await tables()).toEqual(['csr_record_keys_g1', `csr_record_keys_staged_g${n}`]);
+        const inGeneration = { generation: n };
+        await store.transaction((tx) => tx.putMany(docs), inGeneration);
+        await store.transaction(async (tx) => {
+          await tx.put({ ...docs[1]!, fields: { ...docs[1]!.fields, tier: 'Mid', tags: [] }, revision: 1 });
+          await tx.delete(docs[2]!.workspaceId, 'clients', docs[2]!.id);
+        }, inGeneration);
+        const staged = await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM csr_record_keys_staged_g${n}`);
+        expect(staged.rows[0]!.n).toBe(39);
+        // No keys' partition while they are staged: a writer that knew only key rows fails instead of leaving keys out.
+        await expect(pool.query(`INSERT INTO csr_record_keys VALUES (${n}, 'ws', 'clients', '["tier","smb"]', '0', 'x')`)).rejects.toThrow(/no partition/);
+
+        await store.promoteGeneration(n, 'records', async () => {});
+        expect(await tables()).toEqual(['csr_record_keys_g1', `csr_record_keys_g${n}`]);
+        const attached = await pool.query<{ indexes: number }>(
+          `SELECT count(*)::int AS indexes FROM pg_index i JOIN pg_inherits h ON h.inhrelid = i.indexrelid WHERE i.indrelid = 'csr_record_keys_g${n}'::regclass`,
+        );
+        // The primary key and the by-record index, each a partition of the parent's.
+        expect(attached.rows[0]!.indexes).toBe(2);
+        const { kept, counted } = await keptAndCounted(pool);
+        expect(kept.filter((row) => row.startsWith(`${n}|`)).length).toBeGreaterThan(10);
+        expect(kept).toEqual(counted);
+        const total = async (filters: FindQuery['filters']) => (await store.find({ workspaceId: 'ws', object: 'clients', filters, limit: 5, offset: 0 })).total;
+        const live = docs.filter((d, i) => d.workspaceId === 'ws' && i !== 2).map((d) => (d === docs[1] ? { ...d, fields: { ...d.fields, tier: 'Mid' } } : d));
+        expect(await total([{ field: 'tier', value: 'smb' }])).toBe(live.filter((d) => d.fields['tier'] === 'SMB').length);
+        expect(await total([{ field: 'tier', value: 'mid' }])).toBe(1);
+        // Written after the promotion: the keys are rows again.
+        await store.transaction((tx) => tx.put({ ...docs[3]!, fields: { ...docs[3]!.fields, tier: 'Mid' }, revision: 1 }));
+        expect(await total([{ field: 'tier', value: 'mid' }])).toBe(2);
+        await store.dropUnusedGenerations();
+      });
+    });
+
     it('a store whose schema predates the kept counts is counted when it upgrades, and its lists answer the same totals', async () => {
       const url = await database();
       const pool = openPool({ url, max: 1 });

@@ -22,7 +22,8 @@ import { partitionsOf } from './schema.js';
  *
  * A generation being built is only analyzed (its batches read it back by key): nobody lists it
  * before its promotion, which vacuums it whole, so settling its pages as it fills was work done
- * twice, beside the rebuild's writes.
+ * twice, beside the rebuild's writes. While its keys are staged (./stagedKeys.ts), the staged
+ * table is analyzed in place of its keys' partition, which does not exist yet.
  *
  * These vacuums start no parallel workers (PARALLEL 0): the server would fork two for the indexes'
  * cleanup of every one, which cost far more than the vacuum of what a second of writes left
@@ -38,6 +39,8 @@ const SETTLE_MS = 1_000;
 interface Counts {
   /** A generation being built: nobody lists it before its promotion, which vacuums it whole. */
   building: boolean;
+  /** Its keys are staged (./stagedKeys.ts). */
+  staged: boolean;
   /** Rows written to the generation by this process. */
   written: number;
   /** `written` due for the next analysis. */
@@ -58,9 +61,10 @@ export class Analyzer {
   ) {}
 
   /** Rows written to `generation` (counted when written; analyzed or vacuumed after a commit, by `settle`). */
-  wrote(generation: number, rows: number, building: boolean): void {
-    const count = this.counts.get(generation) ?? { building, written: 0, next: FIRST_AFTER, vacuumed: 0, running: false, timer: null };
+  wrote(generation: number, rows: number, building: boolean, staged = false): void {
+    const count = this.counts.get(generation) ?? { building, staged, written: 0, next: FIRST_AFTER, vacuumed: 0, running: false, timer: null };
     count.building = building;
+    count.staged = staged;
     count.written += rows;
     this.counts.set(generation, count);
   }
@@ -85,7 +89,9 @@ export class Analyzer {
 
   /** At once: a generation that is about to be read (promoted) after being filled. */
   async analyze(generation: number): Promise<void> {
-    await this.statement(generation, 'VACUUM (ANALYZE)');
+    const count = this.counts.get(generation);
+    if (count) count.staged = false;
+    await this.statement(generation, 'VACUUM (ANALYZE)', false);
   }
 
   /** No vacuum or analysis starts after this (the pool may be ended next). */
@@ -102,13 +108,13 @@ export class Analyzer {
     count.running = true;
     count.vacuumed = count.written;
     const command = count.building ? 'ANALYZE' : `VACUUM (${analyze ? 'ANALYZE, ' : ''}PARALLEL 0)`;
-    await this.statement(generation, command).finally(() => (count.running = false));
+    await this.statement(generation, command, count.staged).finally(() => (count.running = false));
   }
 
-  private async statement(generation: number, command: string): Promise<void> {
-    const { records, keys, counts } = partitionsOf(generation);
+  private async statement(generation: number, command: string, staged: boolean): Promise<void> {
+    const { records, keys, counts, staged: stagedKeys } = partitionsOf(generation);
     try {
-      await this.pool.query(`${command} ${records}, ${keys}, ${counts}`);
+      await this.pool.query(`${command} ${records}, ${staged ? stagedKeys : keys}, ${counts}`);
     } catch (error) {
       // A generation dropped meanwhile, or the server away: the next mark tries again.
       this.onError(error);

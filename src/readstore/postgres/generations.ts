@@ -1,6 +1,7 @@
 import type { PoolClient } from '../../postgres/pool.js';
 import type { BuildingGeneration, Generations } from '../port.js';
 import { generationOfPartition, partitionsOf, POINTER_ID } from './schema.js';
+import { createStagedKeys } from './stagedKeys.js';
 
 /** The pointer row of csr_read_model and the partitions of each generation (see ./schema.ts). */
 
@@ -46,16 +47,16 @@ export async function partitionedGenerations(client: PoolClient): Promise<number
   return found.rows.map((row) => generationOfPartition(row.name)).filter((generation): generation is number => generation !== null);
 }
 
+/** The partitions of a generation to be built: its keys staged (./stagedKeys.ts), their partition made when they are merged. */
 export async function createPartitions(client: PoolClient, generation: number): Promise<void> {
-  const { records, keys, counts } = partitionsOf(generation);
+  const { records, counts } = partitionsOf(generation);
   await client.query(`CREATE TABLE ${records} PARTITION OF csr_records FOR VALUES IN (${generation})`);
-  await client.query(`CREATE TABLE ${keys} PARTITION OF csr_record_keys FOR VALUES IN (${generation})`);
   await client.query(`CREATE TABLE ${counts} PARTITION OF csr_record_counts FOR VALUES IN (${generation})`);
+  await createStagedKeys(client, generation);
 }
 
+/** A generation's partitions, and its staged keys if it has any. */
 export async function dropPartitions(client: PoolClient, generation: number): Promise<void> {
-  const { records, keys, counts } = partitionsOf(generation);
-  await client.query(`DROP TABLE IF EXISTS ${records}`);
-  await client.query(`DROP TABLE IF EXISTS ${keys}`);
-  await client.query(`DROP TABLE IF EXISTS ${counts}`);
+  const { records, keys, counts, staged } = partitionsOf(generation);
+  for (const table of [records, keys, counts, staged]) await client.query(`DROP TABLE IF EXISTS ${table}`);
 }

@@ -13,6 +13,7 @@ import { isNameFind, NameFinds } from './nameFinds.js';
 import { PointReads } from './pointReads.js';
 import { createPartitions, dropPartitions, fromPointer, lockPointer, partitionedGenerations, type PointerRow } from './generations.js';
 import { documentWrites } from './documentWrites.js';
+import { deleteStaged, findAllStaged, keysStaged, mergeStagedKeys } from './stagedKeys.js';
 import { DOCUMENT_COLUMNS, fromRow, toStoredRecord, type DocumentRow } from './rows.js';
 import { CHECKPOINT_CHANNEL, LIVE, partitionsOf, POINTER_ID, READ_MIGRATION } from './schema.js';
 
@@ -101,9 +102,19 @@ export async function openPostgresReadStore(options: PostgresReadStoreOptions): 
     return found.rows[0] ?? null;
   }
 
+  /** Generations being built whose keys this process found staged or not (./stagedKeys.ts): looked up once each. */
+  const stagedKeys = new Map<number, boolean>();
+  async function staged(client: PoolClient, generation: number, building: boolean): Promise<boolean> {
+    if (!building) return false;
+    let known = stagedKeys.get(generation);
+    if (known === undefined) stagedKeys.set(generation, (known = await keysStaged(client, generation)));
+    return known;
+  }
+
   async function writeDocuments(client: PoolClient, generation: number, building: boolean, documents: RecordDocument[]): Promise<void> {
-    const { records, statements } = documentWrites(generation, documents);
-    analyzer.wrote(generation, records, building);
+    const keysApart = await staged(client, generation, building);
+    const { records, statements } = documentWrites(generation, documents, keysApart);
+    analyzer.wrote(generation, records, building, keysApart);
     for (const statement of statements) await client.query(statement);
   }
 
@@ -126,6 +137,7 @@ export async function openPostgresReadStore(options: PostgresReadStoreOptions): 
         return found.rows.map(fromRow);
       },
       async findAll(workspaceId, object, filters) {
+        if (await staged(client, generation, building)) return (await client.query<DocumentRow>(findAllStaged(generation, workspaceId, object, filters))).rows.map(fromRow);
         const plan = findPlan({ workspaceId, object, filters }, { value: generation }, DOCUMENT_COLUMNS, null);
         const found = await client.query<DocumentRow>(plan.sql, plan.params);
         return found.rows.map(fromRow);
@@ -143,6 +155,10 @@ export async function openPostgresReadStore(options: PostgresReadStoreOptions): 
         );
       },
       async delete(workspaceId, object, id) {
+        if (await staged(client, generation, building)) {
+          await client.query(deleteStaged(generation), [workspaceId, object, id, generation]);
+          return;
+        }
         await client.query(
           `WITH gone AS (DELETE FROM csr_record_keys WHERE generation = $4 AND workspace_id = $1 AND object = $2 AND id = $3)
            DELETE FROM csr_records WHERE generation = $4 AND workspace_id = $1 AND object = $2 AND id = $3`,
@@ -343,6 +359,7 @@ export async function openPostgresReadStore(options: PostgresReadStoreOptions): 
         if (building) await dropPartitions(client, building.generation);
         const generation = Math.max(state.live, building?.generation ?? 0, ...(await partitionedGenerations(client))) + 1;
         await createPartitions(client, generation);
+        stagedKeys.set(generation, true);
         const startedAt = new Date().toISOString();
         await client.query(
           `UPDATE csr_read_model SET building = $2, building_version = $3, building_position = NULL, building_owner = $4, building_started_at = $5 WHERE id = $1`,
@@ -353,6 +370,15 @@ export async function openPostgresReadStore(options: PostgresReadStoreOptions): 
     },
 
     async promoteGeneration(generation, projection, catchUp) {
+      // The staged keys become the generation's partition, beside the live projector's writes; the
+      // catch-up below writes keys as the live generation does.
+      await inTransaction(pool, async (client) => {
+        const state = await lockPointer(client, 'SHARE');
+        if (state.building !== generation) throw new Error(REBUILD_SUPERSEDED);
+        await client.query('SELECT pg_advisory_xact_lock($1, $2)', [WRITER_LOCK, generation]);
+        if (await keysStaged(client, generation)) await mergeStagedKeys(client, generation);
+      });
+      stagedKeys.set(generation, false);
       // Read as the live generation from the next statement on: planned with statistics of what the rebuild filled.
       await analyzer.analyze(generation);
       // The pointer is locked for the whole switch: the live projector's next batch waits for it,

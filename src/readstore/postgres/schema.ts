@@ -14,6 +14,12 @@
  * "equal on a field, in creation order" as an ordered index range; further filters are checked
  * against the same index by exact key.
  *
+ * A generation being built keeps its filter keys apart until its promotion (`stagedKeys.ts`): one
+ * row per record in a plain table of its own (`csr_record_keys_staged_g<N>`, the record's keys as an
+ * array), and no partition of `csr_record_keys` yet. The keys are written in one sorted statement
+ * into a plain table, counted, and attached as the generation's partition (the attach builds its
+ * indexes) once the rebuild has caught up; the live generation's writes never take that path.
+ *
  * `csr_record_counts` keeps, per generation, object and key, how many rows `csr_record_keys` holds
  * (the matches of a list filtered on that one key), and under the key '' how many records the
  * object has: a list's `total` is then one row, where counting the matches of a filter cost more
@@ -135,10 +141,15 @@ export const READ_MIGRATION = {
 /** The key of csr_record_counts under which an object's records are counted (a filter key is a JSON array). */
 export const ALL_RECORDS_KEY = '';
 
-/** The partitions of generation `n` (an integer the store made, never input). */
-export function partitionsOf(generation: number): { records: string; keys: string; counts: string } {
+/** The partitions of generation `n` (an integer the store made, never input), and the table its keys are staged in while it is built. */
+export function partitionsOf(generation: number): { records: string; keys: string; counts: string; staged: string } {
   if (!Number.isSafeInteger(generation) || generation < 1) throw new Error(`not a generation: ${generation}`);
-  return { records: `csr_records_g${generation}`, keys: `csr_record_keys_g${generation}`, counts: `csr_record_counts_g${generation}` };
+  return {
+    records: `csr_records_g${generation}`,
+    keys: `csr_record_keys_g${generation}`,
+    counts: `csr_record_counts_g${generation}`,
+    staged: `csr_record_keys_staged_g${generation}`,
+  };
 }
 
 /** The generation a partition of csr_records holds, or null for another table. */
