@@ -1,4 +1,4 @@
-import type { PoolClient } from '../../postgres/pool.js';
+import { inTransaction, type Pool, type PoolClient } from '../../postgres/pool.js';
 import type { BuildingGeneration, Generations } from '../port.js';
 import { generationOfPartition, partitionsOf, POINTER_ID } from './schema.js';
 import { createStagedKeys } from './stagedKeys.js';
@@ -60,3 +60,42 @@ export async function dropPartitions(client: PoolClient, generation: number): Pr
   const { records, keys, counts, staged } = partitionsOf(generation);
   for (const table of [records, keys, counts, staged]) await client.query(`DROP TABLE IF EXISTS ${table}`);
 }
+
+/** How long a change of the generations' tables waits for each of their locks before it gives way (see `generationsChange`). */
+const LOCK_WAIT_MS = 100;
+/** Attempts of such a change before its failure is the caller's; the pause between two grows to PAUSE_MAX_MS. */
+const ATTEMPTS = 50;
+const PAUSE_MAX_MS = 200;
+
+/**
+ * A transaction that makes or drops partitions of the generations' tables: the pointer locked
+ * FOR UPDATE, then the three partitioned tables ACCESS EXCLUSIVE, before `work`.
+ *
+ * Making or dropping a partition locks its parent table too, one table after the other. A list
+ * reads the records, their keys and the counts, and locks them in the order of its own plan: a
+ * list that held one table while this transaction held another waited for it, and the server's
+ * deadlock detector ended the list (an error answered to its client). So every lock this needs
+ * is taken first, each waited for at most LOCK_WAIT_MS (the reads under way finish; the next
+ * ones queue behind it), far below the server's deadlock_timeout (1 s by default): where a read
+ * would close a circle, this transaction gives way, rolls back and tries again after a pause,
+ * and never the read. Projection transactions take the pointer first, as this one does.
+ */
+export async function generationsChange<T>(pool: Pool, work: (client: PoolClient, pointer: PointerRow) => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await inTransaction(pool, async (client) => {
+        const pointer = await lockPointer(client, 'UPDATE');
+        await client.query(`SET LOCAL lock_timeout = '${LOCK_WAIT_MS}ms'`);
+        await client.query('LOCK TABLE csr_records, csr_record_keys, csr_record_counts IN ACCESS EXCLUSIVE MODE');
+        await client.query('SET LOCAL lock_timeout = 0');
+        return work(client, pointer);
+      });
+    } catch (error) {
+      if ((error as { code?: unknown }).code !== LOCK_NOT_AVAILABLE || attempt === ATTEMPTS) throw error;
+      await new Promise((resolve) => setTimeout(resolve, Math.min(PAUSE_MAX_MS, 10 * attempt) * (0.5 + Math.random())));
+    }
+  }
+}
+
+/** SQLSTATE of a lock not granted within lock_timeout. */
+const LOCK_NOT_AVAILABLE = '55P03';

@@ -11,7 +11,7 @@ import { CheckpointWatcher } from './checkpointWatcher.js';
 import { findPlan } from './findPlan.js';
 import { isNameFind, NameFinds } from './nameFinds.js';
 import { PointReads } from './pointReads.js';
-import { createPartitions, dropPartitions, fromPointer, lockPointer, partitionedGenerations, type PointerRow } from './generations.js';
+import { createPartitions, dropPartitions, fromPointer, generationsChange, lockPointer, partitionedGenerations, type PointerRow } from './generations.js';
 import { documentWrites } from './documentWrites.js';
 import { deleteStaged, findAllStaged, keysStaged, mergeStagedKeys } from './stagedKeys.js';
 import { DOCUMENT_COLUMNS, fromRow, toStoredRecord, type DocumentRow } from './rows.js';
@@ -346,8 +346,8 @@ export async function openPostgresReadStore(options: PostgresReadStoreOptions): 
     beginGeneration(begin: BeginGeneration) {
       // One transaction, the pointer locked: two rebuilds starting at once cannot both win, and the
       // partitions exist exactly when the pointer names them.
-      return inTransaction(pool, async (client) => {
-        const state = fromPointer(await lockPointer(client, 'UPDATE'));
+      return generationsChange(pool, async (client, pointer) => {
+        const state = fromPointer(pointer);
         const building = state.building;
         if (building && building.owner !== begin.owner && begin.ownerAlive(building.owner)) {
           throw new Error(`a rebuild of the read model is already running (${building.owner}); wait for it, or stop it first`);
@@ -402,8 +402,8 @@ export async function openPostgresReadStore(options: PostgresReadStoreOptions): 
     },
 
     dropUnusedGenerations() {
-      return inTransaction(pool, async (client) => {
-        const state = fromPointer(await lockPointer(client, 'UPDATE'));
+      return generationsChange(pool, async (client, pointer) => {
+        const state = fromPointer(pointer);
         const unused = (await partitionedGenerations(client)).filter((generation) => generation !== state.live && generation !== state.building?.generation);
         for (const generation of unused) await dropPartitions(client, generation);
         return unused.length;
@@ -427,8 +427,7 @@ export async function openPostgresReadStore(options: PostgresReadStoreOptions): 
     },
 
     async reset(projection) {
-      await inTransaction(pool, async (client) => {
-        const state = await lockPointer(client, 'UPDATE');
+      await generationsChange(pool, async (client, state) => {
         const { records, keys, counts } = partitionsOf(state.live);
         await client.query('DELETE FROM csr_checkpoints WHERE projection = $1', [projection]);
         // TRUNCATE fires no delete trigger: the counts go with the rows.
