@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { csrTool } from '../support/cli.js';
-import { createKey, dump, seed } from '../support/ops.js';
+import { createKey, dump, loadWhile, seed } from '../support/ops.js';
 import { repoRoot, spawnServer, type ServerProcess } from '../support/process.js';
 import { client } from '../support/service.js';
 import { RECEIVER_CA_FILE, startReceiver } from '../support/receiver.js';
@@ -109,38 +109,8 @@ describe('csr projections rebuild', () => {
     const receiver = await startReceiver();
     const [workspace] = await csr.json<{ slug: string }[]>('workspaces', 'list');
     await csr.json('webhooks', 'create', '--workspace', workspace!.slug, '--name', 'Ops', '--url', `${receiver.origin}/ops`, '--events', 'created', '--objects', 'clients');
-    const createdIds: string[] = [];
-
-    let stop = false;
-    const failures: string[] = [];
-    let requests = 0;
-    const writer = async (worker: number) => {
-      for (let i = 0; !stop; i++) {
-        const created = await api.post('/api/v1/clients', { name: `load ${worker}-${i}`, tier: 'SMB' });
-        requests++;
-        if (created.status !== 201) failures.push(`POST ${created.status}`);
-        else {
-          const id = created.body.ids[0];
-          createdIds.push(id);
-          const patched = await api.patch(`/api/v1/clients/${id}`, { tier: 'Enterprise' });
-          const read = await api.get(`/api/v1/clients/${id}`);
-          requests += 2;
-          if (patched.status !== 200) failures.push(`PATCH ${patched.status}`);
-          if (read.status !== 200 || read.body.data.tier !== 'Enterprise') failures.push(`GET after PATCH ${read.status} ${read.body?.data?.tier}`);
-        }
-      }
-    };
-    const reader = async () => {
-      while (!stop) {
-        const page = await api.get('/api/v1/billing?limit=50');
-        requests++;
-        if (page.status !== 200 || page.body.total < 590) failures.push(`list ${page.status} ${page.body?.total}`);
-      }
-    };
-    const load = [writer(1), writer(2), reader()];
-    const rebuild = await csr.run('projections', 'rebuild', 'records', '--json');
-    stop = true;
-    await Promise.all(load);
+    const { result: rebuild, seen } = await loadWhile(api, { path: '/api/v1/billing?limit=50', atLeast: 590 }, () => csr.run('projections', 'rebuild', 'records', '--json'));
+    const { failures, requests, createdIds } = seen;
     expect(rebuild.code, rebuild.stderr).toBe(0);
     const result = JSON.parse(rebuild.stdout);
     expect(result).toMatchObject({ projection: 'records', version: RECORDS_VERSION.current, generation: 2, resumed: false });

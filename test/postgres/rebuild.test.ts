@@ -7,7 +7,7 @@ import { RECORDS_VERSION } from '../../projections/recordProjection.js';
 import { describeBackend } from '../contract/backends.js';
 import { postgresBackend, postgresDatabases } from '../contract/postgres.js';
 import { csrTool } from '../support/cli.js';
-import { dump, seed } from '../support/ops.js';
+import { dump, loadWhile, seed } from '../support/ops.js';
 import { client } from '../support/service.js';
 import { startRole, type RoleProcess } from './processes.js';
 import { createPostgresKey, masterKeyFile } from './support.js';
@@ -44,36 +44,8 @@ describeBackend('csr projections rebuild on PostgreSQL', backend, (adminUrl) => 
     dirs.push(dir);
     const csr = csrTool(dir, env);
 
-    let stop = false;
-    const failures: string[] = [];
-    let requests = 0;
-    const writer = async (worker: number) => {
-      for (let i = 0; !stop; i++) {
-        const created = await api.post('/api/v1/clients', { name: `load ${worker}-${i}`, tier: 'SMB' });
-        requests++;
-        if (created.status !== 201) {
-          failures.push(`POST ${created.status}`);
-          continue;
-        }
-        const id = created.body.ids[0];
-        const patched = await api.patch(`/api/v1/clients/${id}`, { tier: 'Enterprise' });
-        const read = await api.get(`/api/v1/clients/${id}`);
-        requests += 2;
-        if (patched.status !== 200) failures.push(`PATCH ${patched.status}`);
-        if (read.status !== 200 || read.body.data.tier !== 'Enterprise') failures.push(`GET after PATCH ${read.status} ${read.body?.data?.tier}`);
-      }
-    };
-    const reader = async () => {
-      while (!stop) {
-        const page = await api.get('/api/v1/billing?status=Sent&limit=50');
-        requests++;
-        if (page.status !== 200 || page.body.total < 390) failures.push(`list ${page.status} ${page.body?.total}`);
-      }
-    };
-    const load = [writer(1), writer(2), reader()];
-    const rebuild = await csr.run('projections', 'rebuild', 'records', '--json');
-    stop = true;
-    await Promise.all(load);
+    const { result: rebuild, seen } = await loadWhile(api, { path: '/api/v1/billing?status=Sent&limit=50', atLeast: 390 }, () => csr.run('projections', 'rebuild', 'records', '--json'));
+    const { failures, requests } = seen;
     expect(rebuild.code, rebuild.stderr).toBe(0);
     expect(JSON.parse(rebuild.stdout)).toMatchObject({ projection: 'records', version: RECORDS_VERSION.current, generation: 2, resumed: false });
     expect(failures, server.output().split('\n').filter((line) => line.includes('"level":50')).join('\n')).toEqual([]);

@@ -70,3 +70,51 @@ export async function dump(api: Api): Promise<Record<string, unknown[]>> {
   }
   return result;
 }
+
+/** What a load of `loadWhile` saw: its failed requests (none expected), how many it sent, the clients it created. */
+export interface LoadSeen {
+  failures: string[];
+  requests: number;
+  createdIds: string[];
+}
+
+/**
+ * The load an operation must serve undisturbed (a rebuild): two writers that create a client,
+ * change it and read the change back (read-your-writes), and a reader of `list` whose total must
+ * stay at least `atLeast`; until `operation` ends.
+ */
+export async function loadWhile<T>(api: Api, list: { path: string; atLeast: number }, operation: () => Promise<T>): Promise<{ result: T; seen: LoadSeen }> {
+  let stop = false;
+  const seen: LoadSeen = { failures: [], requests: 0, createdIds: [] };
+  const writer = async (worker: number) => {
+    for (let i = 0; !stop; i++) {
+      const created = await api.post('/api/v1/clients', { name: `load ${worker}-${i}`, tier: 'SMB' });
+      seen.requests++;
+      if (created.status !== 201) {
+        seen.failures.push(`POST ${created.status}`);
+        continue;
+      }
+      const id = created.body.ids[0];
+      seen.createdIds.push(id);
+      const patched = await api.patch(`/api/v1/clients/${id}`, { tier: 'Enterprise' });
+      const read = await api.get(`/api/v1/clients/${id}`);
+      seen.requests += 2;
+      if (patched.status !== 200) seen.failures.push(`PATCH ${patched.status}`);
+      if (read.status !== 200 || read.body.data.tier !== 'Enterprise') seen.failures.push(`GET after PATCH ${read.status} ${read.body?.data?.tier}`);
+    }
+  };
+  const reader = async () => {
+    while (!stop) {
+      const page = await api.get(list.path);
+      seen.requests++;
+      if (page.status !== 200 || page.body.total < list.atLeast) seen.failures.push(`list ${page.status} ${page.body?.total}`);
+    }
+  };
+  const load = [writer(1), writer(2), reader()];
+  try {
+    return { result: await operation(), seen };
+  } finally {
+    stop = true;
+    await Promise.all(load);
+  }
+}
