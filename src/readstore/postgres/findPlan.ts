@@ -1,6 +1,5 @@
-import { filterKey } from '../../schema/filterKey.js';
 import type { FindQuery } from '../port.js';
-import { epochMs, filterEntry, nameKey } from './rows.js';
+import { epochMs, nameKey, queryKeys } from './rows.js';
 import { ALL_RECORDS_KEY } from './schema.js';
 
 /**
@@ -52,7 +51,7 @@ export function findPlan(
   const gen = 'sql' in generation ? generation.sql : bind(generation.value);
   const ws = bind(query.workspaceId);
   const object = bind(query.object);
-  const keys = [...new Set(query.filters.map((filter) => filterEntry(filter.field, filterKey(filter.value))))];
+  const keys = queryKeys(query.filters);
   const recordConditions: string[] = [];
   if (query.name !== undefined) recordConditions.push(`r.name_key = ${bind(nameKey(query.name))}`);
   if (query.updatedSince !== undefined) recordConditions.push(`r.updated_ms > ${bind(epochMs(query.updatedSince, 'updatedSince'))}`);

@@ -214,11 +214,15 @@ export async function openPostgresReadStore(options: PostgresReadStoreOptions): 
   }
 
   /**
-   * A projection's transaction, in as few round trips as the work allows: BEGIN goes with the
-   * pointer's lock and the writer lock, and the checkpoints with the COMMIT (each a simple query of
-   * two statements). A statement that fails stops the ones after it, so a failed fence never commits.
+   * A transaction of a generation's writer (undefined: the live one's), in as few round trips as
+   * the work allows: BEGIN goes with the pointer's lock and the writer lock, and what `work` answers
+   * to run with the COMMIT goes with it (each a simple query of two statements). A statement that
+   * fails stops the ones after it, so a failed fence never commits.
    */
-  async function projectionTransaction<T>(generation: number | undefined, fn: (tx: ReadTransaction) => Promise<T>): Promise<T> {
+  async function writerTransaction<T>(
+    generation: number | undefined,
+    work: (client: PoolClient, live: number) => Promise<{ result: T; withCommit?: string }>,
+  ): Promise<T> {
     if (generation !== undefined && !Number.isSafeInteger(generation)) throw new RangeError(`not a generation: ${generation}`);
     return onTransactionClient(pool, async (client) => {
       // A rebuild's batch need not wait for its WAL flush: it commits with its own checkpoint, so
@@ -232,10 +236,18 @@ export async function openPostgresReadStore(options: PostgresReadStoreOptions): 
       )) as unknown as [unknown, pg.QueryResult<PointerRow>];
       const state = locked.rows[0]!;
       if (generation !== undefined && state.building !== generation) throw new Error(REBUILD_SUPERSEDED);
-      const pending = new Map<string, Position>();
-      const result = await fn(transactionApi(client, generation ?? state.live, generation !== undefined, pending));
-      await client.query(pending.size > 0 ? `${checkpointsStatement(pending)}; COMMIT` : 'COMMIT');
+      const { result, withCommit } = await work(client, state.live);
+      await client.query(withCommit === undefined ? 'COMMIT' : `${withCommit}; COMMIT`);
       return result;
+    });
+  }
+
+  /** A projection's transaction: its checkpoints go with the COMMIT. */
+  function projectionTransaction<T>(generation: number | undefined, fn: (tx: ReadTransaction) => Promise<T>): Promise<T> {
+    return writerTransaction(generation, async (client, live) => {
+      const pending = new Map<string, Position>();
+      const result = await fn(transactionApi(client, generation ?? live, generation !== undefined, pending));
+      return { result, withCommit: pending.size > 0 ? checkpointsStatement(pending) : undefined };
     });
   }
 
@@ -372,11 +384,9 @@ export async function openPostgresReadStore(options: PostgresReadStoreOptions): 
     async promoteGeneration(generation, projection, catchUp) {
       // The staged keys become the generation's partition, beside the live projector's writes; the
       // catch-up below writes keys as the live generation does.
-      await inTransaction(pool, async (client) => {
-        const state = await lockPointer(client, 'SHARE');
-        if (state.building !== generation) throw new Error(REBUILD_SUPERSEDED);
-        await client.query('SELECT pg_advisory_xact_lock($1, $2)', [WRITER_LOCK, generation]);
+      await writerTransaction(generation, async (client) => {
         if (await keysStaged(client, generation)) await mergeStagedKeys(client, generation);
+        return { result: undefined };
       });
       stagedKeys.set(generation, false);
       // Read as the live generation from the next statement on: planned with statistics of what the rebuild filled.

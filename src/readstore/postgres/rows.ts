@@ -1,6 +1,6 @@
 import { ValidationFailed } from '../../core/errors.js';
 import { filterKey, filterKeys } from '../../schema/filterKey.js';
-import type { RecordDocument, StoredRecord, Values } from '../port.js';
+import type { FieldFilter, RecordDocument, StoredRecord, Values } from '../port.js';
 
 /**
  * RecordDocument <-> the rows of csr_records and csr_record_keys (pure; ./schema.ts has the tables).
@@ -84,6 +84,11 @@ export function nameKey(name: string): string {
 /** One filter key: the field and an already normalised value, as JSON so no pair reads as another. */
 export function filterEntry(field: string, key: string): string {
   return JSON.stringify([field, key]);
+}
+
+/** The distinct filter keys that a query's filters ask for (the values normalised as a document's are). */
+export function queryKeys(filters: readonly FieldFilter[]): string[] {
+  return [...new Set(filters.map((filter) => filterEntry(filter.field, filterKey(filter.value))))];
 }
 
 /** Every (field, normalised value) key of a document, fields and calculated values together. */

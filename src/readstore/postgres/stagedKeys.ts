@@ -1,7 +1,6 @@
 import type { PoolClient } from '../../postgres/pool.js';
-import { filterKey } from '../../schema/filterKey.js';
 import type { FieldFilter } from '../port.js';
-import { DOCUMENT_COLUMNS, filterEntry } from './rows.js';
+import { DOCUMENT_COLUMNS, queryKeys } from './rows.js';
 import { partitionsOf } from './schema.js';
 
 /**
@@ -56,7 +55,7 @@ export function deleteStaged(generation: number): string {
 
 /** Every record of the object matching all `filters`, in creation order, while the keys are staged. */
 export function findAllStaged(generation: number, workspaceId: string, object: string, filters: FieldFilter[]): { text: string; values: unknown[] } {
-  const keys = [...new Set(filters.map((filter) => filterEntry(filter.field, filterKey(filter.value))))];
+  const keys = queryKeys(filters);
   return {
     text: `SELECT ${DOCUMENT_COLUMNS} FROM csr_records r JOIN ${partitionsOf(generation).staged} s
              ON s.workspace_id = r.workspace_id AND s.object = r.object AND s.id = r.id
