@@ -27,11 +27,13 @@ export const MAX_RECORDS_PER_REQUEST = 1000;
 /** Records planned between two turns of the event loop. */
 const PLAN_SLICE = 50;
 /**
- * Plans saved together: the next slice is saved once this one is committed. The request answers
- * when the read model shows its last write, so committing all of it at once left the projector
- * idle until the API had done everything, then the API idle until the projector had; in slices,
- * the projector applies one while the API saves the next (docs/performance.md). Numbers still
- * follow the request's order, and records matched within the request were planned before any save.
+ * Plans saved together. The request answers when the read model shows its last write, so
+ * committing all of it at once left the projector idle until the API had done everything, then
+ * the API idle until the projector had; in slices, the projector applies one while the API saves
+ * the next. At most two slices are in flight: the API decides one while the commit thread commits
+ * the one before, where waiting for each commit left the two threads taking turns
+ * (docs/performance.md). Numbers still follow the request's order (they are reserved in the
+ * order asked), and records matched within the request were planned before any save.
  */
 const SAVE_SLICE = 100;
 
@@ -109,10 +111,14 @@ export async function upsertRecords(
   const metadata = metadataFor(action, { [object.key]: new Set(plans.map((plan) => plan.recordId)).size });
   const numbersMetadata = metadataFor(action, {});
   const outcomes: PromiseSettledResult<Position | null>[] = [];
+  let committing: Promise<PromiseSettledResult<Position | null>[]> | null = null;
   for (let start = 0; start < plans.length; start += SAVE_SLICE) {
     const slice = plans.slice(start, start + SAVE_SLICE);
-    outcomes.push(...(await Promise.allSettled(slice.map((plan) => savePlan(deps, action, object, plan, metadata, numbersMetadata, options)))));
+    const saving = Promise.allSettled(slice.map((plan) => savePlan(deps, action, object, plan, metadata, numbersMetadata, options)));
+    if (committing) outcomes.push(...(await committing));
+    committing = saving;
   }
+  if (committing) outcomes.push(...(await committing));
 
   const positions: Position[] = [];
   const failedPlans = new Map<Plan, string>();
