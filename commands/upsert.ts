@@ -30,9 +30,10 @@ const PLAN_SLICE = 50;
  * Plans saved together. The request answers when the read model shows its last write, so
  * committing all of it at once left the projector idle until the API had done everything, then
  * the API idle until the projector had; in slices, the projector applies one while the API saves
- * the next. At most two slices are in flight: the API decides one while the commit thread commits
- * the one before, where waiting for each commit left the two threads taking turns
- * (docs/performance.md). Numbers still follow the request's order (they are reserved in the
+ * the next. Where the store commits on a thread of its own (EventStore.commitsOnOwnThread), two
+ * slices are in flight: the API decides one while that thread commits the one before, where
+ * waiting for each commit left the two threads taking turns; on PostgreSQL, where the server
+ * commits, the same made upserts slower (docs/performance.md). Numbers still follow the request's order (they are reserved in the
  * order asked), and records matched within the request were planned before any save.
  */
 const SAVE_SLICE = 100;
@@ -111,12 +112,14 @@ export async function upsertRecords(
   const metadata = metadataFor(action, { [object.key]: new Set(plans.map((plan) => plan.recordId)).size });
   const numbersMetadata = metadataFor(action, {});
   const outcomes: PromiseSettledResult<Position | null>[] = [];
+  // The slice saved before this one, still committing (only where the store commits on a thread of its own).
   let committing: Promise<PromiseSettledResult<Position | null>[]> | null = null;
   for (let start = 0; start < plans.length; start += SAVE_SLICE) {
     const slice = plans.slice(start, start + SAVE_SLICE);
     const saving = Promise.allSettled(slice.map((plan) => savePlan(deps, action, object, plan, metadata, numbersMetadata, options)));
     if (committing) outcomes.push(...(await committing));
-    committing = saving;
+    if (deps.events.commitsOnOwnThread) committing = saving;
+    else outcomes.push(...(await saving));
   }
   if (committing) outcomes.push(...(await committing));
 

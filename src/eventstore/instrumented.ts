@@ -29,6 +29,7 @@ export function instrumentAppends(events: EventStore, metrics: Metrics): EventSt
     chainScope: events.chainScope,
     checkChain: (options) => events.checkChain(options),
     atomicGroups: events.atomicGroups,
+    commitsOnOwnThread: events.commitsOnOwnThread,
     subscribeToAll: (options) => events.subscribeToAll(options),
     persistentSubscription: (group, options) => events.persistentSubscription(group, options),
     ensurePersistentGroup: (group, options) => events.ensurePersistentGroup(group, options),

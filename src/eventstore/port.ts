@@ -280,6 +280,13 @@ export interface EventStore {
    * writes it on its own first.
    */
   readonly atomicGroups: boolean;
+  /**
+   * Whether appends are committed on a thread of this process of their own (the embedded log in
+   * an API process), which waits while its callers prepare the next appends: a caller with many to
+   * write (an upsert) prepares the next while one commits. Where a server commits them, more in
+   * flight only queues there, beside the followers it keeps busy.
+   */
+  readonly commitsOnOwnThread: boolean;
   subscribeToAll(options: SubscribeToAllOptions): Subscription;
   persistentSubscription(group: string, options?: PersistentSubscriptionOptions): PersistentSubscription;
   /**

@@ -97,6 +97,7 @@ export function privateEvents(stored: EventStore, vault: Vault, personalFields: 
     vault,
     chainScope: stored.chainScope,
     atomicGroups: stored.atomicGroups,
+    commitsOnOwnThread: stored.commitsOnOwnThread,
     async append(stream, events, options) {
       return stored.append(stream, await Promise.all(events.map((event) => sealEvent(event))), options);
     },

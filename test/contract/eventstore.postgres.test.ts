@@ -298,6 +298,8 @@ describeBackend('PostgreSQL event store', backend, (adminUrl) => {
       const url = await database();
       const store = await open(() => Promise.resolve(url));
       expect(store.atomicGroups).toBe(true);
+      // The server commits: an upsert keeps one slice of appends in flight (commands/upsert.ts).
+      expect(store.commitsOnOwnThread).toBe(false);
       const admin = openPool({ url, max: 1 });
       try {
         await admin.query(`CREATE FUNCTION csr_test_full() RETURNS trigger LANGUAGE plpgsql AS $$

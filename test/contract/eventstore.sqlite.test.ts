@@ -79,6 +79,14 @@ describe('SQLite event store', () => {
     expect(open(freshPath()).atomicGroups).toBe(true);
   });
 
+  it('says it commits on a thread of its own only when it was opened with a commit thread (an API process)', async () => {
+    expect(open(freshPath()).commitsOnOwnThread).toBe(false);
+    const threaded = openSqliteEventStore({ path: freshPath(), commitThread: BUILT_COMMIT_THREAD });
+    opened.push(threaded);
+    expect(threaded.commitsOnOwnThread).toBe(true);
+    await expect(threaded.append('threaded', [newEvent()], { expectedRevision: 'no_stream' })).resolves.toMatchObject({ nextRevision: 0 });
+  });
+
   it('stores each event with its own metadata when appends share one metadata object', async () => {
     const store = open(freshPath());
     const shared = newEvent().metadata;

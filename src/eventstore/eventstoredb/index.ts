@@ -260,6 +260,7 @@ export function openEventStoreDb(options: EventStoreDbOptions): EventStore {
   return {
     chainScope: 'stream',
     atomicGroups: false,
+    commitsOnOwnThread: false,
     append,
     appendThen,
     readAll,

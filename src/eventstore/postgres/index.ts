@@ -66,6 +66,8 @@ function validateGroupName(group: string): void {
 class PostgresEventStore implements EventStore {
   readonly chainScope = 'log' as const;
   readonly atomicGroups = true;
+  /** The server commits (appender.ts). */
+  readonly commitsOnOwnThread = false;
   private closed = false;
   private readonly appender: Appender;
   private readonly streamReads: StreamReads;

@@ -108,6 +108,7 @@ class SqliteEventStore implements EventStore {
   readonly chainScope = 'log' as const;
   /** A group commits in one transaction (a savepoint within the group commit). */
   readonly atomicGroups = true;
+  readonly commitsOnOwnThread: boolean;
   private closed = false;
   private readonly log: EventLog;
   private readonly watcher: LogWatcher;
@@ -133,6 +134,7 @@ class SqliteEventStore implements EventStore {
       this.watcher.advance(head);
       this.commits.changed();
     };
+    this.commitsOnOwnThread = commitThread !== null;
     this.committer = commitThread ? new ThreadedCommitter(path, committed, commitThread) : onThisThread(new GroupCommitter(db, this.log, committed));
   }
 
