@@ -33,8 +33,9 @@ const PLAN_SLICE = 50;
  * the next. Where the store commits on a thread of its own (EventStore.commitsOnOwnThread), two
  * slices are in flight: the API decides one while that thread commits the one before, where
  * waiting for each commit left the two threads taking turns; on PostgreSQL, where the server
- * commits, the same made upserts slower (docs/performance.md). Numbers still follow the request's order (they are reserved in the
- * order asked), and records matched within the request were planned before any save.
+ * commits, the same made upserts slower (docs/performance.md). Numbers still follow the request's
+ * order (they are reserved in the order asked), and records matched within the request were
+ * planned before any save.
  */
 const SAVE_SLICE = 100;
 
@@ -112,16 +113,14 @@ export async function upsertRecords(
   const metadata = metadataFor(action, { [object.key]: new Set(plans.map((plan) => plan.recordId)).size });
   const numbersMetadata = metadataFor(action, {});
   const outcomes: PromiseSettledResult<Position | null>[] = [];
-  // The slice saved before this one, still committing (only where the store commits on a thread of its own).
-  let committing: Promise<PromiseSettledResult<Position | null>[]> | null = null;
+  const inFlight = deps.events.commitsOnOwnThread ? 2 : 1;
+  const saving: Promise<PromiseSettledResult<Position | null>[]>[] = [];
   for (let start = 0; start < plans.length; start += SAVE_SLICE) {
     const slice = plans.slice(start, start + SAVE_SLICE);
-    const saving = Promise.allSettled(slice.map((plan) => savePlan(deps, action, object, plan, metadata, numbersMetadata, options)));
-    if (committing) outcomes.push(...(await committing));
-    if (deps.events.commitsOnOwnThread) committing = saving;
-    else outcomes.push(...(await saving));
+    saving.push(Promise.allSettled(slice.map((plan) => savePlan(deps, action, object, plan, metadata, numbersMetadata, options))));
+    if (saving.length === inFlight) outcomes.push(...(await saving.shift()!));
   }
-  if (committing) outcomes.push(...(await committing));
+  for (const slice of saving) outcomes.push(...(await slice));
 
   const positions: Position[] = [];
   const failedPlans = new Map<Plan, string>();
