@@ -112,15 +112,12 @@ export async function upsertRecords(
 
   const metadata = metadataFor(action, { [object.key]: new Set(plans.map((plan) => plan.recordId)).size });
   const numbersMetadata = metadataFor(action, {});
-  const outcomes: PromiseSettledResult<Position | null>[] = [];
-  const inFlight = deps.events.commitsOnOwnThread ? 2 : 1;
-  const saving: Promise<PromiseSettledResult<Position | null>[]>[] = [];
-  for (let start = 0; start < plans.length; start += SAVE_SLICE) {
-    const slice = plans.slice(start, start + SAVE_SLICE);
-    saving.push(Promise.allSettled(slice.map((plan) => savePlan(deps, action, object, plan, metadata, numbersMetadata, options))));
-    if (saving.length === inFlight) outcomes.push(...(await saving.shift()!));
-  }
-  for (const slice of saving) outcomes.push(...(await slice));
+  const slices: Plan[][] = [];
+  for (let start = 0; start < plans.length; start += SAVE_SLICE) slices.push(plans.slice(start, start + SAVE_SLICE));
+  const saved = await inFlight(slices, deps.events.commitsOnOwnThread ? 2 : 1, (slice) =>
+    Promise.allSettled(slice.map((plan) => savePlan(deps, action, object, plan, metadata, numbersMetadata, options))),
+  );
+  const outcomes = saved.flat();
 
   const positions: Position[] = [];
   const failedPlans = new Map<Plan, string>();
