@@ -27,17 +27,18 @@ export const MAX_RECORDS_PER_REQUEST = 1000;
 /** Records planned between two turns of the event loop. */
 const PLAN_SLICE = 50;
 /**
- * Plans saved together. The request answers when the read model shows its last write, so
- * committing all of it at once left the projector idle until the API had done everything, then
- * the API idle until the projector had; in slices, the projector applies one while the API saves
- * the next. Where the store commits on a thread of its own (EventStore.commitsOnOwnThread), two
- * slices are in flight: the API decides one while that thread commits the one before, where
- * waiting for each commit left the two threads taking turns; on PostgreSQL, where the server
- * commits, the same made upserts slower (docs/performance.md). Numbers still follow the request's
- * order (they are reserved in the order asked), and records matched within the request were
- * planned before any save.
+ * Plans saved together, one slice after the other. The request answers when the read model shows
+ * its last write, so committing all of it at once left the projector idle until the API had done
+ * everything, then the API idle until the projector had; in slices, the projector applies one
+ * while the API saves the next. A slice's creates are decided in one turn of the event loop and
+ * reach the log together: where the store commits on a thread of its own
+ * (EventStore.commitsOnOwnThread), that thread commits them as one group, and 200 a group cost
+ * the least on two cores (100 or 500 cost more, and so did starting the next slice while one
+ * commits, whose groups were smaller: docs/performance.md). Where a server commits (PostgreSQL),
+ * 100. Numbers still follow the request's order (they are reserved in the order asked), and
+ * records matched within the request were planned before any save.
  */
-const SAVE_SLICE = 100;
+const SAVE_SLICE = { ownThread: 200, server: 100 };
 
 export interface UpsertOptions {
   /** Validate, resolve and match, and write nothing (csv import --dry-run). */
@@ -112,12 +113,12 @@ export async function upsertRecords(
 
   const metadata = metadataFor(action, { [object.key]: new Set(plans.map((plan) => plan.recordId)).size });
   const numbersMetadata = metadataFor(action, {});
-  const slices: Plan[][] = [];
-  for (let start = 0; start < plans.length; start += SAVE_SLICE) slices.push(plans.slice(start, start + SAVE_SLICE));
-  const saved = await inFlight(slices, deps.events.commitsOnOwnThread ? 2 : 1, (slice) =>
-    Promise.allSettled(slice.map((plan) => savePlan(deps, action, object, plan, metadata, numbersMetadata, options))),
-  );
-  const outcomes = saved.flat();
+  const size = deps.events.commitsOnOwnThread ? SAVE_SLICE.ownThread : SAVE_SLICE.server;
+  const outcomes: PromiseSettledResult<Position | null>[] = [];
+  for (let start = 0; start < plans.length; start += size) {
+    const slice = plans.slice(start, start + size);
+    outcomes.push(...(await Promise.allSettled(slice.map((plan) => savePlan(deps, action, object, plan, metadata, numbersMetadata, options)))));
+  }
 
   const positions: Position[] = [];
   const failedPlans = new Map<Plan, string>();

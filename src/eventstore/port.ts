@@ -282,9 +282,10 @@ export interface EventStore {
   readonly atomicGroups: boolean;
   /**
    * Whether appends are committed on a thread of this process of their own (the embedded log in
-   * an API process), which waits while its callers prepare the next appends: a caller with many to
-   * write (an upsert) prepares the next while one commits. Where a server commits them, more in
-   * flight only queues there, beside the followers it keeps busy.
+   * an API process), which commits what its callers handed it meanwhile as one group: a caller with
+   * many to write (an upsert) hands over larger slices there, since a group's commit costs that
+   * thread about the same whatever its size. Where a server commits them, larger slices only queue
+   * there, beside the followers it keeps busy.
    */
   readonly commitsOnOwnThread: boolean;
   subscribeToAll(options: SubscribeToAllOptions): Subscription;

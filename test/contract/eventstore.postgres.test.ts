@@ -298,7 +298,7 @@ describeBackend('PostgreSQL event store', backend, (adminUrl) => {
       const url = await database();
       const store = await open(() => Promise.resolve(url));
       expect(store.atomicGroups).toBe(true);
-      // The server commits: an upsert keeps one slice of appends in flight (commands/upsert.ts).
+      // The server commits: an upsert hands it slices of 100 (commands/upsert.ts).
       expect(store.commitsOnOwnThread).toBe(false);
       const admin = openPool({ url, max: 1 });
       try {
