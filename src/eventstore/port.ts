@@ -283,9 +283,9 @@ export interface EventStore {
   /**
    * Whether appends are committed on a thread of this process of their own (the embedded log in
    * an API process), which commits what its callers handed it meanwhile as one group: a caller with
-   * many to write (an upsert) hands over larger slices there, since a group's commit costs that
-   * thread about the same whatever its size. Where a server commits them, larger slices only queue
-   * there, beside the followers it keeps busy.
+   * many to write (an upsert) hands over larger slices there, since each group has a cost of its
+   * own (its transaction and fsync, and a projector batch after it) whatever its size. Where a
+   * server commits them, larger slices only queue there, beside the followers it keeps busy.
    */
   readonly commitsOnOwnThread: boolean;
   subscribeToAll(options: SubscribeToAllOptions): Subscription;
