@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ChildProcess } from 'node:child_process';
 import { installPeer, startPeer, startPgPeer } from './peer.js';
-import { benchDatabase, type BenchDatabase } from './postgres.js';
+import { benchDatabase, databaseCpu, type BenchDatabase } from './postgres.js';
 import { root, spawnServer, stop, type Server } from './servers.js';
 import { commitMs, load, percentile, perSecond, type TextRow } from './measure.js';
 import type { HttpRow, Measured, Scenario } from './table.js';
@@ -143,22 +143,28 @@ export async function httpBenchmarks(options: HttpOptions): Promise<{ rows: Http
    * A scenario's measured load, after its warm-up, between two runs of the bare endpoint: their
    * mean is its baseline, so a change of the machine's speed during the scenario is half in it.
    */
-  const measure = async (method: Method, title: string, server: ChildProcess, loadOptions: (run: 'warm-up' | 'measured') => Omit<LoadOptions, 'connections' | 'durationS'>) => {
+  const measure = async (method: Method, title: string, server: ChildProcess, database: BenchDatabase | null, loadOptions: (run: 'warm-up' | 'measured') => Omit<LoadOptions, 'connections' | 'durationS'>) => {
     if (options.warmUpS > 0) await load(`${title} (warm-up)`, server, { ...loadOptions('warm-up'), durationS: options.warmUpS });
     const pipeline = loadOptions('measured').pipeline ?? 1;
     const before = await measureBare(method, BASELINE_S, pipeline);
     const commit = method === 'POST' ? commitMs() : null;
-    const measured = await load(title, server, { ...loadOptions('measured'), durationS: options.durationS });
+    const serverCpu = database ? await databaseCpu(database.url) : null;
+    const loaded = await load(title, server, { ...loadOptions('measured'), durationS: options.durationS });
+    const serverMs = serverCpu ? await serverCpu() : null;
+    const measured: Measured = { ...loaded, serverCpuUs: serverMs === null || loaded.requests === 0 ? null : (serverMs * 1000) / loaded.requests };
     return { measured, baseline: meanOf(before, await measureBare(method, BASELINE_S, pipeline)), commitMs: commit };
   };
 
   /** The scenarios of one stage on one running server. */
   const scenarios = async (server: Server, row: Pick<HttpRow, 'server' | 'processes' | 'stage'>, loaded: Loaded, withList: boolean) => {
     const title = `${row.server}, API_PROCESSES=${row.processes}, ${row.stage}`;
+    // On PostgreSQL a request's work is split between the server under test and the database
+    // server: both are counted, the database server's in the database of the server under test.
+    const database = onPostgres ? databases[row.server === 'Emmett' ? 1 : 0]! : null;
     const push = (scenario: Scenario, result: Omit<HttpRow, 'scenario' | 'server' | 'processes' | 'stage' | 'backend'>) => rows.push({ scenario, backend: options.backend, ...row, ...result });
     if (options.scenarios.has('POST one record')) {
       const tag = `${row.stage} ${row.processes}`;
-      const result = await measure('POST', `POST one, ${title}`, server.child, (run) => ({
+      const result = await measure('POST', `POST one, ${title}`, server.child, database, (run) => ({
         url: server.url,
         headers: loaded.headers,
         prelude: 'counter = 0',
@@ -177,15 +183,15 @@ export async function httpBenchmarks(options: HttpOptions): Promise<{ rows: Http
         request: 'request = function() return wrk.format("GET", "/api/v1/clients/" .. ids[math.random(#ids)]) end',
         pipeline,
       });
-      push('GET one record', await measure('GET', `GET one, ${title}`, server.child, getOne(1)));
+      push('GET one record', await measure('GET', `GET one, ${title}`, server.child, database, getOne(1)));
       if (row.server === 'this service' && options.processes.length > 1) {
-        push('GET one record, pipelined', await measure('GET', `GET one pipelined, ${title}`, server.child, getOne(PIPELINE)));
+        push('GET one record, pipelined', await measure('GET', `GET one pipelined, ${title}`, server.child, database, getOne(PIPELINE)));
       }
     }
     if (withList && options.scenarios.has('GET list')) {
       const total = ((await (await fetch(`${server.url}${LIST_PATH}`, { headers: loaded.headers })).json()) as { total: number }).total;
       if (total !== loaded.ids.length / INDUSTRIES.length) throw new Error(`${row.server}: the list's total is ${total}, not ${loaded.ids.length / INDUSTRIES.length}`);
-      push('GET list', await measure('GET', `list, ${title}`, server.child, () => ({ url: `${server.url}${LIST_PATH}`, headers: loaded.headers })));
+      push('GET list', await measure('GET', `list, ${title}`, server.child, database, () => ({ url: `${server.url}${LIST_PATH}`, headers: loaded.headers })));
     }
   };
 

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
+import { processCpuMs } from './cpu.js';
 
 /**
  * The bench's PostgreSQL: BENCH_DATABASE_URL, else DATABASE_URL, else the local server these
@@ -46,4 +47,28 @@ export async function postgresReachable(): Promise<true | string> {
 export async function postgresVersion(): Promise<string> {
   const version = await admin((client) => client.query<{ server_version: string }>('SHOW server_version'));
   return `PostgreSQL ${version.rows[0]!.server_version.split(' ')[0]}`;
+}
+
+/**
+ * Starts counting the CPU time of the server's backends of the database at `url`: every
+ * connection and autovacuum worker of that database (pg_stat_activity), read from /proc. The
+ * function it answers tells the milliseconds they used since, or null when the server is not on
+ * this machine (no backend's figure could be read). A backend that exits before the second reading
+ * (a query's parallel workers included) is not counted: the servers under test keep their pools open.
+ */
+export async function databaseCpu(url: string): Promise<() => Promise<number | null>> {
+  const name = decodeURIComponent(new URL(url).pathname.slice(1));
+  const backends = async () => {
+    const { rows } = await admin((client) => client.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE datname = $1', [name]));
+    return new Map(rows.map(({ pid }) => [pid, processCpuMs(pid)]));
+  };
+  const before = await backends();
+  return async () => {
+    const after = await backends();
+    const read = [...after.values()].filter((ms): ms is number => ms !== null);
+    if (read.length === 0) return null;
+    let used = 0;
+    for (const [pid, ms] of after) if (ms !== null) used += ms - (before.get(pid) ?? 0)!;
+    return used;
+  };
 }

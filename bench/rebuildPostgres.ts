@@ -7,9 +7,8 @@ import { openPostgresEventStore } from '../src/eventstore/postgres/index.js';
 import { openPool } from '../src/postgres/pool.js';
 import { openPostgresReadStore } from '../src/readstore/postgres/index.js';
 import { Catalogues } from '../src/setup/catalogues.js';
-import { processCpuMs } from './cpu.js';
 import type { TextRow } from './measure.js';
-import { benchDatabase, postgresReachable } from './postgres.js';
+import { benchDatabase, databaseCpu, postgresReachable } from './postgres.js';
 import { projectToHead, rate, writeLog } from './rebuildLog.js';
 
 /**
@@ -76,18 +75,12 @@ async function copyFloorMs(pool: pg.Pool): Promise<number> {
  * this machine: /proc) spent by `work`: a rate moves with what else the machine runs, the CPU per
  * event much less, so a change is judged by it.
  */
-async function cpuOf<T>(pool: pg.Pool, work: () => Promise<T>): Promise<{ result: T; nodeMs: number; serverMs: number | null }> {
-  const backends = async () => {
-    const { rows } = await pool.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE datname = current_database()');
-    return new Map(rows.map(({ pid }) => [pid, processCpuMs(pid)]));
-  };
-  const before = await backends();
+async function cpuOf<T>(url: string, work: () => Promise<T>): Promise<{ result: T; nodeMs: number; serverMs: number | null }> {
+  const server = await databaseCpu(url);
   const node = process.cpuUsage();
   const result = await work();
   const { user, system } = process.cpuUsage(node);
-  let serverMs: number | null = 0;
-  for (const [pid, ms] of await backends()) serverMs = ms === null || serverMs === null ? null : serverMs + ms - (before.get(pid) ?? 0)!;
-  return { result, nodeMs: (user + system) / 1000, serverMs };
+  return { result, nodeMs: (user + system) / 1000, serverMs: await server() };
 }
 
 const perEvent = (events: number, { nodeMs, serverMs }: { nodeMs: number; serverMs: number | null }) =>
@@ -115,7 +108,7 @@ export async function postgresRebuildBench(): Promise<TextRow[]> {
     // Once unmeasured: the log was just written, and every later read finds it in the server's cache.
     await rawRead(client);
     let started = performance.now();
-    const raw = await cpuOf(pool, () => rawRead(client));
+    const raw = await cpuOf(database.url, () => rawRead(client));
     await client.end();
     const count = raw.result;
     const rawRate = rate(count, performance.now() - started);
@@ -131,7 +124,7 @@ export async function postgresRebuildBench(): Promise<TextRow[]> {
     rows.push({ scenario: `PostgreSQL: live projector from empty, ${count} events`, result: `${rate(count, liveMs)} events/s (${Math.round((100 * rate(count, liveMs)) / rawRate)}% of raw)`, target: '-' });
 
     started = performance.now();
-    const rebuilt = await cpuOf(pool, () => rebuildReadModel({ events, readStore }, recordProjection));
+    const rebuilt = await cpuOf(database.url, () => rebuildReadModel({ events, readStore }, recordProjection));
     const result = rebuilt.result;
     const rebuildRate = rate(result.events, performance.now() - started);
     rows.push({

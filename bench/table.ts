@@ -8,7 +8,12 @@ import type { LoadResult } from './wrk.js';
  * request moves less than a rate when neighbours take the cores, so the rows also compare that.
  */
 
-export type Measured = LoadResult & { cpuUs: number | null };
+/**
+ * `cpuUs`: the server under test's CPU per request (its processes); `serverCpuUs`: on PostgreSQL,
+ * the database server's (the backends of the database the server under test uses), null where it
+ * cannot be read (a server on another machine) and absent on the embedded store.
+ */
+export type Measured = LoadResult & { cpuUs: number | null; serverCpuUs?: number | null };
 
 /**
  * 'GET one record, pipelined': the same GETs with 16 in flight per connection, for the service's
@@ -64,9 +69,24 @@ const p99 = (row: HttpRow) => (row.scenario === 'GET one record, pipelined' ? ''
 const int = (value: number) => Math.round(value).toLocaleString('en');
 const times = (value: number | null) => (value === null ? '' : `${value.toFixed(2)}x`);
 
+/**
+ * A request's CPU for the comparison with Emmett: on PostgreSQL the database server's share too,
+ * where most of a write's work is done; null when a part of it is unknown.
+ */
+function cpuOf(measured: Measured): number | null {
+  if (measured.cpuUs === null || measured.serverCpuUs === null) return null;
+  return measured.cpuUs + (measured.serverCpuUs ?? 0);
+}
+
+const cpuCell = (measured: Measured) => {
+  if (measured.cpuUs === null) return '';
+  if (measured.serverCpuUs === undefined) return int(measured.cpuUs);
+  return `${int(measured.cpuUs)} + ${measured.serverCpuUs === null ? '?' : int(measured.serverCpuUs)}`;
+};
+
 export function httpTable(rows: HttpRow[]): string {
   const lines = [
-    '| scenario | server | req/s | p99 ms | CPU µs/req | of bare Hono (its req/s, CPU µs/req around it) | x Emmett | Emmett CPU/req over this | x 1 process | target |',
+    '| scenario | server | req/s | p99 ms | CPU µs/req (+ database server) | of bare Hono (its req/s, CPU µs/req around it) | x Emmett | Emmett CPU/req over this | x 1 process | target |',
     '|---|---|---|---|---|---|---|---|---|---|',
   ];
   for (const row of rows) {
@@ -75,12 +95,14 @@ export function httpTable(rows: HttpRow[]): string {
     const one = rows.find((other) => same(other) && other.server === row.server && other.processes === 1);
     const vsEmmett = peer && row !== peer ? share(row) / share(peer) : null;
     const vsOne = one && row !== one ? share(row) / share(one) : null;
-    const cpuVsEmmett = peer && row !== peer && peer.measured.cpuUs !== null && row.measured.cpuUs ? peer.measured.cpuUs / row.measured.cpuUs : null;
+    const peerCpu = peer ? cpuOf(peer.measured) : null;
+    const rowCpu = cpuOf(row.measured);
+    const cpuVsEmmett = peer && row !== peer && peerCpu !== null && rowCpu ? peerCpu / rowCpu : null;
     const { measured, baseline } = row;
     const server = row.server === 'Emmett' ? 'Emmett' : `this service, API_PROCESSES=${row.processes}`;
     const bare = `${Math.round(100 * share(row))}% (${int(baseline.requestsPerSecond)}, ${baseline.cpuUs === null ? '?' : int(baseline.cpuUs)}${row.commitMs === null ? '' : `; one commit ${row.commitMs.toFixed(2)} ms`})`;
     lines.push(
-      `| ${row.scenario}, ${row.stage} | ${server} | ${int(measured.requestsPerSecond)} | ${p99(row)} | ${measured.cpuUs === null ? '' : int(measured.cpuUs)} | ${bare} | ${times(vsEmmett)} | ${times(cpuVsEmmett)} | ${times(vsOne)} | ${target(row, vsEmmett, vsOne)} |`,
+      `| ${row.scenario}, ${row.stage} | ${server} | ${int(measured.requestsPerSecond)} | ${p99(row)} | ${cpuCell(measured)} | ${bare} | ${times(vsEmmett)} | ${times(cpuVsEmmett)} | ${times(vsOne)} | ${target(row, vsEmmett, vsOne)} |`,
     );
   }
   return lines.join('\n');

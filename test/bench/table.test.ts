@@ -48,3 +48,35 @@ describe('the bench table: issue 44 goals for the embedded store, against Emmett
     expect(lines[2]!.split('|').at(-2)!.trim()).toBe('');
   });
 });
+
+describe('the bench table on PostgreSQL: the database server CPU beside the server under test', () => {
+  const pgRow = (server: HttpRow['server'], requestsPerSecond: number, cpuUs: number, serverCpuUs: number | null): HttpRow => ({
+    scenario: 'POST one record',
+    stage: '100k records, PostgreSQL',
+    server,
+    backend: 'postgres',
+    processes: 1,
+    measured: { ...measured(requestsPerSecond, cpuUs), serverCpuUs },
+    baseline: measured(10_000),
+    commitMs: null,
+  });
+  /** The cells of the service's row: CPU per request, then Emmett's CPU over it. */
+  const cells = (rows: HttpRow[]) => {
+    const line = httpTable(rows).split('\n').find((text) => text.includes('this service'))!.split('|').map((cell) => cell.trim());
+    return { cpu: line[5], cpuVsEmmett: line[8] };
+  };
+
+  it.each([
+    // given the service's and Emmett's CPU per request (the process, then the database server's), then the cells
+    [[400, 500], [300, 100], { cpu: '400 + 500', cpuVsEmmett: '0.44x' }],
+    [[400, 100], [600, 400], { cpu: '400 + 100', cpuVsEmmett: '2.00x' }],
+    [[400, null], [300, 100], { cpu: '400 + ?', cpuVsEmmett: '' }],
+  ] as const)('service %j, Emmett %j', ([serviceCpu, serviceServer], [emmettCpu, emmettServer], expected) => {
+    expect(cells([pgRow('this service', 1_000, serviceCpu, serviceServer), pgRow('Emmett', 1_000, emmettCpu, emmettServer)])).toEqual(expected);
+  });
+
+  it('shows the process CPU alone on the embedded store, where no database server works', () => {
+    const line = httpTable([row('POST one record', 'this service', 1_000, { cpuUs: 280 })]).split('\n')[2]!.split('|');
+    expect(line[5]!.trim()).toBe('280');
+  });
+});
