@@ -80,17 +80,45 @@ const statementNames = new Map<string, string>();
  */
 export async function preparedQuery<R extends pg.QueryResultRow>(pool: Pool, text: string, values: unknown[]): Promise<pg.QueryResult<R>> {
   if (unprepared.has(pool)) return pool.query<R>(text, values);
+  try {
+    return await pool.query<R>({ name: statementName(text), text, values });
+  } catch (error) {
+    if (!namedStatementRefused(pool, error)) throw error;
+    return pool.query<R>(text, values);
+  }
+}
+
+/**
+ * A statement of a transaction on `client` (a connection of `pool`) as a named statement, as
+ * preparedQuery does outside one: a projector's batch and a group commit each ran two statements
+ * that the server parsed and planned again every time, a tenth of its time per create
+ * (docs/performance.md). Refused (a transaction-pooling proxy, see preparedQuery), the statement
+ * fails and with it the transaction, which wrote nothing: the caller asks `namedStatementRefused`
+ * and runs its transaction again, with plain statements from then on.
+ */
+export function transactionQuery<R extends pg.QueryResultRow>(pool: Pool, client: PoolClient, text: string, values: unknown[]): Promise<pg.QueryResult<R>> {
+  if (unprepared.has(pool)) return client.query<R>(text, values);
+  return client.query<R>({ name: statementName(text), text, values });
+}
+
+/**
+ * Whether `error` is the server not knowing a named statement, or knowing one of that name already,
+ * on a connection of `pool` that the driver believed had it (a proxy handed the client another
+ * server connection): the pool then takes plain statements for good. Both refusals come before the
+ * statement runs.
+ */
+export function namedStatementRefused(pool: Pool, error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (code !== '26000' && code !== '42P05') return false;
+  unprepared.add(pool);
+  return true;
+}
+
+function statementName(text: string): string {
   let name = statementNames.get(text);
   if (name === undefined) {
     name = `csr_${createHash('sha256').update(text).digest('hex').slice(0, 24)}`;
     statementNames.set(text, name);
   }
-  try {
-    return await pool.query<R>({ name, text, values });
-  } catch (error) {
-    const code = (error as { code?: unknown }).code;
-    if (code !== '26000' && code !== '42P05') throw error;
-    unprepared.add(pool);
-    return pool.query<R>(text, values);
-  }
+  return name;
 }

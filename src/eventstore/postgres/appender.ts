@@ -1,6 +1,6 @@
 import { Conflict } from '../../core/errors.js';
 import pg, { type QueryResult } from 'pg';
-import type { Pool, PoolClient } from '../../postgres/pool.js';
+import { namedStatementRefused, transactionQuery, type Pool, type PoolClient } from '../../postgres/pool.js';
 import { canonicalJson, canonicalMetadataOnce, chainHashOfJson, storedMetadataJson } from '../chain.js';
 import { isClaimStream, type AppendResult, type ExpectedRevision, type StreamAppend } from '../port.js';
 import { announcementPayload, kindOf, type Announcement } from './announcement.js';
@@ -76,8 +76,20 @@ export class Appender {
     }
   }
 
-  /** Writes the jobs in one transaction; answers how to settle their promises once committed. */
+  /**
+   * Writes the jobs in one transaction; answers how to settle their promises once committed. A
+   * transaction whose named statement the server refused wrote nothing: it runs again, plain.
+   */
   private async commit(jobs: Job[]): Promise<() => void> {
+    try {
+      return await this.commitOnce(jobs);
+    } catch (error) {
+      if (!namedStatementRefused(this.pool, error)) throw error;
+      return this.commitOnce(jobs);
+    }
+  }
+
+  private async commitOnce(jobs: Job[]): Promise<() => void> {
     const client = await this.pool.connect();
     let broken: unknown;
     try {
@@ -180,14 +192,16 @@ export class Appender {
        JOIN json_array_elements($${first + 4}::json) WITH ORDINALITY AS d(value, n) ON d.n = u.n
        JOIN json_array_elements($${first + 5}::json) WITH ORDINALITY AS m(value, n) ON m.n = u.n`;
     const claimValues = [claims.streams, claims.revisions, claims.ids, claims.types, `[${claims.data.join(',')}]`, `[${claims.metadata.join(',')}]`];
-    if (claims.length > 0 && rows.length === 0) await client.query(claimed(1, '$7'), [...claimValues, created]);
+    if (claims.length > 0 && rows.length === 0) await transactionQuery(this.pool, client, claimed(1, '$7'), [...claimValues, created]);
     if (rows.length > 0) {
       this.written = { from: Number(head.seq), to: seq, kinds: [...new Set(rows.streams.map(kindOf))] };
       // Data and metadata go in as two JSON arrays made by joining their texts, not as json[]: the
       // driver writes an array parameter element by element, escaping every quote of every JSON
       // text (docs/performance.md, session 32). A json value's elements keep their very text,
       // which the chain check hashes without parsing.
-      const result = await client.query<{ written: number }>(
+      const result = await transactionQuery<{ written: number }>(
+        this.pool,
+        client,
         `WITH ${claims.length > 0 ? `claimed AS (${claimed(12, '$6')}), ` : ''}written AS (
            INSERT INTO csr_events (seq, id, stream, revision, type, created_ms, data, metadata)
            SELECT u.s, u.i, u.st, u.r, u.t, $6, d.value, m.value

@@ -2,7 +2,7 @@ import type { Position } from '../../eventstore/position.js';
 import pg from 'pg';
 import { mappingPostgresErrors } from '../../postgres/errors.js';
 import { migrate } from '../../postgres/migrate.js';
-import { inTransaction, onTransactionClient, preparedQuery, type Pool, type PoolClient } from '../../postgres/pool.js';
+import { inTransaction, namedStatementRefused, onTransactionClient, preparedQuery, transactionQuery, type Pool, type PoolClient } from '../../postgres/pool.js';
 import { FINDS_IN_FLIGHT, REBUILD_SUPERSEDED } from '../port.js';
 import { inFlight } from '../../core/inFlight.js';
 import type { BeginGeneration, FindQuery, FindResult, LinkEdge, ReadStore, ReadTransaction, RecordDocument, RunnerStatus } from '../port.js';
@@ -115,7 +115,7 @@ export async function openPostgresReadStore(options: PostgresReadStoreOptions): 
     const keysApart = await staged(client, generation, building);
     const { records, statements } = documentWrites(generation, documents, keysApart);
     analyzer.wrote(generation, records, building, keysApart);
-    for (const statement of statements) await client.query(statement);
+    for (const statement of statements) await transactionQuery(pool, client, statement.text, statement.values);
   }
 
   /**
@@ -130,7 +130,9 @@ export async function openPostgresReadStore(options: PostgresReadStoreOptions): 
       },
       async getMany(workspaceId, object, ids) {
         if (ids.length === 0) return [];
-        const found = await client.query<DocumentRow>(
+        const found = await transactionQuery<DocumentRow>(
+          pool,
+          client,
           `SELECT ${DOCUMENT_COLUMNS} FROM csr_records r WHERE r.generation = $4 AND r.workspace_id = $1 AND r.object = $2 AND r.id = ANY ($3::text[])`,
           [workspaceId, object, [...new Set(ids)], generation],
         );
@@ -217,13 +219,26 @@ export async function openPostgresReadStore(options: PostgresReadStoreOptions): 
    * A transaction of a generation's writer (undefined: the live one's), in as few round trips as
    * the work allows: BEGIN goes with the pointer's lock and the writer lock, and what `work` answers
    * to run with the COMMIT goes with it (each a simple query of two statements). A statement that
-   * fails stops the ones after it, so a failed fence never commits.
+   * fails stops the ones after it, so a failed fence never commits. A transaction whose named
+   * statement the server refused (transactionQuery) wrote nothing: it runs again, plain.
    */
   async function writerTransaction<T>(
     generation: number | undefined,
     work: (client: PoolClient, live: number) => Promise<{ result: T; withCommit?: string }>,
   ): Promise<T> {
     if (generation !== undefined && !Number.isSafeInteger(generation)) throw new RangeError(`not a generation: ${generation}`);
+    try {
+      return await writerTransactionOnce(generation, work);
+    } catch (error) {
+      if (!namedStatementRefused(pool, error)) throw error;
+      return writerTransactionOnce(generation, work);
+    }
+  }
+
+  async function writerTransactionOnce<T>(
+    generation: number | undefined,
+    work: (client: PoolClient, live: number) => Promise<{ result: T; withCommit?: string }>,
+  ): Promise<T> {
     return onTransactionClient(pool, async (client) => {
       // A rebuild's batch need not wait for its WAL flush: it commits with its own checkpoint, so
       // a crash loses whole batches that the rebuild then does again, and the promotion's
