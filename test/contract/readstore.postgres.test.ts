@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { InsufficientStorage } from '../../src/core/errors.js';
 import { formatPosition } from '../../src/eventstore/position.js';
 import { openPool, type Pool } from '../../src/postgres/pool.js';
+import { statisticsRows } from '../../src/readstore/postgres/analyze.js';
 import { documentWrites } from '../../src/readstore/postgres/documentWrites.js';
 import { findPlan } from '../../src/readstore/postgres/findPlan.js';
 import { openPostgresReadStore } from '../../src/readstore/postgres/index.js';
@@ -63,6 +64,17 @@ describeBackend('PostgreSQL read store', backend, (adminUrl) => {
   }
 
   describe('PostgreSQL specifics', () => {
+    it("reads the rows the server's statistics give a generation, none before its first analysis (the analyzer's first mark)", async () => {
+      await withStore(async (store, pool) => {
+        expect(await statisticsRows(pool, 1)).toBe(0);
+        expect(await statisticsRows(pool, 99)).toBe(0);
+        const workspaceId = `ws-${randomUUID()}`;
+        await store.transaction(async (tx) => tx.putMany!(Array.from({ length: 300 }, (_, n) => doc(workspaceId, n + 1))));
+        await pool.query('ANALYZE csr_records_g1');
+        expect(await statisticsRows(pool, 1)).toBe(300);
+      });
+    });
+
     it('a checkpoint committed by another process wakes a waiter within moments (LISTEN/NOTIFY), and its documents are then read', async () => {
       const url = await database();
       // The safety-net poll a minute away, as the waiter's own timeout: only the notification of

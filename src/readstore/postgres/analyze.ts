@@ -10,7 +10,11 @@ import { partitionsOf } from './schema.js';
  *
  * Statistics: a writer analyzes a generation's partitions once it has written as many rows to it
  * as were written before the last analysis (the first time after FIRST_AFTER): a handful of
- * analyses while a table grows, each a sample of at most 30,000 rows.
+ * analyses while a table grows, each a sample of at most 30,000 rows. A process that starts on a
+ * partition the server has statistics of counts the rows those statistics saw as written before:
+ * a restarted server of 100,000 records analyzed the whole generation after 500, 1,000, 2,000...
+ * of its own writes, half a second of the server's CPU each (docs/performance.md, session 42),
+ * where statistics only need a new look once the table has grown by about what it held.
  *
  * Visibility: a filtered list counts its matches, and reads its page, from the filter keys' index;
  * an index-only scan skips a key's table page only when the visibility map says the page is
@@ -37,6 +41,8 @@ const FIRST_AFTER = 500;
 const SETTLE_MS = 1_000;
 
 interface Counts {
+  /** The rows the server's statistics counted when this process first wrote (null until read). */
+  known: number | null;
   /** A generation being built: nobody lists it before its promotion, which vacuums it whole. */
   building: boolean;
   /** Its keys are staged (./stagedKeys.ts). */
@@ -62,7 +68,7 @@ export class Analyzer {
 
   /** Rows written to `generation` (counted when written; analyzed or vacuumed after a commit, by `settle`). */
   wrote(generation: number, rows: number, building: boolean, staged = false): void {
-    const count = this.counts.get(generation) ?? { building, staged, written: 0, next: FIRST_AFTER, vacuumed: 0, running: false, timer: null };
+    const count = this.counts.get(generation) ?? { known: null, building, staged, written: 0, next: FIRST_AFTER, vacuumed: 0, running: false, timer: null };
     count.building = building;
     count.staged = staged;
     count.written += rows;
@@ -73,6 +79,10 @@ export class Analyzer {
   async settle(): Promise<void> {
     for (const [generation, count] of this.counts) {
       if (this.closed) return;
+      if (count.known === null) {
+        count.known = await this.statisticsRows(generation);
+        count.next = Math.max(count.next, count.known);
+      }
       if (!count.running && count.written >= count.next) {
         count.next = count.written * 2;
         await this.run(generation, count, true);
@@ -111,6 +121,16 @@ export class Analyzer {
     await this.statement(generation, command, count.staged).finally(() => (count.running = false));
   }
 
+  /** statisticsRows, 0 on an error (the first mark then comes after FIRST_AFTER, as without statistics). */
+  private async statisticsRows(generation: number): Promise<number> {
+    try {
+      return await statisticsRows(this.pool, generation);
+    } catch (error) {
+      this.onError(error);
+      return 0;
+    }
+  }
+
   private async statement(generation: number, command: string, staged: boolean): Promise<void> {
     const { records, keys, counts, staged: stagedKeys } = partitionsOf(generation);
     try {
@@ -120,4 +140,10 @@ export class Analyzer {
       this.onError(error);
     }
   }
+}
+
+/** The rows the server's statistics give a generation's records: 0 when it has none yet (never analyzed, or no such partition). */
+export async function statisticsRows(pool: Pool, generation: number): Promise<number> {
+  const found = await pool.query<{ rows: number }>('SELECT greatest(reltuples, 0)::float8 AS rows FROM pg_class WHERE oid = to_regclass($1)', [partitionsOf(generation).records]);
+  return found.rows[0]?.rows ?? 0;
 }
