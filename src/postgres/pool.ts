@@ -90,9 +90,9 @@ export async function preparedQuery<R extends pg.QueryResultRow>(pool: Pool, tex
 
 /**
  * A statement of a transaction on `client` (a connection of `pool`) as a named statement, as
- * preparedQuery does outside one: a projector's batch and a group commit each ran two statements
- * that the server parsed and planned again every time, a tenth of its time per create
- * (docs/performance.md). Refused (a transaction-pooling proxy, see preparedQuery), the statement
+ * preparedQuery does outside one: the group commit's append and a projector's read and write of
+ * its records were parsed and planned again at every commit, a share of the server's time per
+ * create that docs/performance.md (session 42) measures. Refused (a transaction-pooling proxy, see preparedQuery), the statement
  * fails and with it the transaction, which wrote nothing: the caller asks `namedStatementRefused`
  * and runs its transaction again, with plain statements from then on.
  */

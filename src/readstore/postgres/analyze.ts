@@ -12,9 +12,9 @@ import { partitionsOf } from './schema.js';
  * as were written before the last analysis (the first time after FIRST_AFTER): a handful of
  * analyses while a table grows, each a sample of at most 30,000 rows. A process that starts on a
  * partition the server has statistics of counts the rows those statistics saw as written before:
- * a restarted server of 100,000 records analyzed the whole generation after 500, 1,000, 2,000...
- * of its own writes, half a second of the server's CPU each (docs/performance.md, session 42),
- * where statistics only need a new look once the table has grown by about what it held.
+ * otherwise a restarted server analyzed a large generation whole after 500, 1,000, 2,000... of its
+ * own writes (docs/performance.md, session 42), where statistics only need a new look once the
+ * table has grown by about what it held.
  *
  * Visibility: a filtered list counts its matches, and reads its page, from the filter keys' index;
  * an index-only scan skips a key's table page only when the visibility map says the page is
