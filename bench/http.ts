@@ -150,8 +150,12 @@ export async function httpBenchmarks(options: HttpOptions): Promise<{ rows: Http
     const commit = method === 'POST' ? commitMs() : null;
     const serverCpu = database ? await databaseCpu(database.url) : null;
     const loaded = await load(title, server, { ...loadOptions('measured'), durationS: options.durationS });
-    const serverMs = serverCpu ? await serverCpu() : null;
-    const measured: Measured = { ...loaded, serverCpuUs: serverMs === null || loaded.requests === 0 ? null : (serverMs * 1000) / loaded.requests };
+    // Only on PostgreSQL: on the embedded store there is no database server to count (no `+` in the table).
+    let measured: Measured = loaded;
+    if (serverCpu) {
+      const serverMs = await serverCpu();
+      measured = { ...loaded, serverCpuUs: serverMs === null || loaded.requests === 0 ? null : (serverMs * 1000) / loaded.requests };
+    }
     return { measured, baseline: meanOf(before, await measureBare(method, BASELINE_S, pipeline)), commitMs: commit };
   };
 
